@@ -1,0 +1,50 @@
+/*
+ * log.c — process-wide leveled logging to stderr (common layer). One line
+ * per call, written with a single write so lines from threads don't mix.
+ */
+#include "common/common.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic int log_level = RIFT_LOG_INFO;
+
+void rift_log_set_level(rift_log_level level) {
+    atomic_store(&log_level, (int)level);
+}
+
+rift_log_level rift_log_get_level(void) {
+    return (rift_log_level)atomic_load(&log_level);
+}
+
+void rift_log(rift_log_level level, const char *fmt, ...) {
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    if ((int)level < atomic_load(&log_level) || level >= RIFT_LOG_OFF) {
+        return;
+    }
+    char line[2048];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    int n =
+        snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+    if (n < 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof(line) - 2) {
+        len = sizeof(line) - 2;
+    }
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
