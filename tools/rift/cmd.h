@@ -1,0 +1,13 @@
+/*
+ * cmd.h — the rift CLI's command table (tools layer). Each subcommand lives
+ * in its own tools/rift/cmd_<name>.c and is listed in main.c.
+ */
+#ifndef RIFT_TOOLS_CMD_H
+#define RIFT_TOOLS_CMD_H
+
+/* A command gets argv with argv[0] = its own name; returns the exit code. */
+typedef int (*rift_cmd_fn)(int argc, char **argv);
+
+int rift_cmd_version(int argc, char **argv);
+
+#endif /* RIFT_TOOLS_CMD_H */

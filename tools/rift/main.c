@@ -1,0 +1,49 @@
+/*
+ * main.c — the rift command-line tool (tools layer): dispatches to the
+ * subcommand named by the first argument.
+ */
+#include "cmd.h"
+
+#include "rift/rift.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    rift_cmd_fn fn;
+    const char *help;
+} commands[] = {
+    {"version", rift_cmd_version, "print the version"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: rift <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+    }
+    fprintf(out, "\nrift <command> --help shows a command's options.\n");
+}
+
+int rift_cmd_version(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("rift %s (protocol %s)\n", rift_version(), RIFT_ALPN);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "rift: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
