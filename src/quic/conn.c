@@ -354,6 +354,8 @@ static int recv_stateless_reset_cb(ngtcp2_conn *qc,
     return 0;
 }
 
+static void log_printf(void *ud, const char *fmt, ...) RIFT_PRINTF(2, 3);
+
 static void log_printf(void *ud, const char *fmt, ...) {
     (void)ud;
     char line[1024];
@@ -977,7 +979,6 @@ static bool write_pkts(rift_quic_conn *c) {
     ngtcp2_pkt_info pi;
     uint8_t *buf = NULL;
     size_t npkts = 0;
-    bool ok = true;
     c->in_write = true;
     for (;;) {
         if (buf == NULL) {
@@ -1030,7 +1031,6 @@ static bool write_pkts(rift_quic_conn *c) {
                 ready_remove(s);
                 continue;
             default:
-                ok = false;
                 break;
             }
             c->in_write = false;
@@ -1053,7 +1053,7 @@ static bool write_pkts(rift_quic_conn *c) {
     }
     c->in_write = false;
     ngtcp2_conn_update_pkt_tx_time(c->qc, ts);
-    return ok;
+    return true;
 }
 
 void rift_quic_conn_write(rift_quic_conn *c) {
@@ -1089,13 +1089,14 @@ static void conn_timer_cb(rift_timer *t, void *arg) {
     switch (c->state) {
     case CONN_CLOSING:
     case CONN_DRAINING:
-        if (now < c->close_deadline) {
+    case CONN_DEAD:
+        /* The closing period is over (or the connection died silently):
+         * servers forget it, clients park it until the endpoint goes. */
+        if (c->state != CONN_DEAD && now < c->close_deadline) {
             rift_timer_start(&c->timer, c->close_deadline);
             break;
         }
         c->state = CONN_DEAD;
-        /* fall through */
-    case CONN_DEAD:
         if (ep->server) {
             rift_quic_conn_free(c);
         }

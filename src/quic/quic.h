@@ -162,7 +162,7 @@ typedef struct rift_quic_callbacks {
      * rift_quic_stream_set_user_data. */
     void (*stream_open)(rift_quic_stream *s, void *conn_ud);
     /** In-order stream bytes; |fin| marks the end of the peer's side.
-     * |data| is valid during the call only. */
+     * |data| is valid during the call only (NULL when |len| is 0). */
     void (*stream_data)(rift_quic_stream *s, const uint8_t *data, size_t len,
                         bool fin, void *stream_ud);
     /** The peer reset its side (RESET_STREAM) with |code|. */

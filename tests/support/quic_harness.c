@@ -182,8 +182,10 @@ static void cli_data(rift_quic_stream *s, const uint8_t *data, size_t len,
     cli_stream *cs = ud;
     size_t k =
         len < sizeof(cs->rx) - cs->rx_len ? len : sizeof(cs->rx) - cs->rx_len;
-    memcpy(cs->rx + cs->rx_len, data, k);
-    cs->rx_len += k;
+    if (k > 0) {
+        memcpy(cs->rx + cs->rx_len, data, k);
+        cs->rx_len += k;
+    }
     cs->rx_bytes += len;
     if (fin) {
         cs->fin = true;

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 static int load_crt(const char *dir, const char *name, gnutls_x509_crt_t *crt) {
-    char path[4096];
+    char path[8300];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     gnutls_datum_t d;
     int rv = gnutls_load_file(path, &d);
@@ -27,7 +27,7 @@ static int load_crt(const char *dir, const char *name, gnutls_x509_crt_t *crt) {
 }
 
 static mode_t file_mode(const char *dir, const char *name) {
-    char path[4096];
+    char path[8300];
     struct stat st;
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (stat(path, &st) != 0) {
