@@ -389,3 +389,63 @@ RIFT_TEST(stateless_reset_after_server_restart) {
     cli_app_free(&app);
     harness_fini(&h);
 }
+
+static bool run_client_on(harness *h, const char *name) {
+    cli_app app = {0};
+    rift_quic_settings s;
+    harness_client_settings(h, &s);
+    s.server_name = name;
+    rift_quic_endpoint *cli = harness_client(h, &s, &app);
+    if (cli == NULL) {
+        return false;
+    }
+    bool ok = harness_run(h, cond_handshake, &app, 5000) && app.handshake;
+    cli_stream *cs = ok ? cli_open(&app, rift_quic_client_conn(cli)) : NULL;
+    if (cs != NULL) {
+        rift_quic_chunk ch = {(const uint8_t *)"v", 1, NULL, NULL};
+        ok = rift_quic_stream_write(cs->s, &ch, 1, true) == 0 &&
+             harness_run(h, streams_closed, &app, 5000) && cs->rx_len == 1;
+    }
+    rift_quic_endpoint_del(cli);
+    cli_app_free(&app);
+    return ok;
+}
+
+RIFT_TEST(wildcard_bind_answers_from_the_right_address) {
+    harness h;
+    CHECK(harness_init(&h));
+    /* 0.0.0.0: replies carry the destination address via IP_PKTINFO. */
+    struct sockaddr_in *sa = (struct sockaddr_in *)&h.addr;
+    sa->sin_family = AF_INET;
+    sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    h.addrlen = sizeof(*sa);
+    CHECK(harness_server(&h, NULL));
+    sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(run_client_on(&h, "localhost"));
+    harness_fini(&h);
+}
+
+RIFT_TEST(ipv6_loopback) {
+    harness h;
+    CHECK(harness_init(&h));
+    struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&h.addr;
+    memset(sa, 0, sizeof(*sa));
+    sa->sin6_family = AF_INET6;
+    sa->sin6_addr = in6addr_loopback;
+    h.addrlen = sizeof(*sa);
+    rift_quic_settings s;
+    rift_quic_settings_default(&s);
+    s.cert_file = h.cert;
+    s.key_file = h.key;
+    rift_error err;
+    if (rift_quic_server_new(&h.server, h.loop, (struct sockaddr *)sa,
+                             sizeof(*sa), &s, &harness_server_cbs, &h.srv,
+                             &err) != 0) {
+        fprintf(stderr, "no IPv6 loopback here (%s): skipped\n", err.text);
+        harness_fini(&h);
+        return;
+    }
+    rift_quic_endpoint_local_addr(h.server, &h.addr, &h.addrlen);
+    CHECK(run_client_on(&h, "::1"));
+    harness_fini(&h);
+}

@@ -304,17 +304,22 @@ bool harness_server(harness *h, rift_quic_settings *s) {
     }
     s->cert_file = h->cert;
     s->key_file = h->key;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (h->addrlen > 0) {
-        memcpy(&sa, &h->addr, sizeof(sa)); /* restart on the same port */
+    /* 127.0.0.1 port 0, unless the test preset an address (a restart on
+     * the same port, a wildcard bind). */
+    struct sockaddr_storage sa;
+    socklen_t salen = h->addrlen;
+    if (salen > 0) {
+        memcpy(&sa, &h->addr, sizeof(sa));
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
+        memset(&sa, 0, sizeof(sa));
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        salen = sizeof(*s4);
     }
     rift_error err;
-    if (rift_quic_server_new(&h->server, h->loop, (struct sockaddr *)&sa,
-                             sizeof(sa), s, &harness_server_cbs, &h->srv,
-                             &err) != 0) {
+    if (rift_quic_server_new(&h->server, h->loop, (struct sockaddr *)&sa, salen,
+                             s, &harness_server_cbs, &h->srv, &err) != 0) {
         fprintf(stderr, "server: %s\n", err.text);
         return false;
     }
