@@ -340,12 +340,13 @@ rift_status=""
 
 # rift_check — is there a riftd and a `rift bench`? Sets rift_status.
 rift_check() {
+    local cli="${rift_bin#"$root"/}" daemon="${riftd_bin#"$root"/}"
     if [ ! -x "$riftd_bin" ]; then
-        rift_status="skipped: $riftd_bin does not exist yet"
+        rift_status="skipped: $daemon does not exist yet"
     elif [ ! -x "$rift_bin" ]; then
-        rift_status="skipped: $rift_bin does not exist yet"
+        rift_status="skipped: $cli does not exist yet"
     elif ! "$rift_bin" bench --help >/dev/null 2>&1; then
-        rift_status="skipped: '$rift_bin bench' is not implemented yet (issue 8)"
+        rift_status="skipped: '$cli bench' is not implemented yet (issue 8)"
     else
         rift_status="ok"
         return 0
