@@ -54,7 +54,7 @@ size_t rift_debug_str(char *buf, size_t cap, const char *s, size_t len) {
     while (i < len) {
         size_t n = seq_len(p, len, i);
         if (n == 0) {
-            int k = snprintf(tmp, sizeof(tmp), "\\x{%x}", p[i]);
+            int k = snprintf(tmp, sizeof(tmp), "\\x%02X", p[i]);
             put(buf, cap, &pos, tmp, (size_t)k);
             i++;
             continue;

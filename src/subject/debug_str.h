@@ -17,7 +17,7 @@
  * and unassigned code points, private use and grapheme extenders as
  * \u{hex} (lowercase, no leading zeros). Other characters are copied.
  * A byte that is not part of well-formed UTF-8 (never in a Rust str) is
- * rendered as \x{hex}.
+ * rendered as \xHH (as Rust renders broken bytes of byte strings).
  */
 size_t rift_debug_str(char *buf, size_t cap, const char *s, size_t len);
 
