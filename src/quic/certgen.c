@@ -54,17 +54,54 @@ static int tls_fail(rift_error *err, const char *what, int gerr) {
 
 /* Generates a P-256 key and an unsigned certificate skeleton around it:
  * version 3, random positive serial, validity, CN, subject key id. */
+/*
+ * GnuTLS 3.7 writes the ECPrivateKey scalar as a signed integer: 33 bytes
+ * with a leading zero when its top bit is set, 31 when its top byte is
+ * zero. RFC 5915 wants exactly 32, and ring (under rustls/quinn) rejects
+ * anything else as "invalid private key" — so about half of all keys would
+ * not load in the Rust peer. Keep generating until the PKCS#8 encoding is
+ * the canonical one: 150 bytes for P-256 with the public key, holding
+ * "version 1, OCTET STRING (32)".
+ */
+static bool canonical_p256(gnutls_x509_privkey_t key) {
+    gnutls_datum_t d = {NULL, 0};
+    if (gnutls_x509_privkey_export2_pkcs8(key, GNUTLS_X509_FMT_DER, NULL,
+                                          GNUTLS_PKCS_PLAIN, &d) < 0) {
+        return false;
+    }
+    static const uint8_t scalar32[] = {0x02, 0x01, 0x01, 0x04, 0x20};
+    bool ok = d.size == 150 &&
+              memmem(d.data, d.size, scalar32, sizeof(scalar32)) != NULL;
+    gnutls_memset(d.data, 0, d.size);
+    gnutls_free(d.data);
+    return ok;
+}
+
 static int keypair_new(keypair *k, const char *cn, unsigned days,
                        rift_error *err) {
-    int rv;
+    int rv = 0;
     memset(k, 0, sizeof(*k));
-    if ((rv = gnutls_x509_privkey_init(&k->x509)) < 0 ||
-        (rv = gnutls_x509_privkey_generate2(
-             k->x509, GNUTLS_PK_ECDSA,
-             GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0, NULL, 0)) <
-            0) {
+    for (int attempt = 0; attempt < 32; attempt++) {
+        if (k->x509) {
+            gnutls_x509_privkey_deinit(k->x509);
+            k->x509 = NULL;
+        }
+        if ((rv = gnutls_x509_privkey_init(&k->x509)) < 0 ||
+            (rv = gnutls_x509_privkey_generate2(
+                 k->x509, GNUTLS_PK_ECDSA,
+                 GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0, NULL,
+                 0)) < 0) {
+            keypair_free(k);
+            return tls_fail(err, "key", rv);
+        }
+        if (canonical_p256(k->x509)) {
+            break;
+        }
+        rv = GNUTLS_E_INTERNAL_ERROR;
+    }
+    if (rv < 0) {
         keypair_free(k);
-        return tls_fail(err, "key", rv);
+        return tls_fail(err, "key encoding", rv);
     }
     if ((rv = gnutls_privkey_init(&k->priv)) < 0 ||
         (rv = gnutls_privkey_import_x509(k->priv, k->x509, 0)) < 0) {

@@ -9,17 +9,27 @@
 
 struct rift_sendq_block {
     const rift_mem *mem;
-    size_t refs; /* entries using it, plus one while it is current */
+    rift_sendq *q; /* owning queue: a freed standard block becomes its spare */
+    size_t refs;   /* entries using it, plus one while it is current */
     size_t used;
     size_t cap;
     uint8_t data[];
 };
 
+/* A stream that streams keeps recycling blocks: the one freed by an ack is
+ * kept as the queue's spare, so the steady state allocates nothing (and
+ * takes no page faults from a trimmed heap). */
 static void block_unref(void *owner) {
     rift_sendq_block *b = owner;
-    if (--b->refs == 0) {
-        rift_free(b->mem, b);
+    if (--b->refs > 0) {
+        return;
     }
+    if (b->q != NULL && b->q->spare == NULL && b->cap == RIFT_SENDQ_BLOCK) {
+        b->used = 0;
+        b->q->spare = b;
+        return;
+    }
+    rift_free(b->mem, b);
 }
 
 void rift_sendq_init(rift_sendq *q, const rift_mem *mem) {
@@ -43,6 +53,9 @@ void rift_sendq_clear(rift_sendq *q) {
     }
     if (q->blk) {
         block_unref(q->blk);
+    }
+    if (q->spare) {
+        rift_free(q->mem, q->spare);
     }
     rift_free(q->mem, q->ring);
     const rift_mem *mem = q->mem;
@@ -69,11 +82,15 @@ int rift_sendq_reserve(rift_sendq *q, size_t entries, size_t copy) {
     }
     if (copy > 0 && (q->blk == NULL || q->blk->cap - q->blk->used < copy)) {
         size_t cap = copy > RIFT_SENDQ_BLOCK ? copy : RIFT_SENDQ_BLOCK;
-        rift_sendq_block *b = rift_malloc(q->mem, sizeof(*b) + cap);
-        if (b == NULL) {
+        rift_sendq_block *b;
+        if (cap == RIFT_SENDQ_BLOCK && q->spare != NULL) {
+            b = q->spare;
+            q->spare = NULL;
+        } else if ((b = rift_malloc(q->mem, sizeof(*b) + cap)) == NULL) {
             return RIFT_ERR_NOMEM;
         }
         b->mem = q->mem;
+        b->q = q;
         b->refs = 1;
         b->used = 0;
         b->cap = cap;

@@ -52,6 +52,7 @@ typedef struct rift_sendq {
                               when everything is sent */
     size_t sent_off;       /* offset of |sent| inside that entry */
     rift_sendq_block *blk; /* current copy block, or NULL */
+    rift_sendq_block *spare; /* a free standard block kept for reuse */
 } rift_sendq;
 
 /* Size of a copy block; a copy larger than half of it gets its own. */

@@ -367,9 +367,15 @@ static int send_plain(rift_udp *u, const txview *v, size_t *done) {
         mh.msg_iovlen = 1;
         fill_cmsgs(u, v, &cb, &mh, false);
         ssize_t r;
-        do {
-            r = sendmsg(u->fd, &mh, 0);
-        } while (r < 0 && errno == EINTR);
+        if (u->inject_eagain > 0) {
+            u->inject_eagain--;
+            errno = EAGAIN;
+            r = -1;
+        } else {
+            do {
+                r = sendmsg(u->fd, &mh, 0);
+            } while (r < 0 && errno == EINTR);
+        }
         u->stats.tx_calls++;
         if (r < 0) {
             if (transient(errno)) {
@@ -423,9 +429,19 @@ static size_t send_views(rift_udp *u, const txview *v, size_t n,
             continue;
         }
         int r;
-        do {
-            r = sendmmsg(u->fd, mm, (unsigned)k, 0);
-        } while (r < 0 && errno == EINTR);
+        if (u->inject_eagain > 0) {
+            u->inject_eagain--;
+            errno = EAGAIN;
+            r = -1;
+        } else if (u->inject_eio > 0 && v[i].len > v[i].seg) {
+            u->inject_eio--;
+            errno = EIO;
+            r = -1;
+        } else {
+            do {
+                r = sendmmsg(u->fd, mm, (unsigned)k, 0);
+            } while (r < 0 && errno == EINTR);
+        }
         u->stats.tx_calls++;
         if (r > 0) {
             for (int j = 0; j < r; j++) {

@@ -88,6 +88,11 @@ typedef struct rift_udp {
     size_t rxslot; /* bytes per slot */
 
     rift_udp_stats stats;
+
+    /* Fault injection for tests: the next N send calls fail with EAGAIN,
+     * the next N GSO sends with EIO. Zero in production. */
+    unsigned inject_eagain;
+    unsigned inject_eio;
 } rift_udp;
 
 typedef struct rift_udp_settings {
