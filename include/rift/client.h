@@ -243,9 +243,10 @@ RIFT_EXTERN int rift_publisher_flush(rift_publisher *p, rift_error *err);
 
 /**
  * rift_publisher_close resets the publisher's stream (RESET_STREAM(0) and
- * STOP_SENDING(0)) and frees the handle. Publications not yet flushed may
- * be lost: flush first. No other call on |p| may run concurrently or
- * follow. NULL is a no-op.
+ * STOP_SENDING(0)) and releases the handle. Publications not yet flushed
+ * may be lost: flush first. Calls waiting in other threads (for an OK or
+ * for room) return RIFT_ERR_UNUSABLE; no call may start after this one.
+ * NULL is a no-op.
  */
 RIFT_EXTERN void rift_publisher_close(rift_publisher *p);
 
@@ -306,8 +307,9 @@ RIFT_EXTERN size_t rift_subscription_pending(rift_subscription *sub);
 /**
  * rift_subscription_close cancels the subscription (STOP_SENDING(0) and
  * RESET_STREAM(0); the server drops it), discards queued messages and
- * frees the handle. No other call on |sub| may run concurrently or follow.
- * NULL is a no-op.
+ * releases the handle. A rift_subscription_recv blocked in another thread
+ * returns RIFT_ERR_CLOSED ("subscription closed"); no call may start after
+ * this one. NULL is a no-op.
  */
 RIFT_EXTERN void rift_subscription_close(rift_subscription *sub);
 

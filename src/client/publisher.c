@@ -366,7 +366,7 @@ static uint8_t *reserve_locked(rift_publisher *p, size_t need) {
 
 /* Waits (under p->mu) until |need| bytes fit in the window. */
 static int wait_room_locked(rift_publisher *p, size_t need, rift_error *err,
-                            bool *post_reset) {
+                            bool *post_reset, bool *held) {
     struct timespec ts;
     bool have_deadline = false;
     while (!p->failed && p->buffered + p->inflight > 0 &&
@@ -374,6 +374,12 @@ static int wait_room_locked(rift_publisher *p, size_t need, rift_error *err,
         if (!have_deadline) {
             rift_client_deadline_ts(&ts, p->c->op_timeout_ns);
             have_deadline = true;
+        }
+        if (!*held) {
+            /* Blocked threads keep the publisher alive across a
+             * concurrent rift_publisher_close, which wakes them. */
+            pub_ref(p);
+            *held = true;
         }
         p->blocked++;
         int r = pthread_cond_timedwait(&p->room, &p->mu, &ts);
@@ -403,9 +409,13 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
             ? RIFT_FRAME_PREFIX_BYTES + 1
             : RIFT_FRAME_MSG_HEADER_SIZE(subject_len, reply_len) + payload_len;
     bool post_reset = false;
+    bool held = w != NULL;
     int rc;
+    if (held) {
+        pub_ref(p);
+    }
     pthread_mutex_lock(&p->mu);
-    if ((rc = wait_room_locked(p, need, err, &post_reset)) != 0) {
+    if ((rc = wait_room_locked(p, need, err, &post_reset, &held)) != 0) {
         goto out;
     }
     uint8_t *dst = reserve_locked(p, need);
@@ -474,6 +484,9 @@ out:
         if (rift_client_post(c, close_cb, p, NULL) != 0) {
             rift_client_pub_unref(p);
         }
+    }
+    if (held) {
+        rift_client_pub_unref(p);
     }
     return rc;
 }

@@ -221,6 +221,10 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
                            rift_client_msg **pmsg, rift_error *err) {
     struct timespec ts;
     bool have_deadline = false;
+    int rc;
+    /* Held for the call, so rift_subscription_close from another thread
+     * wakes this one instead of freeing the subscription under it. */
+    sub_ref(s);
     pthread_mutex_lock(&s->mu);
     for (;;) {
         rift_client_msg *m = s->head;
@@ -247,13 +251,14 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
                 }
             }
             *pmsg = m;
-            return 0;
+            rc = 0;
+            break;
         }
         if (s->failed) {
             rift_error_copy(err, &s->fail);
-            int rc = s->fail.code;
+            rc = s->fail.code;
             pthread_mutex_unlock(&s->mu);
-            return rc;
+            break;
         }
         int r = 0;
         if (timeout_ns == 0) {
@@ -273,10 +278,13 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
         }
         if (r == ETIMEDOUT && s->head == NULL && !s->failed) {
             pthread_mutex_unlock(&s->mu);
-            return rift_error_set(err, RIFT_ERR_AGAIN, "%s",
-                                  rift_strerror(RIFT_ERR_AGAIN));
+            rc = rift_error_set(err, RIFT_ERR_AGAIN, "%s",
+                                rift_strerror(RIFT_ERR_AGAIN));
+            break;
         }
     }
+    rift_client_sub_unref(s);
+    return rc;
 }
 
 int rift_subscription_fd(rift_subscription *s) {
@@ -308,6 +316,18 @@ void rift_subscription_close(rift_subscription *s) {
     if (s == NULL) {
         return;
     }
+    /* Wake receivers in other threads now; the client thread then cancels
+     * the stream. */
+    pthread_mutex_lock(&s->mu);
+    if (!s->failed) {
+        s->failed = true;
+        rift_error_set(&s->fail, RIFT_ERR_CLOSED, "subscription closed");
+        if (s->count == 0) {
+            efd_raise(s);
+        }
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->mu);
     sub_ref(s);
     if (rift_client_post(s->c, close_cb, s, NULL) != 0) {
         rift_client_sub_unref(s);
