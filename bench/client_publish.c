@@ -5,6 +5,10 @@
  * OK) and one client on 127.0.0.1. Prints, per scenario, messages per
  * second:
  *   pipelined   bursts of 256 rift_publisher_publish + rift_publisher_flush
+ *   enqueue     the cost of one rift_publisher_publish call alone
+ *   roundtrip   bursts of 256 publications + flush, then the 256 messages
+ *               received through a subscription (the sink forwards each
+ *               PUBLISH to it as a MESSAGE): the headline scenario's shape
  *   confirmed   rift_publisher_publish_confirmed one at a time
  *   shared      rift_client_publish one at a time
  * The sink does no routing, so the pipelined figure is the client's own
@@ -36,6 +40,9 @@ typedef struct sink {
     rift_quic_endpoint *ep;
     pthread_t thread;
     _Atomic uint64_t published;
+    /* The one subscription stream: PUBLISH frames are forwarded to it as
+     * MESSAGE frames (same body layout, other opcode). */
+    rift_quic_stream *sub;
 } sink;
 
 typedef struct sink_stream {
@@ -77,8 +84,20 @@ static void sink_data(rift_quic_stream *s, const uint8_t *data, size_t len,
             continue;
         }
         switch (b.data[0]) {
+        case RIFT_OP_SUBSCRIBE:
+            ss->sk->sub = s;
+            oks++;
+            break;
         case RIFT_OP_PUBLISH:
             n++;
+            if (ss->sk->sub != NULL) {
+                uint8_t hdr[5] = {(uint8_t)(b.len >> 24),
+                                  (uint8_t)(b.len >> 16), (uint8_t)(b.len >> 8),
+                                  (uint8_t)b.len, RIFT_OP_MESSAGE};
+                rift_quic_chunk ch[2] = {{hdr, 5, NULL, NULL},
+                                         {b.data + 1, b.len - 1, NULL, NULL}};
+                rift_quic_stream_write(ss->sk->sub, ch, 2, false);
+            }
             break;
         case RIFT_OP_PUBLISH_ACK:
             n++;
@@ -104,7 +123,9 @@ static void sink_data(rift_quic_stream *s, const uint8_t *data, size_t len,
 static void sink_close(rift_quic_stream *s, bool code_set, uint64_t code,
                        void *ud) {
     sink_stream *ss = ud;
-    (void)s;
+    if (ss->sk->sub == s) {
+        ss->sk->sub = NULL;
+    }
     (void)code_set;
     (void)code;
     rift_frame_reader_free(&ss->rd);
@@ -231,6 +252,55 @@ int main(int argc, char **argv) {
         n += 256;
     }
     report("pipelined", n, t0, cpu0);
+
+    /* The cost of queueing alone (no flush inside the timed part). */
+    uint64_t enq_ns = 0;
+    n = 0;
+    for (int round = 0; round < 2000; round++) {
+        rift_tstamp a = rift_now_ns();
+        for (int i = 0; i < 256; i++) {
+            rift_publisher_publish(p, "bench.x", 7, NULL, 0, payload,
+                                   payload_len, &err);
+        }
+        enq_ns += rift_now_ns() - a;
+        n += 256;
+        rift_publisher_flush(p, &err);
+    }
+    printf("%-10s %12.1f ns per rift_publisher_publish call\n", "enqueue",
+           (double)enq_ns / (double)n);
+
+    /* The headline shape: 256 publications, flush, then receive all 256
+     * through a subscription on the same connection. */
+    rift_subscription *sub;
+    if (rift_client_subscribe(c, "bench.x", 7, NULL, 0, &sub, &err) != 0) {
+        fprintf(stderr, "subscribe: %s\n", err.text);
+        return 1;
+    }
+    n = 0;
+    cpu0 = cpu_seconds();
+    t0 = rift_now_ns();
+    end = t0 + (rift_tstamp)(seconds * 1e9);
+    while (rift_now_ns() < end) {
+        for (int i = 0; i < 256; i++) {
+            rift_publisher_publish(p, "bench.x", 7, NULL, 0, payload,
+                                   payload_len, &err);
+        }
+        if (rift_publisher_flush(p, &err) != 0) {
+            fprintf(stderr, "flush: %s\n", err.text);
+            return 1;
+        }
+        for (int i = 0; i < 256; i++) {
+            rift_client_msg *m;
+            if (rift_subscription_recv(sub, 5000000000LL, &m, &err) != 0) {
+                fprintf(stderr, "recv: %s\n", err.text);
+                return 1;
+            }
+            rift_client_msg_del(m);
+        }
+        n += 256;
+    }
+    report("roundtrip", n, t0, cpu0);
+    rift_subscription_close(sub);
 
     n = 0;
     cpu0 = cpu_seconds();

@@ -290,6 +290,9 @@ static void on_stream_data(rift_quic_stream *s, const uint8_t *data, size_t len,
             credit += RIFT_FRAME_PREFIX_BYTES + b.len;
         }
     }
+    if (cs->kind == RIFT_CS_SUB) {
+        rift_client_sub_flush(cs->u.sub);
+    }
     /* Bytes of a detached stream (and the tail after a failure) are not
      * anybody's: give them back at once. The transport never credits more
      * than it delivered. */

@@ -209,12 +209,16 @@ struct rift_publisher {
     /* Frames not yet handed to the client thread. */
     rift_pub_block *head, *tail;
     size_t buffered;
-    bool scheduled;    /* a flush post is queued */
-    uint64_t inflight; /* handed to the stream, not yet acknowledged */
-    int blocked;       /* threads waiting for room */
+    bool scheduled; /* a flush post is queued */
+    /* Handed to the stream and not yet acknowledged (written by the
+     * client thread without the mutex, see rift_client_pub_acked). */
+    _Atomic uint64_t inflight;
+    atomic_int blocked; /* threads waiting for room */
     pthread_cond_t room;
-    /* Operations waiting for OK, in stream order. */
+    /* Operations waiting for OK, in stream order; they sleep on `done`
+     * until their own flag is set. */
     rift_pub_waiter *wq_head, *wq_tail;
+    pthread_cond_t done;
     /* Failure: once failed, never usable again. */
     bool failed;
     bool reported; /* the failure was returned to some call */
@@ -255,12 +259,16 @@ struct rift_subscription {
     bool credit_posted;
     /* Client thread. */
     rift_client_stream *cs;
+    rift_client_msg *pend_head, *pend_tail; /* decoded, not yet queued */
+    size_t pend_count;
 };
 
 void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs);
 /* Returns true when the frame became a queued message (which keeps its
  * flow-control bytes until the application takes it). */
 bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b);
+/* Client thread: queues the messages decoded during this callback. */
+void rift_client_sub_flush(rift_subscription *s);
 /* Client thread: fails the subscription with |e| and detaches it. */
 void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
                           bool reset);

@@ -38,7 +38,6 @@ struct rift_pub_block {
 
 struct rift_pub_waiter {
     rift_pub_waiter *next;
-    pthread_cond_t cond;
     rift_tstamp deadline;
     bool done;
     int rc;
@@ -74,10 +73,17 @@ static rift_publisher *pub_new(rift_client *c, bool shared) {
         rift_free(c->mem, p);
         return NULL;
     }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->room);
+        rift_free(c->mem, p);
+        return NULL;
+    }
     pthread_mutex_init(&p->mu, NULL);
     p->c = c;
     p->shared = shared;
     atomic_init(&p->refs, 1);
+    atomic_init(&p->inflight, 0);
+    atomic_init(&p->blocked, 0);
     rift_timer_init(c->loop, &p->timer, timer_fired, p);
     if (!shared) {
         rift_client_ref(c);
@@ -92,6 +98,7 @@ void rift_client_pub_unref(rift_publisher *p) {
     rift_client *c = p->c;
     blocks_free(p->head);
     pthread_cond_destroy(&p->room);
+    pthread_cond_destroy(&p->done);
     pthread_mutex_destroy(&p->mu);
     bool shared = p->shared;
     rift_free(c->mem, p);
@@ -112,7 +119,6 @@ static void waiter_complete(rift_pub_waiter *w, int rc, const rift_error *e) {
         rift_error_copy(&w->err, e);
     }
     w->done = true;
-    pthread_cond_signal(&w->cond);
 }
 
 static void fail_locked(rift_publisher *p, const rift_error *e) {
@@ -128,6 +134,7 @@ static void fail_locked(rift_publisher *p, const rift_error *e) {
         w = next;
     }
     p->wq_head = p->wq_tail = NULL;
+    pthread_cond_broadcast(&p->done);
     pthread_cond_broadcast(&p->room);
 }
 
@@ -260,10 +267,7 @@ static void flush_cb(void *arg, int status) {
             fail_text(p, RIFT_ERR_CLOSED, RIFT_CLIENT_ERR_CLOSED);
         }
     } else {
-        uint64_t unacked = rift_quic_stream_unacked(cs->qs);
-        pthread_mutex_lock(&p->mu);
-        p->inflight = unacked;
-        pthread_mutex_unlock(&p->mu);
+        atomic_store(&p->inflight, rift_quic_stream_unacked(cs->qs));
     }
     rift_client_pub_unref(p); /* the post's reference */
 }
@@ -297,6 +301,12 @@ void rift_client_pub_frame(rift_client_stream *cs, const uint8_t *body,
         arm_locked(p);
     }
     pthread_mutex_unlock(&p->mu);
+    if (w != NULL) {
+        /* After unlocking, so the woken thread does not block on the
+         * mutex at once; the publisher outlives this (the stream holds a
+         * reference). */
+        pthread_cond_broadcast(&p->done);
+    }
     if (w == NULL) {
         /* An OK nobody asked for. */
         fail_text(p, RIFT_ERR_PROTOCOL, RIFT_CLIENT_ERR_OPCODE);
@@ -321,12 +331,18 @@ void rift_client_pub_stopped(rift_client_stream *cs) {
 
 void rift_client_pub_acked(rift_client_stream *cs, uint64_t unacked) {
     rift_publisher *p = cs->u.pub;
-    pthread_mutex_lock(&p->mu);
-    p->inflight = unacked;
-    if (p->blocked > 0) {
+    /* Lock-free unless somebody waits for room: acks are frequent and the
+     * publishing threads hold the mutex for every message. Store, then
+     * load `blocked` (both sequentially consistent): a publisher announces
+     * itself in `blocked` before its last look at `inflight`, so either it
+     * sees this value or this thread sees it and wakes it under the mutex
+     * it holds until it sleeps. */
+    atomic_store(&p->inflight, unacked);
+    if (atomic_load(&p->blocked) > 0) {
+        pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->room);
+        pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_unlock(&p->mu);
 }
 
 static void close_cb(void *arg, int status) {
@@ -364,13 +380,17 @@ static uint8_t *reserve_locked(rift_publisher *p, size_t need) {
     return b->data;
 }
 
+static bool over_window(rift_publisher *p, size_t need) {
+    uint64_t used = p->buffered + atomic_load(&p->inflight);
+    return used > 0 && used + need > RIFT_CLIENT_PUB_WINDOW;
+}
+
 /* Waits (under p->mu) until |need| bytes fit in the window. */
 static int wait_room_locked(rift_publisher *p, size_t need, rift_error *err,
                             bool *post_reset, bool *held) {
     struct timespec ts;
     bool have_deadline = false;
-    while (!p->failed && p->buffered + p->inflight > 0 &&
-           p->buffered + p->inflight + need > RIFT_CLIENT_PUB_WINDOW) {
+    while (!p->failed && over_window(p, need)) {
         if (!have_deadline) {
             rift_client_deadline_ts(&ts, p->c->op_timeout_ns);
             have_deadline = true;
@@ -381,9 +401,12 @@ static int wait_room_locked(rift_publisher *p, size_t need, rift_error *err,
             pub_ref(p);
             *held = true;
         }
-        p->blocked++;
-        int r = pthread_cond_timedwait(&p->room, &p->mu, &ts);
-        p->blocked--;
+        atomic_fetch_add(&p->blocked, 1);
+        int r = 0;
+        if (over_window(p, need)) {
+            r = pthread_cond_timedwait(&p->room, &p->mu, &ts);
+        }
+        atomic_fetch_sub(&p->blocked, 1);
         if (r == ETIMEDOUT && !p->failed) {
             rift_error e;
             rift_error_set(&e, RIFT_ERR_TIMEOUT, "%s", RIFT_CLIENT_ERR_TIMEOUT);
@@ -468,7 +491,7 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
     }
     if (w != NULL) {
         while (!w->done) {
-            pthread_cond_wait(&w->cond, &p->mu);
+            pthread_cond_wait(&p->done, &p->mu);
         }
         rc = w->rc;
         if (rc != 0) {
@@ -498,13 +521,8 @@ static int publish_waiting(rift_publisher *p, uint8_t opcode,
                            rift_error *err) {
     rift_pub_waiter w;
     memset(&w, 0, sizeof(w));
-    if (pthread_cond_init(&w.cond, NULL) != 0) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    int rc = enqueue(p, opcode, subject, subject_len, reply, reply_len, payload,
-                     payload_len, &w, err);
-    pthread_cond_destroy(&w.cond);
-    return rc;
+    return enqueue(p, opcode, subject, subject_len, reply, reply_len, payload,
+                   payload_len, &w, err);
 }
 
 /* ---- Public: dedicated publishers ---- */

@@ -18,6 +18,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+static bool deliver_locked(rift_subscription *s);
+
 static void sub_ref(rift_subscription *s) {
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
@@ -27,6 +29,7 @@ void rift_client_sub_unref(rift_subscription *s) {
         return;
     }
     rift_client *c = s->c;
+    deliver_locked(s);
     while (s->head != NULL) {
         rift_client_msg *m = s->head;
         s->head = m->next;
@@ -75,6 +78,7 @@ void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs) {
 void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
                           bool reset) {
     pthread_mutex_lock(&s->mu);
+    deliver_locked(s); /* messages that came before the failure */
     if (!s->failed) {
         s->failed = true;
         rift_error_copy(&s->fail, e);
@@ -130,21 +134,58 @@ bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b) {
         fail_text(s, RIFT_ERR_NOMEM, "out of memory");
         return false;
     }
-    pthread_mutex_lock(&s->mu);
-    if (s->tail != NULL) {
-        s->tail->next = m;
+    /* Collected here and handed over once per QUIC callback: one lock and
+     * at most one wakeup for a whole batch of messages. */
+    if (s->pend_tail != NULL) {
+        s->pend_tail->next = m;
     } else {
-        s->head = m;
+        s->pend_head = m;
     }
-    s->tail = m;
-    if (++s->count == 1 && !s->failed) {
+    s->pend_tail = m;
+    s->pend_count++;
+    return true;
+}
+
+/* Moves the collected messages to the queue (under s->mu). Returns true
+ * when a sleeping receiver must be signalled (after unlocking). */
+static bool deliver_locked(rift_subscription *s) {
+    if (s->pend_head == NULL) {
+        return false;
+    }
+    bool was_empty = s->count == 0;
+    if (s->tail != NULL) {
+        s->tail->next = s->pend_head;
+    } else {
+        s->head = s->pend_head;
+    }
+    s->tail = s->pend_tail;
+    s->count += s->pend_count;
+    s->pend_head = s->pend_tail = NULL;
+    s->pend_count = 0;
+    if (!was_empty) {
+        return false;
+    }
+    /* Receivers only sleep on an empty queue: one wakeup per transition;
+     * a woken receiver passes it on (recv). */
+    if (!s->failed) {
         efd_raise(s);
     }
-    if (s->waiters > 0) {
+    return s->waiters > 0;
+}
+
+void rift_client_sub_flush(rift_subscription *s) {
+    if (s->pend_head == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool wake = deliver_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    if (wake) {
+        /* After unlocking, so the receiver does not block on the mutex at
+         * once; the subscription outlives this (the stream holds a
+         * reference). */
         pthread_cond_signal(&s->cond);
     }
-    pthread_mutex_unlock(&s->mu);
-    return true;
 }
 
 static void credit_cb(void *arg, int status) {
@@ -240,10 +281,16 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
             if (post) {
                 s->credit_posted = true;
             }
+            bool next = false;
             if (--s->count == 0 && !s->failed) {
                 efd_clear(s);
+            } else if (s->count > 0 && s->waiters > 0) {
+                next = true; /* wake the next receiver */
             }
             pthread_mutex_unlock(&s->mu);
+            if (next) {
+                pthread_cond_signal(&s->cond);
+            }
             if (post) {
                 sub_ref(s);
                 if (rift_client_post(s->c, credit_cb, s, NULL) != 0) {

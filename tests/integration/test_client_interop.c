@@ -16,6 +16,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,13 +275,21 @@ typedef struct responder {
     rift_client *c;
     rift_subscription *sub;
     int answered;
+    atomic_bool stop;
 } responder;
 
 static void *respond(void *arg) {
     responder *r = arg;
     rift_client_msg *m;
     rift_error err;
-    while (rift_subscription_recv(r->sub, 10 * SEC, &m, &err) == 0) {
+    while (!atomic_load(&r->stop)) {
+        int rc = rift_subscription_recv(r->sub, SEC / 10, &m, &err);
+        if (rc == RIFT_ERR_AGAIN) {
+            continue;
+        }
+        if (rc != 0) {
+            break;
+        }
         size_t rlen, plen;
         const char *reply = rift_client_msg_reply(m, &rlen);
         const uint8_t *pl = rift_client_msg_payload(m, &plen);
@@ -305,7 +314,7 @@ RIFT_TEST(request_reply_through_the_stub) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    responder r = {c, NULL, 0};
+    responder r = {c, NULL, 0, false};
     CHECK_OK(rift_client_subscribe(c, S("svc.echo"), NULL, 0, &r.sub, &err));
     pthread_t t;
     CHECK_OK(pthread_create(&t, NULL, respond, &r));
@@ -326,8 +335,9 @@ RIFT_TEST(request_reply_through_the_stub) {
     CHECK_EQ_INT(rift_client_request(c, S("svc.none"), P("x"), 1000, &m, &err),
                  RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text, "no responders available");
-    rift_subscription_close(r.sub);
+    atomic_store(&r.stop, true);
     pthread_join(t, NULL);
+    rift_subscription_close(r.sub);
     CHECK_EQ_INT(r.answered, 5);
     rift_client_close(c);
     quinn_stub_stop(&st);
