@@ -52,10 +52,9 @@ static bool cli_env_var(const char *e) {
 /* Starts the CLI with |args| (NULL-terminated, without argv[0]), the
  * environment minus the CLI's own variables plus |env| (NULL-terminated
  * "K=V" list or NULL), in directory |cwd| (NULL: ours). */
-static proc start(const char *const *args, const char *const *env,
-                  const char *cwd) {
+static proc start_prog(const char *cli, const char *const *args,
+                       const char *const *env, const char *cwd) {
     proc p = {-1, -1, -1, -1};
-    const char *cli = getenv("RIFT_TEST_CLI");
     if (cli == NULL || *cli == '\0') {
         return p;
     }
@@ -105,6 +104,11 @@ static proc start(const char *const *args, const char *const *env,
     p.out = out[0];
     p.err = err[0];
     return p;
+}
+
+static proc start(const char *const *args, const char *const *env,
+                  const char *cwd) {
+    return start_prog(getenv("RIFT_TEST_CLI"), args, env, cwd);
 }
 
 static void append(buf *b, const char *d, size_t n) {
@@ -493,5 +497,28 @@ RIFT_TEST(connection_comes_from_env_and_dev_data_dir) {
     CHECK(strstr(err.b, "NOPE_UNSET is not set") != NULL);
     bufs_free(&out, &err);
     rift_test_rmdir(dir);
+    quinn_stub_stop(&st);
+}
+
+/* ---- The example program ---- */
+
+RIFT_TEST(example_client_pubsub_runs) {
+    quinn_stub st;
+    STUB_START(st);
+    const char *bin = getenv("RIFT_BINARY_DIR");
+    CHECK(bin != NULL);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/example_client_pubsub", bin);
+    CHECK_MSG(access(path, X_OK) == 0, "%s is missing", path);
+    const char *args[] = {st.addr, st.ca, "localhost", TOKEN, NULL};
+    proc p = start_prog(path, args, NULL, NULL);
+    buf out, err;
+    CHECK_EQ_INT(finish(&p, NULL, 0, &out, &err, 20000), 0);
+    CHECK_EQ_STR(out.b, "demo.greeting: hello #0\n"
+                        "demo.greeting: hello #1\n"
+                        "demo.greeting: hello #2\n"
+                        "demo.greeting: hello #3\n"
+                        "demo.greeting: hello #4\n");
+    bufs_free(&out, &err);
     quinn_stub_stop(&st);
 }
