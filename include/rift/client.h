@@ -165,7 +165,9 @@ RIFT_EXTERN void rift_client_msg_del(rift_client_msg *m);
  * Errors: RIFT_ERR_PROTOCOL (local subject texts);
  * RIFT_ERR_PAYLOAD_TOO_LARGE ("payload exceeds 1 MiB transport limit");
  * RIFT_ERR_PERMISSION, RIFT_ERR_REMOTE (server texts); RIFT_ERR_TIMEOUT;
- * RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ * RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_UNUSABLE (another
+ * thread's publication broke the shared stream just before this one was
+ * queued: nothing was sent); RIFT_ERR_NOMEM.
  */
 RIFT_EXTERN int rift_client_publish(rift_client *c, const char *subject,
                                     size_t subject_len, const uint8_t *payload,
@@ -260,7 +262,9 @@ RIFT_EXTERN void rift_publisher_close(rift_publisher *p);
  * stream's flow-control window (2 MiB); received bytes are credited back
  * to the server as the application takes messages, so a slow reader
  * pushes back on the server (which disconnects it as a slow consumer when
- * its own bounded queue overflows).
+ * its own bounded queue overflows). Unread messages also count against the
+ * connection's 8 MiB window, which every stream shares: a client should
+ * not leave several subscriptions unread for long.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol limit",
  * "string must be UTF-8"); RIFT_ERR_PERMISSION ("subscription not
