@@ -1,0 +1,45 @@
+/*
+ * tls.h — TLS material for riftd (daemon layer): the start-up check of the
+ * configured certificate chain and private key (§5.2 error texts), and the
+ * development CA + server certificate of the built-in dev configuration.
+ */
+#ifndef RIFT_DAEMON_TLS_H
+#define RIFT_DAEMON_TLS_H
+
+#include "common/common.h"
+
+/* Largest PEM file accepted. */
+#define RIFT_DAEMON_PEM_MAX (1024 * 1024)
+
+/*
+ * rift_daemon_tls_check loads the PEM certificate chain at |cert_path| and
+ * the unencrypted PEM private key at |key_path| (paths relative to the
+ * working directory) and reports, with RIFT_ERR_TLS, the first problem as
+ * "certificate PEM (<path>): no certificates found",
+ * "certificate PEM (<path>): <error>" or "private key PEM (<path>):
+ * <error>". *chain_len receives the number of certificates (may be NULL).
+ */
+int rift_daemon_tls_check(const char *cert_path, const char *key_path,
+                          size_t *chain_len, rift_error *err);
+
+/* File names inside the development TLS directory. */
+#define RIFT_DEV_CA_CERT     "ca.pem"
+#define RIFT_DEV_CA_KEY      "ca.key"
+#define RIFT_DEV_SERVER_CERT "server.pem"
+#define RIFT_DEV_SERVER_KEY  "server.key"
+
+/*
+ * rift_daemon_devcert_generate writes into the existing directory |dir| a
+ * fresh development CA (ca.pem, ca.key) and a server certificate it signed
+ * for DNS localhost and IP 127.0.0.1 and ::1 (server.pem, server.key): ECDSA
+ * P-256, SHA-256, valid for 825 days, keys as unencrypted PKCS#8 with mode
+ * 0600.
+ *
+ * TODO(issue 6): replace the body with the GnuTLS certificate generator of
+ * src/quic once it lands; callers only use this one function.
+ *
+ * Errors: RIFT_ERR_TLS (GnuTLS failures, with its text), -errno.
+ */
+int rift_daemon_devcert_generate(const char *dir, rift_error *err);
+
+#endif /* RIFT_DAEMON_TLS_H */
