@@ -138,8 +138,13 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     rift_log(RIFT_LOG_INFO, "rift: configuration %s (revision %s)",
              d->cfg.source_name, d->cfg.revision);
     /* §5.2: streams, then TLS and the listener, then Lua, then control. */
-    if ((rc = broker_from(d, err)) != 0 ||
-        (rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
+    if ((rc = broker_from(d, err)) != 0) {
+        goto fail;
+    }
+    if (opts->on_broker != NULL) {
+        opts->on_broker(opts->on_broker_ud, d->broker);
+    }
+    if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
                                      err)) != 0 ||
         (rc = rift_daemon_lua_start(&d->lua, d->broker, &d->cfg, err)) != 0) {
@@ -261,10 +266,11 @@ int rift_daemon_wait_signals(rift_daemon *d) {
 
 /* ---- Shutdown ---- */
 
-void rift_daemon_stop(rift_daemon *d) {
-    if (d == NULL) {
+void rift_daemon_shutdown(rift_daemon *d) {
+    if (d == NULL || d->shut_down) {
         return;
     }
+    d->shut_down = true;
     if (d->broker != NULL && d->control != NULL) {
         rift_events_lifecycle(d->broker, "draining");
     }
@@ -272,12 +278,27 @@ void rift_daemon_stop(rift_daemon *d) {
     rift_daemon_quic_stop(d->quic);
     rift_control_stop(d->control);
     rift_daemon_streams_close(d->streams);
+    d->lua = NULL;
+    d->quic = NULL;
+    d->control = NULL;
+    d->streams = NULL;
+}
+
+void rift_daemon_del(rift_daemon *d) {
+    if (d == NULL) {
+        return;
+    }
+    rift_daemon_shutdown(d);
     rift_broker_del(d->broker);
     rift_config_free(&d->cfg);
     explicit_bzero(&d->dev, sizeof(d->dev));
     rift_free(NULL, d->config_path);
     pthread_mutex_destroy(&d->lock);
     rift_free(NULL, d);
+}
+
+void rift_daemon_stop(rift_daemon *d) {
+    rift_daemon_del(d);
 }
 
 rift_broker *rift_daemon_broker(rift_daemon *d) {

@@ -39,6 +39,10 @@ typedef struct rift_daemon_options {
     void *getenv_ud;
     /* Control command limit in milliseconds; 0 = 40,000. */
     uint64_t control_timeout_ms;
+    /* Called once the broker exists, before the streams open: in-process
+     * components (and tests) subscribe here to see "ready". May be NULL. */
+    void (*on_broker)(void *ud, rift_broker *broker);
+    void *on_broker_ud;
 } rift_daemon_options;
 
 typedef struct rift_daemon rift_daemon;
@@ -90,7 +94,19 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
  */
 int rift_daemon_wait_signals(rift_daemon *d);
 
-/* rift_daemon_stop runs the shutdown order and frees |d|. NULL is a no-op. */
+/*
+ * rift_daemon_shutdown runs the shutdown order up to, not including, the
+ * broker: "draining" is published, then the Lua host, the QUIC server, the
+ * control bridge and the streams stop. The broker stays usable until
+ * rift_daemon_del. Idempotent.
+ */
+void rift_daemon_shutdown(rift_daemon *d);
+
+/* rift_daemon_del shuts down (if not done) and frees the broker and |d|.
+ * NULL is a no-op. */
+void rift_daemon_del(rift_daemon *d);
+
+/* rift_daemon_stop is rift_daemon_shutdown then rift_daemon_del. */
 void rift_daemon_stop(rift_daemon *d);
 
 /* The daemon's broker, for in-process users and tests. */

@@ -25,6 +25,7 @@ struct rift_daemon {
     rift_daemon_quic *quic;
     rift_daemon_lua *lua;
     rift_control *control;
+    bool shut_down;
 };
 
 /* The control command table (daemon_control.c). */
