@@ -145,23 +145,50 @@ static int l_rift_publish(lua_State *L) {
         L, "rift.publish is only available inside runtime callbacks");
 }
 
-/* Pushes the env table; leaves the plugin-name list at |names_idx|. */
+/*
+ * setmetatable without finalizers: Lua runs __gc with hooks disabled, so a
+ * looping finalizer could never be stopped by the budget. An object is
+ * registered for finalization only when setmetatable sees a __gc field, so
+ * refusing such metatables here is enough. Otherwise as the base library's.
+ */
+static int l_setmetatable(lua_State *L) {
+    int t = lua_type(L, 2);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) {
+        return luaL_error(L, "cannot change a protected metatable");
+    }
+    if (t == LUA_TTABLE) {
+        lua_pushstring(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL) {
+            return luaL_error(L, "setmetatable: __gc is not available in "
+                                 "configuration files");
+        }
+        lua_pop(L, 1);
+    }
+    lua_settop(L, 2);
+    lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* Pushes the env table; the plugin-name list is on top when called. */
 static void build_env(lua_State *L) {
     int names = lua_gettop(L);
     lua_newtable(L);
     int env = lua_gettop(L);
 
     static const char *const base[] = {
-        "assert", "error",  "getmetatable", "ipairs",   "next",
-        "pairs",  "pcall",  "rawequal",     "rawget",   "rawlen",
-        "rawset", "select", "setmetatable", "tonumber", "tostring",
-        "type",   "xpcall", "_VERSION",     NULL,
+        "assert",   "error",    "getmetatable", "ipairs", "next",     "pairs",
+        "pcall",    "rawequal", "rawget",       "rawlen", "rawset",   "select",
+        "tonumber", "tostring", "type",         "xpcall", "_VERSION", NULL,
     };
     lua_pushglobaltable(L);
     for (size_t i = 0; base[i] != NULL; i++) {
         lua_getfield(L, -1, base[i]);
         lua_setfield(L, env, base[i]);
     }
+    lua_pushcfunction(L, l_setmetatable);
+    lua_setfield(L, env, "setmetatable");
     lua_pop(L, 1);
 
     static const struct {
@@ -209,20 +236,29 @@ static void build_env(lua_State *L) {
     lua_setfield(L, env, "_G");
 }
 
-/* ---- Protected parse ---- */
+/* ---- Protected steps ---- */
+
+/*
+ * Every Lua API call runs under lua_pcall: any of them may raise a memory
+ * error once the script has used its budget, and outside a protected call
+ * that would be a panic (abort).
+ */
+
+/* Pushes the plugin-name list and the environment. */
+static int setup_protected(lua_State *L) {
+    luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
+    lua_pop(L, 1);
+    lua_newtable(L);
+    build_env(L);
+    return 2;
+}
 
 typedef struct parse_ctx {
     rift_config *cfg;
     rift_error *err;
+    size_t n_message_handlers;
     int rc;
 } parse_ctx;
-
-/* Stack: [1] ctx, [2] root table, [3] plugin-name list. */
-static int parse_protected(lua_State *L) {
-    parse_ctx *ctx = lua_touserdata(L, 1);
-    ctx->rc = rift_config_parse_root(L, 2, 3, ctx->cfg, ctx->err);
-    return 0;
-}
 
 /* True when the table at |idx| has at least one entry. */
 static bool table_nonempty(lua_State *L, int idx) {
@@ -232,6 +268,50 @@ static bool table_nonempty(lua_State *L, int idx) {
     }
     lua_pop(L, 2);
     return true;
+}
+
+/*
+ * Picks the root table — the value the chunk returned, or rift.config in
+ * script style — and parses it. Raw accesses only: the script may have put
+ * metatables on its environment. Stack: [1] ctx, [2] plugin names, [3] env,
+ * [4] returned value.
+ */
+static int finish_protected(lua_State *L) {
+    parse_ctx *ctx = lua_touserdata(L, 1);
+    lua_pushstring(L, "rift");
+    lua_rawget(L, 3);
+    bool script = false;
+    if (lua_type(L, 5) == LUA_TTABLE) {
+        lua_pushstring(L, "config");
+        lua_rawget(L, 5);
+        script = lua_type(L, 6) == LUA_TTABLE && table_nonempty(L, 6);
+    } else {
+        lua_pushnil(L);
+    }
+    int root;
+    if (lua_type(L, 4) == LUA_TTABLE) {
+        if (script) {
+            ctx->rc = rift_error_set(ctx->err, RIFT_ERR_INVALID_CONFIG,
+                                     "config: return a table or assign "
+                                     "rift.config fields, not both");
+            return 0;
+        }
+        root = 4;
+    } else if (lua_type(L, 4) == LUA_TNIL) {
+        if (lua_type(L, 6) != LUA_TTABLE) {
+            lua_newtable(L);
+            lua_replace(L, 6);
+        }
+        root = 6;
+    } else {
+        ctx->rc = rift_error_set(ctx->err, RIFT_ERR_INVALID_CONFIG,
+                                 "config: the file must return a table (or "
+                                 "assign rift.config fields)");
+        return 0;
+    }
+    ctx->cfg->n_message_handlers = ctx->n_message_handlers;
+    ctx->rc = rift_config_parse_root(L, root, 2, ctx->cfg, ctx->err);
+    return 0;
 }
 
 static int lua_failure(lua_State *L, int status, const eval_state *e,
@@ -269,68 +349,37 @@ static int evaluate(rift_config *cfg, const rift_config_options *opts,
     if (L == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
+    /* The hook stays for the state's whole life: finalizers (__gc) run
+     * Lua code during the parse and in lua_close, and must stop too. */
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT, HOOK_EVERY);
     int rc = 0;
-    luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
-    lua_pop(L, 1);
-    lua_newtable(L); /* 1: plugin names */
-    build_env(L);    /* 2: env */
-    int status =
-        luaL_loadbufferx(L, cfg->source, cfg->source_len, chunkname, "t");
+    lua_pushcfunction(L, setup_protected);
+    int status = lua_pcall(L, 0, 2, 0); /* 1: plugin names, 2: env */
+    if (status != LUA_OK) {
+        rc = lua_failure(L, status, &e, opts, err);
+        goto done;
+    }
+    status = luaL_loadbufferx(L, cfg->source, cfg->source_len, chunkname, "t");
     if (status != LUA_OK) {
         rc = lua_failure(L, status, &e, opts, err);
         goto done;
     }
     lua_pushvalue(L, 2);
-    lua_setupvalue(L, -2, 1); /* _ENV */
-    lua_sethook(L, budget_hook, LUA_MASKCOUNT, HOOK_EVERY);
-    status = lua_pcall(L, 0, 1, 0);
-    lua_sethook(L, NULL, 0, 0);
+    lua_setupvalue(L, -2, 1);       /* _ENV */
+    status = lua_pcall(L, 0, 1, 0); /* 3: returned value */
     if (status != LUA_OK) {
         rc = lua_failure(L, status, &e, opts, err);
         goto done;
     }
-    /* 3: returned value. Script style leaves it nil and fills rift.config. */
-    lua_getfield(L, 2, "rift");
-    int rt = lua_gettop(L);
-    bool script = false;
-    if (lua_type(L, rt) == LUA_TTABLE) {
-        lua_pushstring(L, "config");
-        lua_rawget(L, rt);
-        script =
-            lua_type(L, -1) == LUA_TTABLE && table_nonempty(L, lua_gettop(L));
-    } else {
-        lua_pushnil(L);
-    }
-    int sc = lua_gettop(L);
-    int root;
-    if (lua_type(L, 3) == LUA_TTABLE) {
-        if (script) {
-            rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                                "config: return a table or assign rift.config "
-                                "fields, not both");
-            goto done;
-        }
-        root = 3;
-    } else if (lua_type(L, 3) == LUA_TNIL) {
-        if (lua_type(L, sc) != LUA_TTABLE) {
-            lua_newtable(L);
-            lua_replace(L, sc);
-        }
-        root = sc;
-    } else {
-        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                            "config: the file must return a table (or assign "
-                            "rift.config fields)");
-        goto done;
-    }
-    cfg->n_message_handlers = e.n_message_handlers;
-    parse_ctx ctx = {.cfg = cfg, .err = err, .rc = 0};
+    parse_ctx ctx = {
+        .cfg = cfg, .err = err, .n_message_handlers = e.n_message_handlers};
     e.limit += PARSE_HEADROOM;
-    lua_pushcfunction(L, parse_protected);
+    lua_pushcfunction(L, finish_protected);
     lua_pushlightuserdata(L, &ctx);
-    lua_pushvalue(L, root);
     lua_pushvalue(L, 1);
-    status = lua_pcall(L, 3, 0, 0);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    status = lua_pcall(L, 4, 0, 0);
     if (status != LUA_OK) {
         rc = status == LUA_ERRMEM
                  ? rift_error_set(err, RIFT_ERR_NOMEM, "out of memory")

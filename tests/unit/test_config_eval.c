@@ -320,3 +320,41 @@ RIFT_TEST(load_file_and_missing_file) {
     CHECK(strstr(err.text, "config: cannot read ") == err.text);
     rift_test_rmdir(dir);
 }
+
+RIFT_TEST(finalizers_are_refused) {
+    /* Lua runs __gc with hooks off, so no budget could stop a looping
+     * finalizer at lua_close: setmetatable refuses __gc. */
+    CHECK_REJECTS("setmetatable({}, { __gc = function() while true do end "
+                  "end }) return {}",
+                  "test.lua:1: setmetatable: __gc is not available in "
+                  "configuration files");
+    CHECK_REJECTS("setmetatable({}, { __gc = false })",
+                  "test.lua:1: setmetatable: __gc is not available in "
+                  "configuration files");
+    /* Adding __gc later does not register a finalizer, so it is harmless. */
+    CHECK_ACCEPTS("local mt = {} setmetatable({}, mt) mt.__gc = function() "
+                  "while true do end end");
+    /* Other metatables work as usual, __close included. */
+    CHECK_ACCEPTS("local t = setmetatable({}, { __index = function(_, k) "
+                  "return k end }) assert(t.x == 'x') do local c <close> = "
+                  "setmetatable({}, { __close = function() end }) end");
+    CHECK_REJECTS("setmetatable(1, {})", "test.lua:1: bad argument #1 to "
+                                         "'setmetatable' (table expected, "
+                                         "got number)");
+}
+
+RIFT_TEST(metatables_are_not_consulted) {
+    /* Metamethods on the environment, the rift table or the returned
+     * tables never run: the parser only reads raw fields. */
+    CHECK_ACCEPTS("setmetatable(_G, { __index = function() error('no') end "
+                  "}) return setmetatable({ messaging = {} }, { __index = "
+                  "function() error('no') end, __pairs = function() "
+                  "error('no') end })");
+    CHECK_ACCEPTS("setmetatable(rift, { __index = function() error('no') end "
+                  "}) rift.config = nil");
+    /* An inherited (metatable) messaging = true is not a field. */
+    CHECK_ACCEPTS("return setmetatable({}, { __index = { messaging = true } "
+                  "})");
+    CHECK_ACCEPTS("setmetatable(_G, { __newindex = function() error('no') "
+                  "end })");
+}
