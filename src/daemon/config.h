@@ -229,7 +229,8 @@ void rift_config_print_summary(const rift_config *cfg, FILE *out);
 /* ---- Validation predicates shared with the parser's tests ---- */
 
 /* §5 config pattern rule: 1..=max_bytes ASCII graphic bytes, tokens
- * non-empty, wildcards whole tokens, '>' last. */
+ * non-empty, wildcards whole tokens, '>' last (the subject layer's
+ * rift_subject_config_valid). */
 bool rift_config_pattern_valid(const char *s, size_t len, size_t max_bytes);
 
 /* rift_config_parse_listen parses "a.b.c.d:port" or "[v6]:port". */

@@ -4,6 +4,8 @@
  */
 #include "daemon/config_lua.h"
 
+#include "subject/debug_str.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,85 +226,18 @@ int rift_config_list_len(lua_State *L, int idx, const char *path, size_t *n,
     return 0;
 }
 
-/* Appends |c| escaped the way Rust's Debug formats a str. */
-static size_t escape_char(char *out, size_t cap, size_t off, const uint8_t *s,
-                          size_t len, size_t *pos) {
-    char tmp[16];
-    uint8_t c = s[*pos];
-    const char *lit = NULL;
-    switch (c) {
-    case '"':
-        lit = "\\\"";
-        break;
-    case '\\':
-        lit = "\\\\";
-        break;
-    case '\n':
-        lit = "\\n";
-        break;
-    case '\r':
-        lit = "\\r";
-        break;
-    case '\t':
-        lit = "\\t";
-        break;
-    case '\0':
-        lit = "\\0";
-        break;
-    default:
-        break;
-    }
-    size_t start = *pos;
-    if (lit != NULL) {
-        snprintf(tmp, sizeof(tmp), "%s", lit);
-        (*pos)++;
-    } else if (c < 0x20 || c == 0x7F) {
-        snprintf(tmp, sizeof(tmp), "\\u{%x}", c);
-        (*pos)++;
-    } else if (c < 0x80) {
-        tmp[0] = (char)c;
-        tmp[1] = '\0';
-        (*pos)++;
-    } else {
-        /* Non-ASCII: copy a valid UTF-8 character, escape C1 controls and
-         * show stray bytes as \x{..} (Lua strings need not be UTF-8). */
-        size_t clen = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        if (clen > 1 && start + clen <= len &&
-            rift_utf8_valid(s + start, clen)) {
-            size_t p = start;
-            uint32_t cp = rift_utf8_next(s, len, &p);
-            if (cp >= 0x80 && cp <= 0x9F) {
-                snprintf(tmp, sizeof(tmp), "\\u{%x}", (unsigned)cp);
-            } else {
-                memcpy(tmp, s + start, clen);
-                tmp[clen] = '\0';
-            }
-            *pos = start + clen;
-        } else {
-            snprintf(tmp, sizeof(tmp), "\\x{%02x}", c);
-            (*pos)++;
-        }
-    }
-    size_t tl = strlen(tmp);
-    if (off + tl < cap) {
-        memcpy(out + off, tmp, tl);
-        off += tl;
-    }
-    return off;
-}
-
 int rift_config_pattern_error(rift_error *err, const char *prefix,
                               const char *s, size_t len) {
-    char esc[RIFT_ERROR_TEXT_MAX];
-    size_t off = 0, pos = 0;
-    while (pos < len && off + 16 < sizeof(esc)) {
-        off = escape_char(esc, sizeof(esc), off, (const uint8_t *)s, len, &pos);
-    }
-    esc[off] = '\0';
+    /* The pattern is rendered like Rust's {:?} (src/subject/debug_str.h),
+     * which also keeps the message on one line. The text is cut at
+     * RIFT_ERROR_TEXT_MAX anyway, so render at most that much input. */
+    char quoted[RIFT_ERROR_TEXT_MAX + 1];
+    rift_debug_str(quoted, sizeof(quoted), s,
+                   RIFT_MIN(len, (size_t)RIFT_ERROR_TEXT_MAX));
     return rift_error_set(
         err, RIFT_ERR_INVALID_CONFIG,
-        "%s: invalid subject pattern \"%s\"; use tokens, * or terminal >",
-        prefix, esc);
+        "%s: invalid subject pattern %s; use tokens, * or terminal >", prefix,
+        quoted);
 }
 
 int rift_config_get_patterns(lua_State *L, int idx, const char *path,

@@ -5,7 +5,7 @@
  */
 #include "daemon/config.h"
 
-#include "subject/subject.h"
+#include "subject/acl.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,18 +15,7 @@
 /* ---- Predicates ---- */
 
 bool rift_config_pattern_valid(const char *s, size_t len, size_t max_bytes) {
-    /* §5: stricter than the wire — ASCII graphic bytes only — then the
-     * broker's token rules with wildcards allowed. */
-    if (len == 0 || len > max_bytes) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x21 || c > 0x7E) {
-            return false;
-        }
-    }
-    return rift_subject_valid(s, len, true, max_bytes);
+    return rift_subject_config_valid(s, len, max_bytes);
 }
 
 static bool parse_port(const char *s, uint16_t *port) {
