@@ -59,9 +59,13 @@ int rift_daemon_load_config(rift_config *cfg, const char *path, bool create_dev,
     return rift_config_load_tokens(cfg, fn, ud, err);
 }
 
+/* The configuration's log.level, or the default when it has none (a
+ * reload that removes the key goes back to info), unless the command line
+ * fixed the level. */
 static void apply_log_level(const rift_daemon *d) {
-    if (!d->opts.log_level_forced && d->cfg.log_level_set) {
-        rift_log_set_level(d->cfg.log_level);
+    if (!d->opts.log_level_forced) {
+        rift_log_set_level(d->cfg.log_level_set ? d->cfg.log_level
+                                                : RIFT_LOG_INFO);
     }
 }
 
