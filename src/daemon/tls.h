@@ -22,23 +22,20 @@
 int rift_daemon_tls_check(const char *cert_path, const char *key_path,
                           size_t *chain_len, rift_error *err);
 
-/* File names inside the development TLS directory. */
+/* File names inside the development TLS directory (quic/certgen.h). */
 #define RIFT_DEV_CA_CERT     "ca.pem"
 #define RIFT_DEV_CA_KEY      "ca.key"
 #define RIFT_DEV_SERVER_CERT "server.pem"
 #define RIFT_DEV_SERVER_KEY  "server.key"
 
 /*
- * rift_daemon_devcert_generate writes into the existing directory |dir| a
- * fresh development CA (ca.pem, ca.key) and a server certificate it signed
- * for DNS localhost and IP 127.0.0.1 and ::1 (server.pem, server.key): ECDSA
- * P-256, SHA-256, valid for 825 days, keys as unencrypted PKCS#8 with mode
- * 0600.
+ * rift_daemon_devcert_generate writes (or rewrites) into |dir|, creating it
+ * with mode 0700 when missing, a development CA (ca.pem, ca.key) and a
+ * server certificate it signed for DNS localhost and IP 127.0.0.1 and ::1
+ * (server.pem, server.key): rift_certgen_dev of the quic layer, ECDSA
+ * P-256, 825 days, keys as unencrypted PKCS#8 with mode 0600.
  *
- * TODO(issue 6): replace the body with the GnuTLS certificate generator of
- * src/quic once it lands; callers only use this one function.
- *
- * Errors: RIFT_ERR_TLS (GnuTLS failures, with its text), -errno.
+ * Errors: those of rift_certgen_dev (RIFT_ERR_TLS, RIFT_ERR_IO, ...).
  */
 int rift_daemon_devcert_generate(const char *dir, rift_error *err);
 
