@@ -1,0 +1,317 @@
+/*
+ * sub.c — a subscription's bounded queue (broker layer): enqueue from any
+ * publisher thread, receive with poll / timeout / forever, readiness
+ * through a lazily created eventfd or a shared notifier, slow-consumer
+ * disconnection (rift-v1-behaviour.md §1.7).
+ *
+ * The queue is a ring of message pointers guarded by sub->lock. It starts
+ * empty and doubles on demand up to the subscription's capacity, so a
+ * million idle subscriptions cost no ring memory. Publishers wake the
+ * receiver only on the empty-to-non-empty transition (or when the
+ * subscription turns slow or closed), so a busy queue costs no syscalls.
+ */
+#include "broker/internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a receiver that is about to sleep polls the queue first. Most
+ * in-process replies arrive within a few microseconds; a futex sleep and
+ * wake-up costs about as much again on a VM. Bounded so an idle receiver
+ * does not burn a core. */
+#define RECV_SPIN_NS 20000
+
+/* First ring allocation, in slots. */
+#define RING_MIN 8
+
+static const char text_slow[] =
+    "subscriber exceeded its bounded queue and was disconnected";
+static const char text_closed[] = "subscription closed";
+static const char text_again[] = "operation would block";
+
+/* set_text fills |err| with a static text without printf: the AGAIN path
+ * is hot for event loops draining a subscription. */
+static int set_text(rift_error *err, int code, const char *text, size_t len) {
+    if (err != NULL) {
+        err->code = code;
+        memcpy(err->text, text, len + 1);
+    }
+    return code;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- Readiness ---- */
+
+/* wake tells whoever waits on |sub| that it has something to report.
+ * Called with sub->lock held. */
+static void wake(rift_sub *sub) {
+    if (sub->waiting) {
+        pthread_cond_signal(&sub->cond);
+    }
+    if (sub->efd >= 0 && !sub->efd_set) {
+        /* Cannot fail short of counter overflow, which one write per
+         * transition never reaches. */
+        (void)eventfd_write(sub->efd, 1);
+        sub->efd_set = true;
+    }
+    if (sub->notifier != NULL && !sub->reported) {
+        sub->reported = true;
+        rift_notifier_push(sub->notifier, sub);
+    }
+}
+
+static void fd_reset(rift_sub *sub) {
+    eventfd_t v;
+    (void)eventfd_read(sub->efd, &v);
+    sub->efd_set = false;
+}
+
+int rift_sub_fd(rift_sub *sub) {
+    int rc;
+    pthread_mutex_lock(&sub->lock);
+    if (sub->efd < 0) {
+        sub->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (sub->efd < 0) {
+            rc = -errno;
+            goto out;
+        }
+        if (atomic_load_explicit(&sub->count, memory_order_relaxed) > 0 ||
+            atomic_load_explicit(&sub->state, memory_order_relaxed) !=
+                SUB_OPEN) {
+            (void)eventfd_write(sub->efd, 1);
+            sub->efd_set = true;
+        }
+    }
+    rc = sub->efd;
+out:
+    pthread_mutex_unlock(&sub->lock);
+    return rc;
+}
+
+size_t rift_sub_pending(const rift_sub *sub) {
+    return atomic_load_explicit((atomic_size_t *)&sub->count,
+                                memory_order_relaxed);
+}
+
+void *rift_sub_user_data(const rift_sub *sub) {
+    return sub->user_data;
+}
+
+/* ---- Enqueue (publisher side) ---- */
+
+static int ring_grow(rift_sub *sub) {
+    size_t limit = 1;
+    while (limit < sub->cap) {
+        limit <<= 1;
+    }
+    size_t size = sub->ring_size ? sub->ring_size * 2 : RING_MIN;
+    if (size > limit) {
+        size = limit;
+    }
+    rift_msg **ring = rift_malloc(sub->mem, size * sizeof(*ring));
+    if (ring == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    size_t n = atomic_load_explicit(&sub->count, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++) {
+        ring[i] = sub->ring[(sub->head + i) & (sub->ring_size - 1)];
+    }
+    rift_free(sub->mem, sub->ring);
+    sub->ring = ring;
+    sub->ring_size = size;
+    sub->head = 0;
+    return 0;
+}
+
+int rift_sub_enqueue(rift_sub *sub, rift_msg *msg) {
+    pthread_mutex_lock(&sub->lock);
+    if (atomic_load_explicit(&sub->state, memory_order_relaxed) != SUB_OPEN) {
+        pthread_mutex_unlock(&sub->lock);
+        return ENQ_SKIP;
+    }
+    size_t n = atomic_load_explicit(&sub->count, memory_order_relaxed);
+    /* A ring that cannot grow for lack of memory is treated as full: the
+     * subscriber is disconnected rather than the publisher blocked. */
+    if (n >= sub->cap || (n == sub->ring_size && ring_grow(sub) != 0)) {
+        atomic_store_explicit(&sub->state, SUB_SLOW, memory_order_relaxed);
+        wake(sub);
+        pthread_mutex_unlock(&sub->lock);
+        return ENQ_SLOW;
+    }
+    sub->ring[(sub->head + n) & (sub->ring_size - 1)] = msg;
+    atomic_store_explicit(&sub->count, n + 1, memory_order_relaxed);
+    sub->msgs_out++;
+    sub->bytes_out += msg->payload_len;
+    if (n == 0) {
+        wake(sub);
+    }
+    pthread_mutex_unlock(&sub->lock);
+    return ENQ_OK;
+}
+
+/* ---- Receive (consumer side) ---- */
+
+/* take_ring detaches the queued messages (sub->lock held). */
+static void take_ring(rift_sub *sub, rift_msg ***pring, size_t *psize,
+                      size_t *phead, size_t *pn) {
+    *pring = sub->ring;
+    *psize = sub->ring_size;
+    *phead = sub->head;
+    *pn = atomic_load_explicit(&sub->count, memory_order_relaxed);
+    sub->ring = NULL;
+    sub->ring_size = 0;
+    sub->head = 0;
+    atomic_store_explicit(&sub->count, 0, memory_order_relaxed);
+}
+
+static void drop_ring(const rift_mem *mem, rift_msg **ring, size_t size,
+                      size_t head, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        rift_msg_unref(ring[(head + i) & (size - 1)]);
+    }
+    rift_free(mem, ring);
+}
+
+void rift_sub_drain_ring(rift_sub *sub) {
+    rift_msg **ring;
+    size_t size, head, n;
+    take_ring(sub, &ring, &size, &head, &n);
+    drop_ring(sub->mem, ring, size, head, n);
+}
+
+void rift_sub_shut(rift_sub *sub) {
+    rift_msg **ring = NULL;
+    size_t size = 0, head = 0, n = 0;
+    pthread_mutex_lock(&sub->lock);
+    if (atomic_load_explicit(&sub->state, memory_order_relaxed) != SUB_CLOSED) {
+        atomic_store_explicit(&sub->state, SUB_CLOSED, memory_order_relaxed);
+        take_ring(sub, &ring, &size, &head, &n);
+        wake(sub);
+    }
+    pthread_mutex_unlock(&sub->lock);
+    drop_ring(sub->mem, ring, size, head, n);
+}
+
+/* went_slow closes a slow subscription on its consumer's behalf: the
+ * queue is discarded and the subscription unregistered (§1.7). Called
+ * with sub->lock held; returns with it released. */
+static int went_slow(rift_sub *sub, rift_error *err) {
+    rift_msg **ring;
+    size_t size, head, n;
+    atomic_store_explicit(&sub->state, SUB_CLOSED, memory_order_relaxed);
+    take_ring(sub, &ring, &size, &head, &n);
+    pthread_mutex_unlock(&sub->lock);
+    drop_ring(sub->mem, ring, size, head, n);
+    rift_broker_unregister(sub->broker, sub);
+    return set_text(err, RIFT_ERR_SLOW_CONSUMER, text_slow,
+                    sizeof(text_slow) - 1);
+}
+
+static void spin(rift_sub *sub, rift_tstamp until) {
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&sub->count, memory_order_relaxed) > 0 ||
+            atomic_load_explicit(&sub->state, memory_order_relaxed) !=
+                SUB_OPEN) {
+            return;
+        }
+        cpu_relax();
+        if ((i & 63) == 0 && rift_now_ns() >= until) {
+            return;
+        }
+    }
+}
+
+static void wait_until(rift_sub *sub, rift_tstamp deadline) {
+    sub->waiting = true;
+    if (deadline == UINT64_MAX) {
+        pthread_cond_wait(&sub->cond, &sub->lock);
+    } else {
+        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ULL),
+                              .tv_nsec = (long)(deadline % 1000000000ULL)};
+        pthread_cond_timedwait(&sub->cond, &sub->lock, &ts);
+    }
+    sub->waiting = false;
+}
+
+int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
+                  rift_error *err) {
+    rift_tstamp deadline = 0;
+    bool spun = false;
+    pthread_mutex_lock(&sub->lock);
+    for (;;) {
+        int state = atomic_load_explicit(&sub->state, memory_order_relaxed);
+        if (state == SUB_SLOW) {
+            return went_slow(sub, err);
+        }
+        if (state == SUB_CLOSED) {
+            pthread_mutex_unlock(&sub->lock);
+            return set_text(err, RIFT_ERR_CLOSED, text_closed,
+                            sizeof(text_closed) - 1);
+        }
+        size_t n = atomic_load_explicit(&sub->count, memory_order_relaxed);
+        if (n > 0) {
+            rift_msg *msg = sub->ring[sub->head];
+            sub->head = (sub->head + 1) & (sub->ring_size - 1);
+            atomic_store_explicit(&sub->count, n - 1, memory_order_relaxed);
+            if (n == 1 && sub->efd_set) {
+                fd_reset(sub);
+            }
+            pthread_mutex_unlock(&sub->lock);
+            *pmsg = msg;
+            return 0;
+        }
+        rift_tstamp now = timeout_ns != 0 ? rift_now_ns() : 0;
+        if (deadline == 0 && timeout_ns != 0) {
+            deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
+        }
+        if (timeout_ns == 0 || now >= deadline) {
+            /* The consumer has seen the queue empty: the next message is
+             * a fresh transition worth reporting to the notifier. */
+            sub->reported = false;
+            pthread_mutex_unlock(&sub->lock);
+            return set_text(err, RIFT_ERR_AGAIN, text_again,
+                            sizeof(text_again) - 1);
+        }
+        if (!spun) {
+            spun = true;
+            pthread_mutex_unlock(&sub->lock);
+            spin(sub, RIFT_MIN(now + RECV_SPIN_NS, deadline));
+            pthread_mutex_lock(&sub->lock);
+            continue;
+        }
+        wait_until(sub, deadline);
+    }
+}
+
+/* ---- Close ---- */
+
+void rift_sub_close(rift_sub *sub) {
+    if (sub == NULL) {
+        return;
+    }
+    rift_broker *b = sub->broker;
+    /* After this no publisher can reach the subscription: they only find
+     * it through the registry, under the broker lock. */
+    rift_broker_unregister(b, sub);
+    if (sub->notifier != NULL) {
+        rift_notifier_forget(sub->notifier, sub);
+    }
+    rift_sub_drain_ring(sub);
+    if (sub->efd >= 0) {
+        close(sub->efd);
+    }
+    pthread_cond_destroy(&sub->cond);
+    pthread_mutex_destroy(&sub->lock);
+    rift_free(sub->mem, sub);
+    rift_broker_unref(b);
+}
