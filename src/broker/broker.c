@@ -4,7 +4,8 @@
  * and queue-group selection, introspection. Semantics: rift-v1-behaviour.md
  * §1.1-§1.8.
  *
- * Concurrency: publishers take the broker rwlock for reading only, so any
+ * Concurrency: publishers take the broker lock (drlock.h) for reading
+ * only, which costs one exchange on a thread-private cache line, so any
  * number route at once; the per-message work is a cache lookup and one
  * short per-subscription lock per receiver. Registry changes take it for
  * writing. Subscriptions keep a reference on the broker struct so that a
@@ -15,9 +16,7 @@
 #include "broker/hash.h"
 #include "subject/subject.h"
 
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- Errors ---- */
 
@@ -67,10 +66,6 @@ int rift_broker_new(rift_broker **pbroker, const rift_broker_settings *settings,
     atomic_init(&b->refs, 1);
     atomic_init(&b->nsubs, 0);
     atomic_init(&b->slow_total, 0);
-    for (size_t i = 0; i < RIFT_STAT_STRIPES; i++) {
-        atomic_init(&b->stats[i].msgs_in, 0);
-        atomic_init(&b->stats[i].bytes_in, 0);
-    }
     rift_pmap_init(&b->groups);
     if (rift_sublist_init(&b->sl, b->mem, b->seed) != 0) {
         goto fail_sublist;
@@ -78,14 +73,7 @@ int rift_broker_new(rift_broker **pbroker, const rift_broker_settings *settings,
     if (rift_cache_init(b) != 0) {
         goto fail_cache;
     }
-    /* Prefer writers: a steady stream of publishers must not starve
-     * (un)subscribe. */
-    pthread_rwlockattr_t attr;
-    pthread_rwlockattr_init(&attr);
-    pthread_rwlockattr_setkind_np(&attr,
-                                  PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&b->lock, &attr);
-    pthread_rwlockattr_destroy(&attr);
+    rift_drlock_init(&b->lock, b->mem);
     *pbroker = b;
     return 0;
 
@@ -99,13 +87,12 @@ fail_alloc:
 
 void rift_broker_unref(rift_broker *b) {
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
-        pthread_rwlock_destroy(&b->lock);
+        rift_drlock_free(&b->lock);
         rift_free(b->mem, b);
     }
 }
 
 static void group_free(rift_broker *b, rift_qgroup *g) {
-    pthread_mutex_destroy(&g->lock);
     rift_free(b->mem, g);
 }
 
@@ -113,7 +100,7 @@ void rift_broker_del(rift_broker *b) {
     if (b == NULL) {
         return;
     }
-    pthread_rwlock_wrlock(&b->lock);
+    rift_drlock_wrlock(&b->lock);
     b->dead = true;
     /* Close every subscription still open: pending receivers wake up with
      * RIFT_ERR_CLOSED; the handles stay valid until rift_sub_close. */
@@ -132,7 +119,7 @@ void rift_broker_del(rift_broker *b) {
     }
     rift_pmap_free(&b->groups, b->mem);
     rift_cache_free(b);
-    pthread_rwlock_unlock(&b->lock);
+    rift_drlock_wrunlock(&b->lock);
     rift_broker_unref(b);
 }
 
@@ -186,7 +173,7 @@ static rift_qgroup *group_get(rift_broker *b, const char *name, size_t len) {
     g->hash = h;
     g->name_len = len;
     memcpy(g->name, name, len);
-    pthread_mutex_init(&g->lock, NULL);
+    rift_spin_init(&g->lock);
     if (rift_pmap_insert(&b->groups, b->mem, h, g) != 0) {
         group_free(b, g);
         return NULL;
@@ -241,14 +228,10 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
     memcpy(sub->pattern, pattern, pattern_len);
     atomic_init(&sub->state, SUB_OPEN);
     atomic_init(&sub->count, 0);
-    pthread_mutex_init(&sub->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&sub->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    atomic_init(&sub->wseq, 0);
+    rift_spin_init(&sub->lock);
 
-    pthread_rwlock_wrlock(&b->lock);
+    rift_drlock_wrlock(&b->lock);
     if (b->dead) {
         rc = rift_error_set(err, RIFT_ERR_CLOSED, "subscription closed");
         goto fail_locked;
@@ -290,14 +273,12 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
     sub->registered = true;
     atomic_fetch_add_explicit(&b->nsubs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
-    pthread_rwlock_unlock(&b->lock);
+    rift_drlock_wrunlock(&b->lock);
     *psub = sub;
     return 0;
 
 fail_locked:
-    pthread_rwlock_unlock(&b->lock);
-    pthread_cond_destroy(&sub->cond);
-    pthread_mutex_destroy(&sub->lock);
+    rift_drlock_wrunlock(&b->lock);
     rift_free(b->mem, sub);
     return rc;
 }
@@ -331,12 +312,12 @@ static void unregister(rift_broker *b, rift_sub *sub) {
 }
 
 void rift_broker_unregister(rift_broker *b, rift_sub *sub) {
-    pthread_rwlock_wrlock(&b->lock);
+    rift_drlock_wrlock(&b->lock);
     if (!b->dead) {
         unregister(b, sub);
         rift_cache_collect(b);
     }
-    pthread_rwlock_unlock(&b->lock);
+    rift_drlock_wrunlock(&b->lock);
 }
 
 size_t rift_broker_subscription_count(rift_broker *b) {
@@ -344,12 +325,6 @@ size_t rift_broker_subscription_count(rift_broker *b) {
 }
 
 /* ---- Publish ---- */
-
-static inline rift_stat_stripe *stripe(rift_broker *b) {
-    /* Per-CPU stripes keep publishers on different cores off each other's
-     * cache lines; sched_getcpu reads the rseq area, no syscall. */
-    return &b->stats[(unsigned)sched_getcpu() & (RIFT_STAT_STRIPES - 1)];
-}
 
 /*
  * deliver_group serves one queue group for one publication (§1.6): the
@@ -360,7 +335,7 @@ static size_t deliver_group(const rift_gmatch *gm, rift_msg *msg,
                             size_t *slow) {
     rift_qgroup *g = gm->group;
     size_t ok = 0;
-    pthread_mutex_lock(&g->lock);
+    rift_spin_lock(&g->lock);
     uint64_t stamp = ++g->cursor;
     rift_sub *best = NULL;
     for (size_t i = 0; i < gm->n; i++) {
@@ -394,7 +369,7 @@ static size_t deliver_group(const rift_gmatch *gm, rift_msg *msg,
             }
         }
     }
-    pthread_mutex_unlock(&g->lock);
+    rift_spin_unlock(&g->lock);
     return ok;
 }
 
@@ -419,7 +394,7 @@ static int route(rift_broker *b, const char *subject, size_t slen,
         reply = NULL;
     }
     uint64_t h = rift_cache_hash(b, subject, slen);
-    pthread_rwlock_rdlock(&b->lock);
+    rift_drlock_slot *slot = rift_drlock_rdlock(&b->lock);
     /* Only valid subjects are ever cached, so a hit needs no validation. */
     rift_match *m = rift_cache_lookup(b, h, subject, slen);
     if (m == NULL &&
@@ -443,9 +418,7 @@ static int route(rift_broker *b, const char *subject, size_t slen,
         rc = rift_error_set(err, rc, "out of memory");
         goto out;
     }
-    rift_stat_stripe *sp = stripe(b);
-    atomic_fetch_add_explicit(&sp->msgs_in, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&sp->bytes_in, plen, memory_order_relaxed);
+    rift_drlock_count(&b->lock, slot, plen);
     size_t want = m ? m->nplain + m->ngroups : 0;
     if (want == 0) {
         goto out;
@@ -479,11 +452,11 @@ static int route(rift_broker *b, const char *subject, size_t slen,
     }
 
 out:
-    pthread_rwlock_unlock(&b->lock);
+    rift_drlock_rdunlock(&b->lock, slot);
     if (reclaim) {
-        pthread_rwlock_wrlock(&b->lock);
+        rift_drlock_wrlock(&b->lock);
         rift_cache_collect(b);
-        pthread_rwlock_unlock(&b->lock);
+        rift_drlock_wrunlock(&b->lock);
     }
     if (report != NULL) {
         report->delivered = delivered;
@@ -510,24 +483,19 @@ int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
 
 void rift_broker_get_stats(rift_broker *b, rift_broker_stats *stats) {
     memset(stats, 0, sizeof(*stats));
-    pthread_rwlock_rdlock(&b->lock);
+    rift_drlock_slot *slot = rift_drlock_rdlock(&b->lock);
     stats->subscriptions =
         atomic_load_explicit(&b->nsubs, memory_order_relaxed);
-    for (size_t i = 0; i < RIFT_STAT_STRIPES; i++) {
-        stats->msgs_in +=
-            atomic_load_explicit(&b->stats[i].msgs_in, memory_order_relaxed);
-        stats->bytes_in +=
-            atomic_load_explicit(&b->stats[i].bytes_in, memory_order_relaxed);
-    }
+    rift_drlock_sum(&b->lock, &stats->msgs_in, &stats->bytes_in);
     stats->msgs_out = b->gone_msgs_out;
     stats->bytes_out = b->gone_bytes_out;
     for (rift_sub *s = b->all_head; s != NULL; s = s->all_next) {
-        pthread_mutex_lock(&s->lock);
+        rift_spin_lock(&s->lock);
         stats->msgs_out += s->msgs_out;
         stats->bytes_out += s->bytes_out;
-        pthread_mutex_unlock(&s->lock);
+        rift_spin_unlock(&s->lock);
     }
     stats->slow_consumers =
         atomic_load_explicit(&b->slow_total, memory_order_relaxed);
-    pthread_rwlock_unlock(&b->lock);
+    rift_drlock_rdunlock(&b->lock, slot);
 }

@@ -4,13 +4,15 @@
  * is part of the public API.
  *
  * Locking, outermost first (a thread never takes them in another order):
- *   1. broker->lock (rwlock): readers = publishers routing a message;
- *      writers = (un)subscribe, slow-consumer removal, broker_del. It
- *      guards the trie, the queue-group table, the registry links of every
- *      subscription and the lifetime of match-cache entries.
+ *   1. broker->lock (drlock.h): readers = publishers routing a message and
+ *      statistics; writers = (un)subscribe, slow-consumer removal,
+ *      broker_del. It guards the trie, the queue-group table, the registry
+ *      links of every subscription and the lifetime of match-cache entries
+ *      and of subscriptions themselves (a subscription is freed only after
+ *      a writer unregistered it, so a reader never sees a dangling one).
  *   2. broker->cache_lock: fills of the match cache (miss path only).
- *   3. qgroup->lock: a queue group's cursor and its members' stamps.
- *   4. sub->lock: a subscription's ring, state, waiter and fd bookkeeping.
+ *   3. qgroup->lock (spin): a queue group's cursor and members' stamps.
+ *   4. sub->lock (spin): a subscription's ring, state, waiter and fd.
  *   5. notifier->lock: a notifier's ready list.
  */
 #ifndef RIFT_BROKER_INTERNAL_H
@@ -18,7 +20,9 @@
 
 #include "rift/broker.h"
 
+#include "broker/drlock.h"
 #include "broker/pmap.h"
+#include "broker/spin.h"
 #include "broker/sublist.h"
 #include "common/common.h"
 
@@ -89,15 +93,15 @@ struct rift_sub {
 
     /* Queue part: guarded by lock. state and count are also read without
      * the lock (publisher pre-checks, spinning receivers, pending()). */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
+    rift_spin lock;
+    atomic_uint wseq; /* futex word a sleeping receiver waits on */
     atomic_int state;
     atomic_size_t count;
     rift_msg **ring;
     size_t ring_size; /* a power of two, or 0 before the first message */
     size_t head;
     size_t cap;
-    bool waiting;  /* a receiver sleeps on cond */
+    bool waiting;  /* a receiver sleeps (or is about to) on wseq */
     bool reported; /* on the notifier's list since the last AGAIN */
     bool efd_set;  /* efd holds a non-zero count */
     int efd;
@@ -151,7 +155,7 @@ void rift_notifier_forget(rift_notifier *n, rift_sub *sub);
 
 struct rift_qgroup {
     uint64_t hash;
-    pthread_mutex_t lock;
+    rift_spin lock;
     uint64_t cursor;
     size_t nmembers; /* guarded by broker->lock */
     size_t name_len;
@@ -186,20 +190,13 @@ typedef struct rift_match {
 
 /* ---- Broker ---- */
 
-#define RIFT_STAT_STRIPES 8
-
-typedef struct rift_stat_stripe {
-    _Alignas(64) atomic_uint_fast64_t msgs_in;
-    atomic_uint_fast64_t bytes_in;
-} rift_stat_stripe;
-
 struct rift_broker {
     rift_broker_settings settings;
     const rift_mem *mem;
     uint64_t seed;
     atomic_size_t refs; /* the owner plus one per open rift_sub */
 
-    pthread_rwlock_t lock;
+    rift_drlock lock;
     bool dead;
     rift_sublist sl;
     rift_pmap groups;
@@ -215,10 +212,10 @@ struct rift_broker {
     rift_match *gc; /* evicted entries, freed by the next writer */
     size_t ngc;
 
-    /* Totals of subscriptions already gone, plus slow transitions. */
+    /* Totals of subscriptions already gone, plus slow transitions.
+     * Publish counters live in the lock's per-thread slots. */
     uint64_t gone_msgs_out, gone_bytes_out;
     atomic_uint_fast64_t slow_total;
-    rift_stat_stripe stats[RIFT_STAT_STRIPES];
 };
 
 /* cache.c */

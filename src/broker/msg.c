@@ -106,9 +106,13 @@ void rift_msg_unref_n(rift_msg *msg, size_t n) {
     if (msg == NULL || n == 0) {
         return;
     }
-    /* Release on every drop, acquire on the last: the freeing thread must
-     * see every other holder's reads as finished. */
-    if (atomic_fetch_sub_explicit(&msg->refs, n, memory_order_acq_rel) == n) {
+    /* A holder of every remaining reference frees without an atomic
+     * read-modify-write: nobody else can add one. That is the common case
+     * of a message with a single receiver. Otherwise, release on every
+     * drop and acquire on the last, so the freeing thread sees every other
+     * holder's reads as finished. */
+    if (atomic_load_explicit(&msg->refs, memory_order_acquire) == n ||
+        atomic_fetch_sub_explicit(&msg->refs, n, memory_order_acq_rel) == n) {
         msg_free(msg);
     }
 }

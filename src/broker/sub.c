@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 /* How long a receiver that is about to sleep polls the queue first. Most
@@ -42,21 +41,18 @@ static int set_text(rift_error *err, int code, const char *text, size_t len) {
     return code;
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* ---- Readiness ---- */
 
 /* wake tells whoever waits on |sub| that it has something to report.
- * Called with sub->lock held. */
-static void wake(rift_sub *sub) {
-    if (sub->waiting) {
-        pthread_cond_signal(&sub->cond);
+ * Called with sub->lock held; returns true when the caller must wake the
+ * sleeping receiver (with rift_futex_wake, after dropping the lock, so the
+ * syscall does not lengthen the critical section). The eventfd and the
+ * notifier are signalled under the lock so their state cannot race a
+ * receiver draining the queue. */
+static bool wake(rift_sub *sub) {
+    bool sleeper = sub->waiting;
+    if (sleeper) {
+        atomic_fetch_add_explicit(&sub->wseq, 1, memory_order_relaxed);
     }
     if (sub->efd >= 0 && !sub->efd_set) {
         /* Cannot fail short of counter overflow, which one write per
@@ -68,6 +64,7 @@ static void wake(rift_sub *sub) {
         sub->reported = true;
         rift_notifier_push(sub->notifier, sub);
     }
+    return sleeper;
 }
 
 static void fd_reset(rift_sub *sub) {
@@ -78,7 +75,7 @@ static void fd_reset(rift_sub *sub) {
 
 int rift_sub_fd(rift_sub *sub) {
     int rc;
-    pthread_mutex_lock(&sub->lock);
+    rift_spin_lock(&sub->lock);
     if (sub->efd < 0) {
         sub->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (sub->efd < 0) {
@@ -94,7 +91,7 @@ int rift_sub_fd(rift_sub *sub) {
     }
     rc = sub->efd;
 out:
-    pthread_mutex_unlock(&sub->lock);
+    rift_spin_unlock(&sub->lock);
     return rc;
 }
 
@@ -134,9 +131,11 @@ static int ring_grow(rift_sub *sub) {
 }
 
 int rift_sub_enqueue(rift_sub *sub, rift_msg *msg) {
-    pthread_mutex_lock(&sub->lock);
+    bool sleeper = false;
+    int rc = ENQ_OK;
+    rift_spin_lock(&sub->lock);
     if (atomic_load_explicit(&sub->state, memory_order_relaxed) != SUB_OPEN) {
-        pthread_mutex_unlock(&sub->lock);
+        rift_spin_unlock(&sub->lock);
         return ENQ_SKIP;
     }
     size_t n = atomic_load_explicit(&sub->count, memory_order_relaxed);
@@ -144,19 +143,24 @@ int rift_sub_enqueue(rift_sub *sub, rift_msg *msg) {
      * subscriber is disconnected rather than the publisher blocked. */
     if (n >= sub->cap || (n == sub->ring_size && ring_grow(sub) != 0)) {
         atomic_store_explicit(&sub->state, SUB_SLOW, memory_order_relaxed);
-        wake(sub);
-        pthread_mutex_unlock(&sub->lock);
-        return ENQ_SLOW;
+        sleeper = wake(sub);
+        rc = ENQ_SLOW;
+    } else {
+        sub->ring[(sub->head + n) & (sub->ring_size - 1)] = msg;
+        atomic_store_explicit(&sub->count, n + 1, memory_order_relaxed);
+        sub->msgs_out++;
+        sub->bytes_out += msg->payload_len;
+        if (n == 0) {
+            sleeper = wake(sub);
+        }
     }
-    sub->ring[(sub->head + n) & (sub->ring_size - 1)] = msg;
-    atomic_store_explicit(&sub->count, n + 1, memory_order_relaxed);
-    sub->msgs_out++;
-    sub->bytes_out += msg->payload_len;
-    if (n == 0) {
-        wake(sub);
+    rift_spin_unlock(&sub->lock);
+    /* The caller holds the broker's read lock, so |sub| stays allocated
+     * after the unlock. */
+    if (RIFT_UNLIKELY(sleeper)) {
+        rift_futex_wake(&sub->wseq);
     }
-    pthread_mutex_unlock(&sub->lock);
-    return ENQ_OK;
+    return rc;
 }
 
 /* ---- Receive (consumer side) ---- */
@@ -192,13 +196,17 @@ void rift_sub_drain_ring(rift_sub *sub) {
 void rift_sub_shut(rift_sub *sub) {
     rift_msg **ring = NULL;
     size_t size = 0, head = 0, n = 0;
-    pthread_mutex_lock(&sub->lock);
+    bool sleeper = false;
+    rift_spin_lock(&sub->lock);
     if (atomic_load_explicit(&sub->state, memory_order_relaxed) != SUB_CLOSED) {
         atomic_store_explicit(&sub->state, SUB_CLOSED, memory_order_relaxed);
         take_ring(sub, &ring, &size, &head, &n);
-        wake(sub);
+        sleeper = wake(sub);
     }
-    pthread_mutex_unlock(&sub->lock);
+    rift_spin_unlock(&sub->lock);
+    if (sleeper) {
+        rift_futex_wake(&sub->wseq);
+    }
     drop_ring(sub->mem, ring, size, head, n);
 }
 
@@ -210,7 +218,7 @@ static int went_slow(rift_sub *sub, rift_error *err) {
     size_t size, head, n;
     atomic_store_explicit(&sub->state, SUB_CLOSED, memory_order_relaxed);
     take_ring(sub, &ring, &size, &head, &n);
-    pthread_mutex_unlock(&sub->lock);
+    rift_spin_unlock(&sub->lock);
     drop_ring(sub->mem, ring, size, head, n);
     rift_broker_unregister(sub->broker, sub);
     return set_text(err, RIFT_ERR_SLOW_CONSUMER, text_slow,
@@ -224,22 +232,22 @@ static void spin(rift_sub *sub, rift_tstamp until) {
                 SUB_OPEN) {
             return;
         }
-        cpu_relax();
+        rift_cpu_relax();
         if ((i & 63) == 0 && rift_now_ns() >= until) {
             return;
         }
     }
 }
 
-static void wait_until(rift_sub *sub, rift_tstamp deadline) {
+/* wait_until sleeps until a publisher signals or |deadline| passes
+ * (sub->lock held on entry and on return). */
+static void wait_until(rift_sub *sub, rift_tstamp now, rift_tstamp deadline) {
     sub->waiting = true;
-    if (deadline == UINT64_MAX) {
-        pthread_cond_wait(&sub->cond, &sub->lock);
-    } else {
-        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ULL),
-                              .tv_nsec = (long)(deadline % 1000000000ULL)};
-        pthread_cond_timedwait(&sub->cond, &sub->lock, &ts);
-    }
+    unsigned seq = atomic_load_explicit(&sub->wseq, memory_order_relaxed);
+    rift_spin_unlock(&sub->lock);
+    rift_futex_wait(&sub->wseq, seq,
+                    deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+    rift_spin_lock(&sub->lock);
     sub->waiting = false;
 }
 
@@ -247,14 +255,14 @@ int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
                   rift_error *err) {
     rift_tstamp deadline = 0;
     bool spun = false;
-    pthread_mutex_lock(&sub->lock);
+    rift_spin_lock(&sub->lock);
     for (;;) {
         int state = atomic_load_explicit(&sub->state, memory_order_relaxed);
         if (state == SUB_SLOW) {
             return went_slow(sub, err);
         }
         if (state == SUB_CLOSED) {
-            pthread_mutex_unlock(&sub->lock);
+            rift_spin_unlock(&sub->lock);
             return set_text(err, RIFT_ERR_CLOSED, text_closed,
                             sizeof(text_closed) - 1);
         }
@@ -266,7 +274,7 @@ int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
             if (n == 1 && sub->efd_set) {
                 fd_reset(sub);
             }
-            pthread_mutex_unlock(&sub->lock);
+            rift_spin_unlock(&sub->lock);
             *pmsg = msg;
             return 0;
         }
@@ -278,18 +286,18 @@ int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
             /* The consumer has seen the queue empty: the next message is
              * a fresh transition worth reporting to the notifier. */
             sub->reported = false;
-            pthread_mutex_unlock(&sub->lock);
+            rift_spin_unlock(&sub->lock);
             return set_text(err, RIFT_ERR_AGAIN, text_again,
                             sizeof(text_again) - 1);
         }
         if (!spun) {
             spun = true;
-            pthread_mutex_unlock(&sub->lock);
+            rift_spin_unlock(&sub->lock);
             spin(sub, RIFT_MIN(now + RECV_SPIN_NS, deadline));
-            pthread_mutex_lock(&sub->lock);
+            rift_spin_lock(&sub->lock);
             continue;
         }
-        wait_until(sub, deadline);
+        wait_until(sub, now, deadline);
     }
 }
 
@@ -310,8 +318,6 @@ void rift_sub_close(rift_sub *sub) {
     if (sub->efd >= 0) {
         close(sub->efd);
     }
-    pthread_cond_destroy(&sub->cond);
-    pthread_mutex_destroy(&sub->lock);
     rift_free(sub->mem, sub);
     rift_broker_unref(b);
 }
