@@ -13,15 +13,18 @@
 #include "broker/internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-/* How long a receiver that is about to sleep polls the queue first. Most
- * in-process replies arrive within a few microseconds; a futex sleep and
- * wake-up costs about as much again on a VM. Bounded so an idle receiver
- * does not burn a core. */
+/* How long a receiver that is about to sleep polls the queue first (see
+ * spin()), and how much of that is busy polling. Most in-process replies
+ * arrive within a few microseconds; a futex sleep and wake-up costs tens
+ * of microseconds on a loaded VM. Bounded so an idle receiver does not
+ * burn a core. */
 #define RECV_SPIN_NS 20000
+#define RECV_BUSY_NS 1000
 
 /* First ring allocation, in slots. */
 #define RING_MIN 8
@@ -225,17 +228,31 @@ static int went_slow(rift_sub *sub, rift_error *err) {
                     sizeof(text_slow) - 1);
 }
 
-static void spin(rift_sub *sub, rift_tstamp until) {
+static bool ready(rift_sub *sub) {
+    return atomic_load_explicit(&sub->count, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&sub->state, memory_order_relaxed) != SUB_OPEN;
+}
+
+/*
+ * spin polls the queue before the receiver sleeps. First a short busy
+ * phase, which catches a reply from a peer running on another core within
+ * a microsecond or two; then a phase that yields the CPU between polls,
+ * so that a peer which shares this core (the usual case on a loaded
+ * two-core machine) gets to run and answer without a futex round trip.
+ */
+static void spin(rift_sub *sub, rift_tstamp now, rift_tstamp until) {
+    rift_tstamp busy_until = RIFT_MIN(now + RECV_BUSY_NS, until);
     for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&sub->count, memory_order_relaxed) > 0 ||
-            atomic_load_explicit(&sub->state, memory_order_relaxed) !=
-                SUB_OPEN) {
+        if (ready(sub)) {
             return;
         }
         rift_cpu_relax();
-        if ((i & 63) == 0 && rift_now_ns() >= until) {
-            return;
+        if ((i & 15) == 0 && rift_now_ns() >= busy_until) {
+            break;
         }
+    }
+    while (!ready(sub) && rift_now_ns() < until) {
+        sched_yield();
     }
 }
 
@@ -293,7 +310,7 @@ int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
         if (!spun) {
             spun = true;
             rift_spin_unlock(&sub->lock);
-            spin(sub, RIFT_MIN(now + RECV_SPIN_NS, deadline));
+            spin(sub, now, RIFT_MIN(now + RECV_SPIN_NS, deadline));
             rift_spin_lock(&sub->lock);
             continue;
         }
