@@ -384,8 +384,10 @@ static int route(rift_broker *b, const char *subject, size_t slen,
                  rift_error *err) {
     const rift_broker_settings *st = &b->settings;
     size_t delivered = 0, slow = 0;
-    bool reclaim = false;
+    bool reclaim = false, temp = false;
     int rc = 0;
+    /* Room for a result routed without entering the cache. */
+    _Alignas(rift_match) char mbuf[RIFT_MATCH_STACK];
     if (subject == NULL) {
         subject = "";
         slen = 0;
@@ -414,7 +416,8 @@ static int route(rift_broker *b, const char *subject, size_t slen,
         goto out;
     }
     if (m == NULL &&
-        (rc = rift_cache_fill(b, h, subject, slen, &m, &reclaim)) != 0) {
+        (rc = rift_cache_fill(b, h, subject, slen, mbuf, sizeof(mbuf), &m,
+                              &temp, &reclaim)) != 0) {
         rc = rift_error_set(err, rc, "out of memory");
         goto out;
     }
@@ -453,6 +456,9 @@ static int route(rift_broker *b, const char *subject, size_t slen,
 
 out:
     rift_drlock_rdunlock(&b->lock, slot);
+    if (temp) {
+        rift_free(b->mem, m);
+    }
     if (reclaim) {
         rift_drlock_wrlock(&b->lock);
         rift_cache_collect(b);

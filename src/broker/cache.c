@@ -5,7 +5,8 @@
  * of a trie walk.
  *
  * Shape: a direct-mapped table of RIFT_CACHE_SLOTS atomic pointers (bounded
- * size; a colliding subject simply replaces the entry). Publishers read
+ * size; a colliding subject replaces the entry, subject to the admission
+ * rule in admit()). Publishers read
  * slots without any lock beyond the broker's read lock. Misses are filled
  * under cache_lock by whichever publisher missed; the entry it replaces
  * may still be in use by another publisher, so it goes on a garbage list
@@ -39,8 +40,16 @@ int rift_cache_init(rift_broker *b) {
     if (b->cache == NULL) {
         return RIFT_ERR_NOMEM;
     }
+    b->last_miss =
+        rift_malloc(b->mem, RIFT_CACHE_SLOTS * sizeof(*b->last_miss));
+    if (b->last_miss == NULL) {
+        rift_free(b->mem, b->cache);
+        b->cache = NULL;
+        return RIFT_ERR_NOMEM;
+    }
     for (size_t i = 0; i < RIFT_CACHE_SLOTS; i++) {
         atomic_init(&b->cache[i], NULL);
+        atomic_init(&b->last_miss[i], 0);
     }
     pthread_mutex_init(&b->cache_lock, NULL);
     b->gen = 1;
@@ -68,7 +77,9 @@ void rift_cache_free(rift_broker *b) {
     }
     rift_cache_collect(b);
     rift_free(b->mem, b->cache);
+    rift_free(b->mem, b->last_miss);
     b->cache = NULL;
+    b->last_miss = NULL;
     pthread_mutex_destroy(&b->cache_lock);
 }
 
@@ -120,13 +131,15 @@ static int by_group(const void *a, const void *b) {
 }
 
 /*
- * build lays the result out in one allocation: header, plain array, group
- * array, member arrays, subject. Queue candidates are sorted by (group,
- * candidate position), which keeps candidate order inside each group; the
- * order between groups is unspecified (§1.5).
+ * build lays the result out in one block: header, group array, plain and
+ * member arrays, subject. The block is |buf| when it fits in |bufsize|
+ * bytes, else a heap allocation (*heap set). Queue candidates are sorted by
+ * (group, candidate position), which keeps candidate order inside each
+ * group; the order between groups is unspecified (§1.5).
  */
 static rift_match *build(rift_broker *b, const rift_sl_vec *vec,
-                         const char *subject, size_t len) {
+                         const char *subject, size_t len, void *buf,
+                         size_t bufsize, bool *heap) {
     size_t nplain = 0, nqueue = 0;
     for (size_t i = 0; i < vec->len; i++) {
         if (entry_sub(vec->v[i])->group == NULL) {
@@ -135,13 +148,16 @@ static rift_match *build(rift_broker *b, const rift_sl_vec *vec,
             nqueue++;
         }
     }
-    qcand *q = NULL;
+    qcand qbuf[16];
+    qcand *q = qbuf;
     size_t ngroups = 0;
-    if (nqueue > 0) {
+    if (nqueue > RIFT_ARRAY_LEN(qbuf)) {
         q = rift_malloc(b->mem, nqueue * sizeof(*q));
         if (q == NULL) {
             return NULL;
         }
+    }
+    if (nqueue > 0) {
         size_t k = 0;
         for (size_t i = 0; i < vec->len; i++) {
             rift_qgroup *g = entry_sub(vec->v[i])->group;
@@ -154,12 +170,12 @@ static rift_match *build(rift_broker *b, const rift_sl_vec *vec,
             ngroups += i == 0 || q[i].group != q[i - 1].group;
         }
     }
-    size_t size = sizeof(rift_match) + (nplain + nqueue) * sizeof(rift_sub *) +
-                  ngroups * sizeof(rift_gmatch) + len + 1;
-    rift_match *m = rift_malloc(b->mem, size);
-    if (m == NULL) {
-        rift_free(b->mem, q);
-        return NULL;
+    size_t size = sizeof(rift_match) + ngroups * sizeof(rift_gmatch) +
+                  (nplain + nqueue) * sizeof(rift_sub *) + len + 1;
+    rift_match *m = buf;
+    *heap = size > bufsize;
+    if (*heap && (m = rift_malloc(b->mem, size)) == NULL) {
+        goto out;
     }
     char *p = (char *)(m + 1);
     m->groups = (rift_gmatch *)p;
@@ -174,6 +190,7 @@ static rift_match *build(rift_broker *b, const rift_sl_vec *vec,
     m->nplain = nplain;
     m->ngroups = ngroups;
     m->gc_next = NULL;
+    m->size = size;
 
     size_t k = 0;
     for (size_t i = 0; i < vec->len; i++) {
@@ -192,13 +209,39 @@ static rift_match *build(rift_broker *b, const rift_sl_vec *vec,
         }
         gm->members[gm->n++] = entry_sub(vec->v[q[i].index]);
     }
-    rift_free(b->mem, q);
+out:
+    if (q != qbuf) {
+        rift_free(b->mem, q);
+    }
     return m;
 }
 
+/*
+ * admit decides whether a fresh result replaces what its slot holds. An
+ * empty or stale slot always takes it; a live entry for another subject is
+ * evicted only when this subject also missed the previous time the slot
+ * missed. Traffic spread over more subjects than the cache holds then
+ * stops churning entries (and the allocator): each miss routes from a
+ * stack-built result instead, while a subject published repeatedly still
+ * gets in.
+ */
+static bool admit(rift_broker *b, uint64_t hash) {
+    size_t i = hash & CACHE_MASK;
+    rift_match *cur = atomic_load_explicit(&b->cache[i], memory_order_relaxed);
+    if (cur == NULL || cur->gen != b->gen) {
+        return true;
+    }
+    uint64_t last =
+        atomic_exchange_explicit(&b->last_miss[i], hash, memory_order_relaxed);
+    return last == hash;
+}
+
 int rift_cache_fill(rift_broker *b, uint64_t hash, const char *subject,
-                    size_t len, rift_match **pm, bool *reclaim) {
+                    size_t len, void *buf, size_t bufsize, rift_match **pm,
+                    bool *temp, bool *reclaim) {
     rift_sl_vec vec;
+    *temp = false;
+    *pm = NULL;
     rift_sl_vec_init(&vec, b->mem);
     rift_ssize rc = rift_sublist_match(&b->sl, subject, len, &vec);
     if (rc < 0) {
@@ -209,16 +252,24 @@ int rift_cache_fill(rift_broker *b, uint64_t hash, const char *subject,
         /* Nothing can match and nothing will be cached: the fast path
          * without allocation (§1.5). A literal subscription to this
          * subject would not need to invalidate anything either. */
-        *pm = NULL;
         return 0;
     }
-    rift_match *m = build(b, &vec, subject, len);
+    bool heap;
+    bool cache = admit(b, hash);
+    /* A result that goes into the cache is built on the heap directly. */
+    rift_match *m =
+        build(b, &vec, subject, len, buf, cache ? 0 : bufsize, &heap);
     rift_sl_vec_free(&vec);
     if (m == NULL) {
         return RIFT_ERR_NOMEM;
     }
     m->hash = hash;
     m->gen = b->gen;
+    *pm = m;
+    if (!cache) {
+        *temp = heap;
+        return 0;
+    }
 
     _Atomic(rift_match *) *slot = &b->cache[hash & CACHE_MASK];
     pthread_mutex_lock(&b->cache_lock);
@@ -232,6 +283,5 @@ int rift_cache_fill(rift_broker *b, uint64_t hash, const char *subject,
         }
     }
     pthread_mutex_unlock(&b->cache_lock);
-    *pm = m;
     return 0;
 }

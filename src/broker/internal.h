@@ -186,7 +186,11 @@ typedef struct rift_match {
     rift_gmatch *groups;
     struct rift_match *gc_next;
     char *subject;
+    size_t size; /* bytes of the whole block */
 } rift_match;
+
+/* Stack space for a result routed without being cached (see cache.c). */
+#define RIFT_MATCH_STACK 512
 
 /* ---- Broker ---- */
 
@@ -207,6 +211,7 @@ struct rift_broker {
     /* Match cache (cache.c). Slots are read without cache_lock under
      * broker->lock (read); gen changes under broker->lock (write). */
     _Atomic(rift_match *) *cache;
+    atomic_uint_fast64_t *last_miss; /* per slot: hash of the last miss */
     uint64_t gen;
     pthread_mutex_t cache_lock;
     rift_match *gc; /* evicted entries, freed by the next writer */
@@ -226,12 +231,15 @@ rift_match *rift_cache_lookup(const rift_broker *b, uint64_t hash,
                               const char *subject, size_t len);
 /*
  * rift_cache_fill computes the match for a validated |subject| under the
- * read lock and caches it. *pm is NULL when nothing can match and nothing
- * was cached (the allocation-free path). *reclaim is set when the caller
- * should run rift_cache_reclaim after dropping the read lock.
+ * read lock and, if admitted, caches it. *pm is NULL when nothing can match
+ * (the allocation-free path). A result not cached lives in |buf| (|bufsize|
+ * bytes, the caller's stack) or, when larger, on the heap with *temp set:
+ * the caller frees it after routing. *reclaim is set when the caller
+ * should free the cache's garbage under the write lock afterwards.
  */
 int rift_cache_fill(rift_broker *b, uint64_t hash, const char *subject,
-                    size_t len, rift_match **pm, bool *reclaim);
+                    size_t len, void *buf, size_t bufsize, rift_match **pm,
+                    bool *temp, bool *reclaim);
 /* Under the write lock: forget what a change to |pattern| affects. */
 void rift_cache_invalidate(rift_broker *b, const char *pattern, size_t len,
                            bool wildcard);

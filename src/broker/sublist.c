@@ -19,15 +19,17 @@ enum {
     NODE_GT
 };
 
+/* 56 bytes plus the token: a million single-subscription subjects cost
+ * about one node each, so the node is kept small (its table hash is
+ * recomputed on removal rather than stored). */
 struct rift_sl_node {
     rift_sl_node *parent;
     rift_sl_node *star, *gt;
     rift_sl_entry *head, *tail;
-    size_t nchildren; /* children of any kind */
-    uint64_t hash;    /* key in sl->children */
-    bool wild;        /* the path from the root has a wildcard */
+    uint32_t nchildren; /* children of any kind */
+    uint32_t token_len; /* tokens are at most max_subject_bytes long */
+    bool wild;          /* the path from the root has a wildcard */
     uint8_t kind;
-    size_t token_len;
     char token[];
 };
 
@@ -99,12 +101,15 @@ static rift_sl_node *child_find(const rift_sublist *sl,
 
 static rift_sl_node *node_new(const rift_sublist *sl, rift_sl_node *parent,
                               const char *tok, size_t len) {
+    if (len > UINT32_MAX) {
+        return NULL;
+    }
     rift_sl_node *n = rift_calloc(sl->mem, 1, sizeof(*n) + len + 1);
     if (n == NULL) {
         return NULL;
     }
     n->parent = parent;
-    n->token_len = len;
+    n->token_len = (uint32_t)len;
     memcpy(n->token, tok, len);
     n->kind = NODE_LITERAL;
     if (len == 1 && tok[0] == '*') {
@@ -120,7 +125,8 @@ static rift_sl_node *node_new(const rift_sublist *sl, rift_sl_node *parent,
 static void prune(rift_sublist *sl, rift_sl_node *n) {
     while (n != sl->root && n->head == NULL && n->nchildren == 0) {
         rift_sl_node *parent = n->parent;
-        rift_pmap_remove(&sl->children, n->hash, n);
+        rift_pmap_remove(&sl->children,
+                         child_hash(sl, parent, n->token, n->token_len), n);
         if (parent->star == n) {
             parent->star = NULL;
         } else if (parent->gt == n) {
@@ -187,7 +193,6 @@ int rift_sublist_insert(rift_sublist *sl, const char *pattern, size_t len,
                 prune(sl, n);
                 return RIFT_ERR_NOMEM;
             }
-            c->hash = h;
             n->nchildren++;
             if (c->kind == NODE_STAR) {
                 n->star = c;

@@ -131,6 +131,96 @@ RIFT_TEST(miss_heavy_traffic_keeps_garbage_bounded) {
     rift_broker_del(b);
 }
 
+/* colliding finds a subject "w.<n>" other than |taken| whose cache slot
+ * is the same as |taken|'s. */
+static void colliding(rift_broker *b, const char *taken, char *out) {
+    size_t slot =
+        rift_cache_hash(b, taken, strlen(taken)) & (RIFT_CACHE_SLOTS - 1);
+    for (int n = 0;; n++) {
+        snprintf(out, 32, "w.%d", n);
+        if (strcmp(out, taken) != 0 && (rift_cache_hash(b, out, strlen(out)) &
+                                        (RIFT_CACHE_SLOTS - 1)) == slot) {
+            return;
+        }
+    }
+}
+
+static rift_match *slot_of(rift_broker *b, const char *subject) {
+    size_t i =
+        rift_cache_hash(b, subject, strlen(subject)) & (RIFT_CACHE_SLOTS - 1);
+    return atomic_load(&b->cache[i]);
+}
+
+RIFT_TEST(cache_admits_on_second_consecutive_miss) {
+    rift_broker *b;
+    CHECK_OK(rift_broker_new(&b, NULL, NULL));
+    /* 100 subscribers: a result too big for the routing stack buffer, so
+     * the uncached path goes through a temporary heap block. */
+    rift_sub *s[100];
+    for (int i = 0; i < 100; i++) {
+        CHECK_OK(rift_broker_subscribe(b, "w.*", 3, NULL, &s[i], NULL));
+    }
+    char other[32];
+    colliding(b, "w.a", other);
+    rift_publish_report r;
+    CHECK_OK(pub(b, "w.a", &r));
+    CHECK_EQ_INT(r.delivered, 100);
+    rift_match *a = slot_of(b, "w.a");
+    CHECK(a != NULL && strcmp(a->subject, "w.a") == 0);
+    /* First miss of the colliding subject: routed, not cached. */
+    CHECK_OK(pub(b, other, &r));
+    CHECK_EQ_INT(r.delivered, 100);
+    CHECK(slot_of(b, "w.a") == a);
+    /* Second consecutive miss: it takes the slot. */
+    CHECK_OK(pub(b, other, &r));
+    CHECK_EQ_INT(r.delivered, 100);
+    CHECK(strcmp(slot_of(b, other)->subject, other) == 0);
+    for (int i = 0; i < 100; i++) {
+        CHECK_EQ_INT(drain(s[i]), 3);
+        rift_sub_close(s[i]);
+    }
+    rift_broker_del(b);
+}
+
+RIFT_TEST(uncached_queue_results_route_correctly) {
+    rift_broker *b;
+    CHECK_OK(rift_broker_new(&b, NULL, NULL));
+    rift_sub *q[40], *plain;
+    rift_sub_options o = {0};
+    for (int i = 0; i < 40; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "g%d", i % 20); /* 20 groups of 2 */
+        o.queue = name;
+        o.queue_len = strlen(name);
+        CHECK_OK(rift_broker_subscribe(b, i % 2 ? "w.*" : ">", i % 2 ? 3 : 1,
+                                       &o, &q[i], NULL));
+    }
+    CHECK_OK(rift_broker_subscribe(b, "w.*", 3, NULL, &plain, NULL));
+    char other[32];
+    colliding(b, "w.a", other);
+    rift_publish_report r;
+    CHECK_OK(pub(b, "w.a", &r));
+    CHECK_EQ_INT(r.delivered, 21);
+    for (int k = 0; k < 4; k++) {
+        /* Alternate so |other| never gets admitted: always uncached. */
+        CHECK_OK(pub(b, other, &r));
+        CHECK_EQ_INT(r.delivered, 21);
+        CHECK_OK(pub(b, "w.a", &r));
+        CHECK_EQ_INT(r.delivered, 21);
+    }
+    size_t total = 0;
+    for (int i = 0; i < 40; i++) {
+        size_t n = drain(q[i]);
+        CHECK(n == 4 || n == 5); /* each group of two alternates */
+        total += n;
+        rift_sub_close(q[i]);
+    }
+    CHECK_EQ_INT(total, 9 * 20);
+    CHECK_EQ_INT(drain(plain), 9);
+    rift_sub_close(plain);
+    rift_broker_del(b);
+}
+
 /* ---- The trie against the reference matcher ---- */
 
 static const char *const toks[] = {"a", "b", "c", "*", ">"};
