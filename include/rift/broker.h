@@ -220,6 +220,21 @@ RIFT_EXTERN int rift_sub_recv(rift_sub *sub, int64_t timeout_ns,
                               rift_msg **pmsg, rift_error *err);
 
 /**
+ * rift_sub_recv_batch is rift_sub_recv for up to |max| messages at once,
+ * under one lock acquisition: it waits (as rift_sub_recv) until at least
+ * one message is queued, then moves up to |max| of them, oldest first,
+ * into |msgs| and returns how many. The caller owns one reference to each.
+ * Event loops draining a busy subscription use it to amortise the
+ * per-message synchronisation. When it returns fewer than |max|, the queue
+ * was left empty (for a notifier, as good as an RIFT_ERR_AGAIN).
+ *
+ * Errors: as rift_sub_recv; RIFT_ERR_INVALID_ARGUMENT when |max| is 0.
+ */
+RIFT_EXTERN rift_ssize rift_sub_recv_batch(rift_sub *sub, int64_t timeout_ns,
+                                           rift_msg **msgs, size_t max,
+                                           rift_error *err);
+
+/**
  * rift_sub_fd returns a file descriptor (an eventfd, created on first call)
  * that is readable while the subscription has messages queued or has
  * become slow or closed. Level-triggered: it stays readable until
@@ -266,10 +281,11 @@ RIFT_EXTERN int rift_notifier_fd(const rift_notifier *n);
 /**
  * rift_notifier_poll resets the fd and moves up to |max| ready
  * subscriptions into |subs|, returning how many. A subscription is reported
- * once per empty-to-ready transition; the consumer must drain it with
- * rift_sub_recv until RIFT_ERR_AGAIN (or an error), otherwise it is not
- * reported again. When more than |max| are ready the fd stays readable.
- * Called by one thread at a time.
+ * once per empty-to-ready transition; the consumer must drain it (with
+ * rift_sub_recv until RIFT_ERR_AGAIN or an error, or rift_sub_recv_batch
+ * until it returns fewer than asked), otherwise it is not reported again. When
+ * more than |max| are ready the fd stays readable. Called by one thread at a
+ * time.
  */
 RIFT_EXTERN size_t rift_notifier_poll(rift_notifier *n, rift_sub **subs,
                                       size_t max);

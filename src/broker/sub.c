@@ -268,8 +268,13 @@ static void wait_until(rift_sub *sub, rift_tstamp now, rift_tstamp deadline) {
     sub->waiting = false;
 }
 
-int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
-                  rift_error *err) {
+/*
+ * take moves up to |max| queued messages to |out| under one lock
+ * acquisition, waiting as rift_sub_recv describes. Returns the count, or
+ * a negative error.
+ */
+static rift_ssize take(rift_sub *sub, int64_t timeout_ns, rift_msg **out,
+                       size_t max, rift_error *err) {
     rift_tstamp deadline = 0;
     bool spun = false;
     rift_spin_lock(&sub->lock);
@@ -285,23 +290,28 @@ int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
         }
         size_t n = atomic_load_explicit(&sub->count, memory_order_relaxed);
         if (n > 0) {
-            rift_msg *msg = sub->ring[sub->head];
-            sub->head = (sub->head + 1) & (sub->ring_size - 1);
-            atomic_store_explicit(&sub->count, n - 1, memory_order_relaxed);
-            if (n == 1 && sub->efd_set) {
-                fd_reset(sub);
+            size_t k = RIFT_MIN(n, max), mask = sub->ring_size - 1;
+            for (size_t i = 0; i < k; i++) {
+                out[i] = sub->ring[(sub->head + i) & mask];
+            }
+            sub->head = (sub->head + k) & mask;
+            atomic_store_explicit(&sub->count, n - k, memory_order_relaxed);
+            if (n == k) {
+                /* Drained: the next message is a fresh transition worth
+                 * reporting, and the fd must stop being readable. */
+                sub->reported = false;
+                if (sub->efd_set) {
+                    fd_reset(sub);
+                }
             }
             rift_spin_unlock(&sub->lock);
-            *pmsg = msg;
-            return 0;
+            return (rift_ssize)k;
         }
         rift_tstamp now = timeout_ns != 0 ? rift_now_ns() : 0;
         if (deadline == 0 && timeout_ns != 0) {
             deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
         }
         if (timeout_ns == 0 || now >= deadline) {
-            /* The consumer has seen the queue empty: the next message is
-             * a fresh transition worth reporting to the notifier. */
             sub->reported = false;
             rift_spin_unlock(&sub->lock);
             return set_text(err, RIFT_ERR_AGAIN, text_again,
@@ -316,6 +326,21 @@ int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
         }
         wait_until(sub, now, deadline);
     }
+}
+
+int rift_sub_recv(rift_sub *sub, int64_t timeout_ns, rift_msg **pmsg,
+                  rift_error *err) {
+    rift_ssize n = take(sub, timeout_ns, pmsg, 1, err);
+    return n < 0 ? (int)n : 0;
+}
+
+rift_ssize rift_sub_recv_batch(rift_sub *sub, int64_t timeout_ns,
+                               rift_msg **msgs, size_t max, rift_error *err) {
+    if (max == 0) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "invalid argument: empty batch");
+    }
+    return take(sub, timeout_ns, msgs, max, err);
 }
 
 /* ---- Close ---- */

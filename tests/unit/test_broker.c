@@ -827,3 +827,32 @@ RIFT_TEST(allocation_failures_are_reported) {
         rift_sub_close(s3);
     }
 }
+
+RIFT_TEST(recv_batch_takes_in_order) {
+    rift_broker *b = broker_with(0, 0, 0);
+    rift_sub *s;
+    CHECK_OK(sub(b, "batch", NULL, &s));
+    for (uint32_t i = 0; i < 10; i++) {
+        CHECK_OK(rift_broker_publish(b, "batch", 5, NULL, 0,
+                                     (const uint8_t *)&i, 4, NULL, NULL));
+    }
+    rift_msg *m[8];
+    rift_error err;
+    CHECK_EQ_INT(rift_sub_recv_batch(s, 0, m, 0, &err),
+                 RIFT_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(rift_sub_recv_batch(s, 0, m, 8, NULL), 8);
+    CHECK_EQ_INT(rift_sub_pending(s), 2);
+    for (uint32_t i = 0; i < 8; i++) {
+        uint32_t v;
+        memcpy(&v, rift_msg_payload(m[i], NULL), 4);
+        CHECK_EQ_INT(v, i);
+        rift_msg_unref(m[i]);
+    }
+    CHECK_EQ_INT(rift_sub_recv_batch(s, -1, m, 8, NULL), 2);
+    rift_msg_unref(m[0]);
+    rift_msg_unref(m[1]);
+    CHECK_EQ_INT(rift_sub_recv_batch(s, 1000000, m, 8, &err), RIFT_ERR_AGAIN);
+    rift_broker_del(b);
+    CHECK_EQ_INT(rift_sub_recv_batch(s, 0, m, 8, &err), RIFT_ERR_CLOSED);
+    rift_sub_close(s);
+}

@@ -308,3 +308,34 @@ RIFT_TEST(sub_fd_drives_event_loop_thread) {
     rift_sub_close(s);
     rift_broker_del(b);
 }
+
+RIFT_TEST(notifier_with_batch_drain) {
+    rift_broker *b;
+    CHECK_OK(rift_broker_new(&b, NULL, NULL));
+    rift_notifier *n;
+    CHECK_OK(rift_notifier_new(&n, NULL));
+    rift_sub *s;
+    rift_sub_options o = {.notifier = n};
+    CHECK_OK(rift_broker_subscribe(b, "b", 1, &o, &s, NULL));
+    int fd = rift_sub_fd(s);
+    rift_sub *ready[2];
+    rift_msg *m[4];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3; i++) {
+            CHECK_OK(pub(b, "b"));
+        }
+        CHECK(readable(fd));
+        CHECK_EQ_INT(rift_notifier_poll(n, ready, 2), 1);
+        /* Fewer than asked: the queue is empty, the fd reset, and the next
+         * message is reported again without an extra AGAIN call. */
+        CHECK_EQ_INT(rift_sub_recv_batch(s, 0, m, 4, NULL), 3);
+        for (int i = 0; i < 3; i++) {
+            rift_msg_unref(m[i]);
+        }
+        CHECK(!readable(fd));
+        CHECK(!readable(rift_notifier_fd(n)));
+    }
+    rift_sub_close(s);
+    rift_notifier_del(n);
+    rift_broker_del(b);
+}
