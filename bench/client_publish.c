@@ -290,12 +290,12 @@ int main(int argc, char **argv) {
             return 1;
         }
         for (int i = 0; i < 256; i++) {
-            rift_client_msg *m;
+            rift_msg *m;
             if (rift_subscription_recv(sub, 5000000000LL, &m, &err) != 0) {
                 fprintf(stderr, "recv: %s\n", err.text);
                 return 1;
             }
-            rift_client_msg_del(m);
+            rift_msg_unref(m);
         }
         n += 256;
     }

@@ -81,17 +81,17 @@ int main(int argc, char **argv) {
     rift_publisher_close(pub);
 
     for (int i = 0; i < N; i++) {
-        rift_client_msg *m;
+        rift_msg *m;
         /* Wait at most five seconds for each message. */
         if (rift_subscription_recv(sub, 5000000000LL, &m, &err) != 0) {
             fprintf(stderr, "receive: %s\n", err.text);
             break;
         }
         size_t len;
-        const uint8_t *payload = rift_client_msg_payload(m, &len);
-        printf("%s: %.*s\n", rift_client_msg_subject(m, NULL), (int)len,
+        const uint8_t *payload = rift_msg_payload(m, &len);
+        printf("%s: %.*s\n", rift_msg_subject(m, NULL), (int)len,
                payload != NULL ? (const char *)payload : "");
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
     }
 
 out:

@@ -45,6 +45,7 @@
 #ifndef RIFT_CLIENT_H
 #define RIFT_CLIENT_H
 
+#include "rift/broker.h"
 #include "rift/rift.h"
 
 #include <stdbool.h>
@@ -57,7 +58,6 @@ extern "C" {
 typedef struct rift_client rift_client;
 typedef struct rift_publisher rift_publisher;
 typedef struct rift_subscription rift_subscription;
-typedef struct rift_client_msg rift_client_msg;
 
 /* ---- Connecting ---- */
 
@@ -133,23 +133,22 @@ RIFT_EXTERN bool rift_client_is_connected(rift_client *c);
 
 /* ---- Messages ---- */
 
-/** The subject (NUL-terminated; *len gets its length when |len| is set). */
-RIFT_EXTERN const char *rift_client_msg_subject(const rift_client_msg *m,
-                                                size_t *len);
-/** The reply subject (NUL-terminated), or NULL (and 0) when there is none. */
-RIFT_EXTERN const char *rift_client_msg_reply(const rift_client_msg *m,
-                                              size_t *len);
-/** The payload; may be NULL when the length is 0. */
-RIFT_EXTERN const uint8_t *rift_client_msg_payload(const rift_client_msg *m,
-                                                   size_t *len);
-/** Delivery fields of a consumer fetch (0 for live and reply messages). */
-RIFT_EXTERN uint64_t rift_client_msg_sequence(const rift_client_msg *m);
-RIFT_EXTERN uint64_t rift_client_msg_timestamp_ms(const rift_client_msg *m);
-RIFT_EXTERN uint32_t rift_client_msg_delivery_count(const rift_client_msg *m);
+/*
+ * Received messages are the library's rift_msg (rift/broker.h): immutable
+ * and reference-counted, read with rift_msg_subject, rift_msg_reply and
+ * rift_msg_payload, released with rift_msg_unref from any thread. A
+ * message received from a server can be handed to an in-process broker
+ * (rift_broker_publish_msg) without a copy. Payloads are copied at most
+ * once on their way from the network.
+ */
 
-/** rift_client_msg_del frees a received message. NULL is a no-op. Any
- * thread may free a message. */
-RIFT_EXTERN void rift_client_msg_del(rift_client_msg *m);
+/** One record of a consumer fetch (rift_client_fetch). */
+typedef struct rift_client_delivery {
+    rift_msg *msg; /**< the record; the caller owns one reference */
+    uint64_t sequence;
+    uint64_t timestamp_ms;   /**< when it was stored, ms since the epoch */
+    uint32_t delivery_count; /**< 1 on the first delivery */
+} rift_client_delivery;
 
 /* ---- Publishing ---- */
 
@@ -281,8 +280,9 @@ RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
 /**
  * rift_subscription_recv takes the next message: |timeout_ns| 0 polls, a
  * negative value waits without limit, otherwise at most that long. On
- * success the caller owns *pmsg. Messages queued before a failure are
- * delivered first; then the failure is returned by every later call.
+ * success the caller owns one reference to *pmsg (rift_msg_unref).
+ * Messages queued before a failure are delivered first; then the failure
+ * is returned by every later call.
  *
  * Errors: RIFT_ERR_AGAIN (nothing arrived in time); RIFT_ERR_PERMISSION,
  * RIFT_ERR_REMOTE (the server's ERROR, e.g. "subscriber exceeded its
@@ -291,8 +291,8 @@ RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
  * RIFT_ERR_NOMEM.
  */
 RIFT_EXTERN int rift_subscription_recv(rift_subscription *sub,
-                                       int64_t timeout_ns,
-                                       rift_client_msg **pmsg, rift_error *err);
+                                       int64_t timeout_ns, rift_msg **pmsg,
+                                       rift_error *err);
 
 /**
  * rift_subscription_fd returns a descriptor (an eventfd, created on first
@@ -325,8 +325,9 @@ RIFT_EXTERN void rift_subscription_close(rift_subscription *sub);
 /**
  * rift_client_request publishes |payload| to |subject| with a fresh inbox
  * chosen by the server, waits up to |timeout_ms| (1..120,000) for the first
- * reply and returns it in *preply (owned by the caller; its subject is the
- * inbox). The whole call has a deadline of timeout + 5 s.
+ * reply and returns it in *preply (the caller owns one reference; its
+ * subject is the inbox, its reply the responder's reply subject if any). The
+ * whole call has a deadline of timeout + 5 s.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("request timeout must be 1..120000 ms",
  * "request timeout too large" above 2^32-1 ms); RIFT_ERR_PROTOCOL (local
@@ -337,7 +338,7 @@ RIFT_EXTERN void rift_subscription_close(rift_subscription *sub);
 RIFT_EXTERN int rift_client_request(rift_client *c, const char *subject,
                                     size_t subject_len, const uint8_t *payload,
                                     size_t payload_len, uint64_t timeout_ms,
-                                    rift_client_msg **preply, rift_error *err);
+                                    rift_msg **preply, rift_error *err);
 
 /* ---- Retained streams and durable consumers ---- */
 
@@ -396,9 +397,9 @@ rift_client_consumer_open(rift_client *c, const char *stream, size_t stream_len,
 /**
  * rift_client_fetch fetches up to |limit| (1..256) records for consumer
  * |name|: the server commits them as pending and sends one DELIVERY each,
- * then OK. Fetch never waits for new records. On success |msgs| (room for
- * |limit| entries) holds *count messages owned by the caller, with their
- * sequence, timestamp and delivery count; on failure nothing is returned.
+ * then OK. Fetch never waits for new records. On success |out| (room for
+ * |limit| entries) holds *count deliveries whose messages the caller owns
+ * (rift_msg_unref each); on failure nothing is returned.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("fetch limit must be 1..256", string
  * texts); RIFT_ERR_PROTOCOL ("server exceeded fetch limit", "unexpected
@@ -409,7 +410,7 @@ rift_client_consumer_open(rift_client *c, const char *stream, size_t stream_len,
 RIFT_EXTERN int rift_client_fetch(rift_client *c, const char *stream,
                                   size_t stream_len, const char *name,
                                   size_t name_len, uint32_t limit,
-                                  rift_client_msg **msgs, size_t *count,
+                                  rift_client_delivery *out, size_t *count,
                                   rift_error *err);
 
 /**

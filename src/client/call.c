@@ -58,11 +58,11 @@ void rift_client_call_finish(rift_client_call *call, int rc,
         }
     }
     if (rc != 0) {
-        rift_client_msg_del(call->msg);
+        rift_msg_unref(call->msg);
         call->msg = NULL;
         for (size_t i = 0; i < call->nmsgs; i++) {
-            rift_client_msg_del(call->msgs[i]);
-            call->msgs[i] = NULL;
+            rift_msg_unref(call->out[i].msg);
+            call->out[i].msg = NULL;
         }
         call->nmsgs = 0;
     }
@@ -188,9 +188,9 @@ static void unexpected(rift_client_call *call) {
 /* A MESSAGE or DELIVERY body as a message; takes the reader's assembly
  * buffer when the body is in it. */
 static int build_msg(rift_client_stream *cs, const rift_frame_body *b,
-                     const rift_frame_msg *f, rift_client_msg **pm) {
+                     const rift_frame_msg *f, rift_msg **pm) {
     uint8_t *detached = b->assembled ? rift_frame_reader_detach(&cs->rd) : NULL;
-    return rift_client_msg_build(pm, cs->c->mem, f, detached, 0);
+    return rift_client_msg_build(pm, cs->c->mem, f, detached);
 }
 
 static void fetch_frame(rift_client_stream *cs, rift_client_call *call,
@@ -218,15 +218,15 @@ static void fetch_frame(rift_client_stream *cs, rift_client_call *call,
     }
     rift_frame_msg f = {d.subject,   d.subject_len, d.reply,
                         d.reply_len, d.payload,     d.payload_len};
-    rift_client_msg *m;
-    if (build_msg(cs, b, &f, &m) != 0) {
+    rift_client_delivery *out = &call->out[call->nmsgs];
+    if (build_msg(cs, b, &f, &out->msg) != 0) {
         finish_text(call, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
-    m->sequence = d.sequence;
-    m->timestamp_ms = d.timestamp_ms;
-    m->delivery_count = d.delivery_count;
-    call->msgs[call->nmsgs++] = m;
+    out->sequence = d.sequence;
+    out->timestamp_ms = d.timestamp_ms;
+    out->delivery_count = d.delivery_count;
+    call->nmsgs++;
 }
 
 void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
@@ -352,7 +352,7 @@ static int encode_error(rift_ssize n, rift_error *err) {
 
 int rift_client_request(rift_client *c, const char *subject, size_t subject_len,
                         const uint8_t *payload, size_t payload_len,
-                        uint64_t timeout_ms, rift_client_msg **preply,
+                        uint64_t timeout_ms, rift_msg **preply,
                         rift_error *err) {
     int rc = rift_client_check_request_timeout(timeout_ms, err);
     if (rc != 0 || (rc = rift_client_check_publish(subject, subject_len, NULL,
@@ -446,7 +446,8 @@ int rift_client_consumer_open(rift_client *c, const char *stream,
 
 int rift_client_fetch(rift_client *c, const char *stream, size_t stream_len,
                       const char *name, size_t name_len, uint32_t limit,
-                      rift_client_msg **msgs, size_t *count, rift_error *err) {
+                      rift_client_delivery *out, size_t *count,
+                      rift_error *err) {
     int rc;
     if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
         (rc = rift_client_check_string(name, name_len, err)) != 0) {
@@ -464,7 +465,7 @@ int rift_client_fetch(rift_client *c, const char *stream, size_t stream_len,
     }
     rift_client_call call;
     call_init(&call, c, RIFT_CALL_FETCH, hdr, n);
-    call.msgs = msgs;
+    call.out = out;
     call.limit = limit;
     if ((rc = rift_client_call_run(&call, err)) != 0) {
         return rc;

@@ -65,33 +65,41 @@ typedef struct rift_client_call rift_client_call;
 
 /* ---- Received messages (msg.c) ---- */
 
-struct rift_client_msg {
-    const rift_mem *mem;
-    rift_client_msg *next; /* subscription queue link */
-    uint8_t *body;         /* detached frame body holding the payload, or
-                              NULL when the payload follows the struct */
-    const uint8_t *payload;
-    size_t payload_len;
-    char *subject; /* NUL-terminated copies after the struct */
-    size_t subject_len;
-    char *reply; /* NULL when absent */
-    size_t reply_len;
-    uint64_t sequence;
-    uint64_t timestamp_ms;
-    uint32_t delivery_count;
-    uint32_t wire_len; /* prefix + body: the flow-control bytes it holds */
-};
-
 /*
- * rift_client_msg_build makes a message from decoded fields. |body| is the
- * frame body they point into; when |detached| is non-NULL it is that
- * body's heap buffer (from rift_frame_reader_detach), which the message
- * takes over instead of copying the payload. On failure |detached| is
- * freed. Errors: RIFT_ERR_NOMEM.
+ * rift_client_msg_build makes a rift_msg from decoded fields. |detached|,
+ * when not NULL, is the heap buffer of the frame body they point into
+ * (rift_frame_reader_detach, allocated through |mem|): with the default
+ * allocator the message adopts it instead of copying the payload; it is
+ * freed in every case. Errors: RIFT_ERR_NOMEM.
  */
-int rift_client_msg_build(rift_client_msg **pm, const rift_mem *mem,
-                          const rift_frame_msg *f, uint8_t *detached,
-                          uint32_t wire_len);
+int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
+                          const rift_frame_msg *f, uint8_t *detached);
+
+/* One queued subscription message and the flow-control bytes it holds. */
+typedef struct rift_client_entry {
+    rift_msg *msg;
+    uint32_t wire_len;
+} rift_client_entry;
+
+/* A growable FIFO of entries (one thread at a time). */
+typedef struct rift_client_ring {
+    const rift_mem *mem;
+    rift_client_entry *v;
+    size_t cap; /* a power of two, or 0 */
+    size_t head;
+    size_t count;
+} rift_client_ring;
+
+void rift_client_ring_init(rift_client_ring *r, const rift_mem *mem);
+/* Unrefs every message and frees the storage. */
+void rift_client_ring_free(rift_client_ring *r);
+/* Errors: RIFT_ERR_NOMEM (nothing changed). */
+int rift_client_ring_push(rift_client_ring *r, rift_client_entry e);
+/* Returns false when empty. */
+bool rift_client_ring_pop(rift_client_ring *r, rift_client_entry *e);
+/* Moves every entry of |from| to the end of |to|, leaving |from| empty
+ * (its storage kept). Errors: RIFT_ERR_NOMEM (nothing moved). */
+int rift_client_ring_move(rift_client_ring *to, rift_client_ring *from);
 
 /* ---- Local checks and response decoding (check.c) ---- */
 
@@ -165,8 +173,8 @@ struct rift_client_call {
     bool fin;
     uint64_t timeout_ns;
     /* Results. */
-    rift_client_msg *msg;   /* REQUEST */
-    rift_client_msg **msgs; /* FETCH: caller array of |limit| */
+    rift_msg *msg;             /* REQUEST */
+    rift_client_delivery *out; /* FETCH: caller array of |limit| */
     size_t nmsgs;
     uint32_t limit;
     rift_client_stored stored; /* STREAM_PUBLISH */
@@ -249,8 +257,7 @@ struct rift_subscription {
     atomic_int refs;
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    rift_client_msg *head, *tail;
-    size_t count;
+    rift_client_ring q;
     int waiters;
     int efd; /* -1 until rift_subscription_fd */
     bool failed;
@@ -259,8 +266,7 @@ struct rift_subscription {
     bool credit_posted;
     /* Client thread. */
     rift_client_stream *cs;
-    rift_client_msg *pend_head, *pend_tail; /* decoded, not yet queued */
-    size_t pend_count;
+    rift_client_ring pend; /* decoded during this callback, not yet queued */
 };
 
 void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs);

@@ -29,12 +29,8 @@ void rift_client_sub_unref(rift_subscription *s) {
         return;
     }
     rift_client *c = s->c;
-    deliver_locked(s);
-    while (s->head != NULL) {
-        rift_client_msg *m = s->head;
-        s->head = m->next;
-        rift_client_msg_del(m);
-    }
+    rift_client_ring_free(&s->pend);
+    rift_client_ring_free(&s->q);
     if (s->efd >= 0) {
         close(s->efd);
     }
@@ -82,7 +78,7 @@ void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
     if (!s->failed) {
         s->failed = true;
         rift_error_copy(&s->fail, e);
-        if (s->count == 0) {
+        if (s->q.count == 0) {
             efd_raise(s);
         }
         pthread_cond_broadcast(&s->cond);
@@ -127,41 +123,41 @@ bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b) {
         return false;
     }
     uint8_t *detached = b->assembled ? rift_frame_reader_detach(&cs->rd) : NULL;
-    rift_client_msg *m;
-    if (rift_client_msg_build(&m, cs->c->mem, &f, detached,
-                              (uint32_t)(RIFT_FRAME_PREFIX_BYTES + b->len)) !=
-        0) {
+    rift_client_entry entry = {NULL,
+                               (uint32_t)(RIFT_FRAME_PREFIX_BYTES + b->len)};
+    if (rift_client_msg_build(&entry.msg, cs->c->mem, &f, detached) != 0) {
         fail_text(s, RIFT_ERR_NOMEM, "out of memory");
         return false;
     }
     /* Collected here and handed over once per QUIC callback: one lock and
      * at most one wakeup for a whole batch of messages. */
-    if (s->pend_tail != NULL) {
-        s->pend_tail->next = m;
-    } else {
-        s->pend_head = m;
+    if (rift_client_ring_push(&s->pend, entry) != 0) {
+        rift_msg_unref(entry.msg);
+        fail_text(s, RIFT_ERR_NOMEM, "out of memory");
+        return false;
     }
-    s->pend_tail = m;
-    s->pend_count++;
     return true;
 }
 
 /* Moves the collected messages to the queue (under s->mu). Returns true
  * when a sleeping receiver must be signalled (after unlocking). */
 static bool deliver_locked(rift_subscription *s) {
-    if (s->pend_head == NULL) {
+    if (s->pend.count == 0) {
         return false;
     }
-    bool was_empty = s->count == 0;
-    if (s->tail != NULL) {
-        s->tail->next = s->pend_head;
-    } else {
-        s->head = s->pend_head;
+    bool was_empty = s->q.count == 0;
+    if (rift_client_ring_move(&s->q, &s->pend) != 0) {
+        /* Out of memory: the batch is lost, so the subscription cannot
+         * go on in order. */
+        rift_client_ring_free(&s->pend);
+        if (!s->failed) {
+            s->failed = true;
+            rift_error_set(&s->fail, RIFT_ERR_NOMEM, "out of memory");
+            efd_raise(s);
+            pthread_cond_broadcast(&s->cond);
+        }
+        return false;
     }
-    s->tail = s->pend_tail;
-    s->count += s->pend_count;
-    s->pend_head = s->pend_tail = NULL;
-    s->pend_count = 0;
     if (!was_empty) {
         return false;
     }
@@ -174,7 +170,7 @@ static bool deliver_locked(rift_subscription *s) {
 }
 
 void rift_client_sub_flush(rift_subscription *s) {
-    if (s->pend_head == NULL) {
+    if (s->pend.count == 0) {
         return;
     }
     pthread_mutex_lock(&s->mu);
@@ -239,6 +235,8 @@ int rift_client_subscribe(rift_client *c, const char *pattern,
     pthread_mutex_init(&s->mu, NULL);
     s->c = c;
     s->efd = -1;
+    rift_client_ring_init(&s->q, c->mem);
+    rift_client_ring_init(&s->pend, c->mem);
     atomic_init(&s->refs, 1);
     rift_client_ref(c);
 
@@ -259,7 +257,7 @@ int rift_client_subscribe(rift_client *c, const char *pattern,
 }
 
 int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
-                           rift_client_msg **pmsg, rift_error *err) {
+                           rift_msg **pmsg, rift_error *err) {
     struct timespec ts;
     bool have_deadline = false;
     int rc;
@@ -268,23 +266,18 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
     sub_ref(s);
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        rift_client_msg *m = s->head;
-        if (m != NULL) {
-            s->head = m->next;
-            if (s->head == NULL) {
-                s->tail = NULL;
-            }
-            m->next = NULL;
-            s->credit += m->wire_len;
+        rift_client_entry e;
+        if (rift_client_ring_pop(&s->q, &e)) {
+            s->credit += e.wire_len;
             bool post = s->credit >= RIFT_CLIENT_CREDIT_BATCH &&
                         !s->credit_posted && !s->failed;
             if (post) {
                 s->credit_posted = true;
             }
             bool next = false;
-            if (--s->count == 0 && !s->failed) {
+            if (s->q.count == 0 && !s->failed) {
                 efd_clear(s);
-            } else if (s->count > 0 && s->waiters > 0) {
+            } else if (s->q.count > 0 && s->waiters > 0) {
                 next = true; /* wake the next receiver */
             }
             pthread_mutex_unlock(&s->mu);
@@ -297,7 +290,7 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
                     rift_client_sub_unref(s);
                 }
             }
-            *pmsg = m;
+            *pmsg = e.msg;
             rc = 0;
             break;
         }
@@ -323,7 +316,7 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
             }
             s->waiters--;
         }
-        if (r == ETIMEDOUT && s->head == NULL && !s->failed) {
+        if (r == ETIMEDOUT && s->q.count == 0 && !s->failed) {
             pthread_mutex_unlock(&s->mu);
             rc = rift_error_set(err, RIFT_ERR_AGAIN, "%s",
                                 rift_strerror(RIFT_ERR_AGAIN));
@@ -343,7 +336,7 @@ int rift_subscription_fd(rift_subscription *s) {
             fd = -errno;
         } else {
             s->efd = fd;
-            if (s->count > 0 || s->failed) {
+            if (s->q.count > 0 || s->failed) {
                 efd_raise(s);
             }
         }
@@ -354,7 +347,7 @@ int rift_subscription_fd(rift_subscription *s) {
 
 size_t rift_subscription_pending(rift_subscription *s) {
     pthread_mutex_lock(&s->mu);
-    size_t n = s->count;
+    size_t n = s->q.count;
     pthread_mutex_unlock(&s->mu);
     return n;
 }
@@ -369,7 +362,7 @@ void rift_subscription_close(rift_subscription *s) {
     if (!s->failed) {
         s->failed = true;
         rift_error_set(&s->fail, RIFT_ERR_CLOSED, "subscription closed");
-        if (s->count == 0) {
+        if (s->q.count == 0) {
             efd_raise(s);
         }
         pthread_cond_broadcast(&s->cond);

@@ -124,7 +124,7 @@ RIFT_TEST(missing_ca_file_and_bad_address) {
 
 /* ---- Publishing and subscriptions ---- */
 
-static int recv_one(rift_subscription *sub, rift_client_msg **m) {
+static int recv_one(rift_subscription *sub, rift_msg **m) {
     rift_error err;
     return rift_subscription_recv(sub, 10 * SEC, m, &err);
 }
@@ -141,24 +141,24 @@ RIFT_TEST(publish_confirmed_and_receive) {
     CHECK_OK(rift_client_publisher(c, &p, &err));
     CHECK_OK(rift_publisher_publish_confirmed(p, S("interop.a"), S("_INBOX.r1"),
                                               P("hello"), &err));
-    rift_client_msg *m;
+    rift_msg *m;
     CHECK_OK(recv_one(sub, &m));
     size_t len;
-    CHECK_EQ_STR(rift_client_msg_subject(m, &len), "interop.a");
+    CHECK_EQ_STR(rift_msg_subject(m, &len), "interop.a");
     CHECK_EQ_INT(len, 9);
-    CHECK_EQ_STR(rift_client_msg_reply(m, NULL), "_INBOX.r1");
-    const uint8_t *pl = rift_client_msg_payload(m, &len);
+    CHECK_EQ_STR(rift_msg_reply(m, NULL), "_INBOX.r1");
+    const uint8_t *pl = rift_msg_payload(m, &len);
     CHECK_EQ_MEM(pl, len, "hello", 5);
-    CHECK_EQ_INT(rift_client_msg_sequence(m), 0);
-    rift_client_msg_del(m);
+    rift_msg_unref(m);
 
     /* Empty payload, no reply. */
     CHECK_OK(rift_publisher_publish_confirmed(p, S("interop.b"), NULL, 0, NULL,
                                               0, &err));
     CHECK_OK(recv_one(sub, &m));
-    CHECK(rift_client_msg_reply(m, &len) == NULL && len == 0);
-    CHECK(rift_client_msg_payload(m, &len) == NULL && len == 0);
-    rift_client_msg_del(m);
+    CHECK(rift_msg_reply(m, &len) == NULL && len == 0);
+    rift_msg_payload(m, &len);
+    CHECK_EQ_INT(len, 0);
+    rift_msg_unref(m);
     CHECK_EQ_INT(rift_subscription_recv(sub, 0, &m, &err), RIFT_ERR_AGAIN);
     rift_publisher_close(p);
     rift_subscription_close(sub);
@@ -188,15 +188,15 @@ RIFT_TEST(pipelined_publishes_keep_order_through_flush) {
     }
     CHECK_MSG(rift_publisher_flush(p, &err) == 0, "flush: %s", err.text);
     for (uint32_t i = 0; i < N; i++) {
-        rift_client_msg *m;
+        rift_msg *m;
         CHECK_MSG(recv_one(sub, &m) == 0, "message %u missing", i);
         size_t len;
-        const uint8_t *pl = rift_client_msg_payload(m, &len);
+        const uint8_t *pl = rift_msg_payload(m, &len);
         uint32_t got;
         memcpy(&got, pl, sizeof(got));
         CHECK_EQ_INT(got, i);
         CHECK_EQ_INT(len, (i % 64) + 4);
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
     }
     rift_publisher_close(p);
     rift_subscription_close(sub);
@@ -220,13 +220,13 @@ RIFT_TEST(shared_publish_and_subscription_fd) {
     CHECK_OK(rift_client_publish_with_reply(c, S("interop.y"), S("_INBOX.z"),
                                             P("two"), &err));
     CHECK_EQ_INT(poll(&pfd, 1, 10000), 1);
-    rift_client_msg *m;
+    rift_msg *m;
     CHECK_OK(rift_subscription_recv(sub, 0, &m, &err));
-    CHECK_EQ_STR(rift_client_msg_subject(m, NULL), "interop.x");
-    rift_client_msg_del(m);
+    CHECK_EQ_STR(rift_msg_subject(m, NULL), "interop.x");
+    rift_msg_unref(m);
     CHECK_OK(recv_one(sub, &m));
-    CHECK_EQ_STR(rift_client_msg_reply(m, NULL), "_INBOX.z");
-    rift_client_msg_del(m);
+    CHECK_EQ_STR(rift_msg_reply(m, NULL), "_INBOX.z");
+    rift_msg_unref(m);
     CHECK_EQ_INT(rift_subscription_pending(sub), 0);
     CHECK_EQ_INT(poll(&pfd, 1, 0), 0);
     rift_subscription_close(sub);
@@ -280,7 +280,7 @@ typedef struct responder {
 
 static void *respond(void *arg) {
     responder *r = arg;
-    rift_client_msg *m;
+    rift_msg *m;
     rift_error err;
     while (!atomic_load(&r->stop)) {
         int rc = rift_subscription_recv(r->sub, SEC / 10, &m, &err);
@@ -291,8 +291,8 @@ static void *respond(void *arg) {
             break;
         }
         size_t rlen, plen;
-        const char *reply = rift_client_msg_reply(m, &rlen);
-        const uint8_t *pl = rift_client_msg_payload(m, &plen);
+        const char *reply = rift_msg_reply(m, &rlen);
+        const uint8_t *pl = rift_msg_payload(m, &plen);
         uint8_t out[256];
         size_t n = plen < 200 ? plen : 200;
         memcpy(out, "re:", 3);
@@ -303,7 +303,7 @@ static void *respond(void *arg) {
             rift_client_publish(r->c, reply, rlen, out, n + 3, &err) == 0) {
             r->answered++;
         }
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
     }
     return NULL;
 }
@@ -319,19 +319,19 @@ RIFT_TEST(request_reply_through_the_stub) {
     pthread_t t;
     CHECK_OK(pthread_create(&t, NULL, respond, &r));
     for (int i = 0; i < 5; i++) {
-        rift_client_msg *m = NULL;
+        rift_msg *m = NULL;
         int rc =
             rift_client_request(c, S("svc.echo"), P("ping"), 5000, &m, &err);
         CHECK_MSG(rc == 0, "request: %s", err.text);
         size_t len;
-        const uint8_t *pl = rift_client_msg_payload(m, &len);
+        const uint8_t *pl = rift_msg_payload(m, &len);
         CHECK_EQ_MEM(pl, len, "re:ping", 7);
-        CHECK(strncmp(rift_client_msg_subject(m, NULL), "_INBOX.", 7) == 0);
-        rift_client_msg_del(m);
+        CHECK(strncmp(rift_msg_subject(m, NULL), "_INBOX.", 7) == 0);
+        rift_msg_unref(m);
     }
     /* Nobody listens here: the server's text comes back as a remote
      * error. */
-    rift_client_msg *m = NULL;
+    rift_msg *m = NULL;
     CHECK_EQ_INT(rift_client_request(c, S("svc.none"), P("x"), 1000, &m, &err),
                  RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text, "no responders available");
@@ -349,7 +349,7 @@ RIFT_TEST(request_timeout_range_is_checked_locally) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_client_msg *m = NULL;
+    rift_msg *m = NULL;
     CHECK_EQ_INT(rift_client_request(c, S("svc.x"), P("x"), 0, &m, &err),
                  RIFT_ERR_INVALID_ARGUMENT);
     CHECK_EQ_STR(err.text, "request timeout must be 1..120000 ms");
@@ -398,29 +398,29 @@ RIFT_TEST(stream_publish_consumer_fetch_ack) {
     rift_client_consumer_config cfg = {"events.>", 8, 1, 30000, 100};
     CHECK_OK(
         rift_client_consumer_open(c, S("events"), S("worker"), &cfg, &err));
-    rift_client_msg *msgs[256];
+    rift_client_delivery msgs[256];
     size_t n = 0;
     CHECK_OK(rift_client_fetch(c, S("events"), S("worker"), 2, msgs, &n, &err));
     CHECK_EQ_INT(n, 2);
-    CHECK_EQ_U64(rift_client_msg_sequence(msgs[0]), 1);
-    CHECK_EQ_U64(rift_client_msg_sequence(msgs[1]), 2);
-    CHECK_EQ_INT(rift_client_msg_delivery_count(msgs[0]), 1);
-    CHECK(rift_client_msg_timestamp_ms(msgs[0]) > 0);
-    CHECK_EQ_STR(rift_client_msg_subject(msgs[1], NULL), "events.a");
-    CHECK_EQ_STR(rift_client_msg_reply(msgs[1], NULL), "_INBOX.r");
+    CHECK_EQ_U64(msgs[0].sequence, 1);
+    CHECK_EQ_U64(msgs[1].sequence, 2);
+    CHECK_EQ_INT(msgs[0].delivery_count, 1);
+    CHECK(msgs[0].timestamp_ms > 0);
+    CHECK_EQ_STR(rift_msg_subject(msgs[1].msg, NULL), "events.a");
+    CHECK_EQ_STR(rift_msg_reply(msgs[1].msg, NULL), "_INBOX.r");
     size_t len;
-    const uint8_t *pl = rift_client_msg_payload(msgs[1], &len);
+    const uint8_t *pl = rift_msg_payload(msgs[1].msg, &len);
     CHECK_EQ_MEM(pl, len, "rec-2", 5);
     for (size_t i = 0; i < n; i++) {
-        CHECK_OK(rift_client_ack(c, S("events"), S("worker"),
-                                 rift_client_msg_sequence(msgs[i]), &err));
-        rift_client_msg_del(msgs[i]);
+        CHECK_OK(rift_client_ack(c, S("events"), S("worker"), msgs[i].sequence,
+                                 &err));
+        rift_msg_unref(msgs[i].msg);
     }
     CHECK_OK(
         rift_client_fetch(c, S("events"), S("worker"), 256, msgs, &n, &err));
     CHECK_EQ_INT(n, 1);
-    CHECK_EQ_U64(rift_client_msg_sequence(msgs[0]), 3);
-    rift_client_msg_del(msgs[0]);
+    CHECK_EQ_U64(msgs[0].sequence, 3);
+    rift_msg_unref(msgs[0].msg);
     CHECK_OK(
         rift_client_fetch(c, S("events"), S("worker"), 10, msgs, &n, &err));
     CHECK_EQ_INT(n, 0);
@@ -478,13 +478,13 @@ RIFT_TEST(max_payload_round_trip_and_oversize_refused_locally) {
     int rc = rift_publisher_publish_confirmed(p, S("interop.big"), NULL, 0, big,
                                               max, &err);
     CHECK_MSG(rc == 0, "1 MiB publish: %s", err.text);
-    rift_client_msg *m;
+    rift_msg *m;
     CHECK_OK(recv_one(sub, &m));
     size_t len;
-    const uint8_t *pl = rift_client_msg_payload(m, &len);
+    const uint8_t *pl = rift_msg_payload(m, &len);
     CHECK_EQ_INT(len, max);
     CHECK(memcmp(pl, big, max) == 0);
-    rift_client_msg_del(m);
+    rift_msg_unref(m);
 
     /* One byte more is refused before anything is written, on every path,
      * and the publisher stays usable. */
@@ -504,16 +504,16 @@ RIFT_TEST(max_payload_round_trip_and_oversize_refused_locally) {
     CHECK_OK(rift_publisher_publish_confirmed(p, S("interop.big"), NULL, 0,
                                               P("after"), &err));
     CHECK_OK(recv_one(sub, &m));
-    pl = rift_client_msg_payload(m, &len);
+    pl = rift_msg_payload(m, &len);
     CHECK_EQ_MEM(pl, len, "after", 5);
-    rift_client_msg_del(m);
+    rift_msg_unref(m);
     /* The shared publisher too. */
     CHECK_OK(rift_client_publish(c, S("interop.big"), big, max, &err));
     CHECK_OK(recv_one(sub, &m));
-    pl = rift_client_msg_payload(m, &len);
+    pl = rift_msg_payload(m, &len);
     CHECK_EQ_INT(len, max);
     CHECK(memcmp(pl, big, max) == 0);
-    rift_client_msg_del(m);
+    rift_msg_unref(m);
     free(big);
     rift_publisher_close(p);
     rift_subscription_close(sub);
@@ -567,10 +567,10 @@ RIFT_TEST(handles_fail_after_client_close) {
     CHECK_OK(rift_client_publish(c, S("interop.a"), P("x"), &err));
     rift_client_close(c);
     /* Queued messages are still delivered, then the end. */
-    rift_client_msg *m;
+    rift_msg *m;
     int rc = rift_subscription_recv(sub, SEC, &m, &err);
     if (rc == 0) {
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
         rc = rift_subscription_recv(sub, SEC, &m, &err);
     }
     CHECK_EQ_INT(rc, RIFT_ERR_CONNECTION);
@@ -645,9 +645,9 @@ RIFT_TEST(concurrent_publishers_share_one_client) {
         CHECK_EQ_INT(ts[i].failures, 0);
     }
     for (int i = 0; i < T * N; i++) {
-        rift_client_msg *m;
+        rift_msg *m;
         CHECK_MSG(recv_one(sub, &m) == 0, "message %d missing", i);
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
     }
     rift_subscription_close(sub);
     rift_client_close(c);

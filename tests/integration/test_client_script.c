@@ -416,7 +416,7 @@ RIFT_TEST(wrong_answer_opcode) {
     uint8_t f[32];
     srv_script(&srv, f, (size_t)rift_frame_encode_stored(f, sizeof(f), 1, 2),
                true);
-    rift_client_msg *m = NULL;
+    rift_msg *m = NULL;
     CHECK_EQ_INT(rift_client_request(c, S("svc.a"), NULL, 0, 1000, &m, &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "unexpected response opcode");
@@ -497,14 +497,14 @@ RIFT_TEST(fetch_more_than_asked_is_an_error) {
     add_delivery(&o, 2);
     add_ok(&o);
     script_bytes(&srv, &o, true);
-    rift_client_msg *msgs[4];
+    rift_client_delivery msgs[4];
     size_t n = 0;
     CHECK_OK(rift_client_fetch(c, S("s"), S("n"), 2, msgs, &n, &err));
     CHECK_EQ_INT(n, 2);
-    CHECK_EQ_U64(rift_client_msg_sequence(msgs[1]), 2);
-    CHECK_EQ_U64(rift_client_msg_timestamp_ms(msgs[1]), 1000);
-    rift_client_msg_del(msgs[0]);
-    rift_client_msg_del(msgs[1]);
+    CHECK_EQ_U64(msgs[1].sequence, 2);
+    CHECK_EQ_U64(msgs[1].timestamp_ms, 1000);
+    rift_msg_unref(msgs[0].msg);
+    rift_msg_unref(msgs[1].msg);
     add_delivery(&o, 1);
     add_delivery(&o, 2);
     add_delivery(&o, 3);
@@ -568,14 +568,14 @@ RIFT_TEST(large_answer_is_assembled) {
     bytes o = {0};
     add_message(&o, "_INBOX.x", p, n);
     script_bytes(&srv, &o, true);
-    rift_client_msg *m = NULL;
+    rift_msg *m = NULL;
     CHECK_OK(rift_client_request(c, S("svc.big"), NULL, 0, 1000, &m, &err));
     size_t len;
-    const uint8_t *got = rift_client_msg_payload(m, &len);
+    const uint8_t *got = rift_msg_payload(m, &len);
     CHECK_EQ_INT(len, n);
     CHECK(memcmp(got, p, n) == 0);
-    CHECK_EQ_STR(rift_client_msg_subject(m, NULL), "_INBOX.x");
-    rift_client_msg_del(m);
+    CHECK_EQ_STR(rift_msg_subject(m, NULL), "_INBOX.x");
+    rift_msg_unref(m);
     free(p);
     rift_client_close(c);
     srv_stop(&srv);
@@ -598,13 +598,13 @@ RIFT_TEST(subscription_messages_then_server_error) {
     int fd = rift_subscription_fd(sub);
     struct pollfd pfd = {fd, POLLIN, 0};
     CHECK_EQ_INT(poll(&pfd, 1, 5000), 1);
-    rift_client_msg *m;
+    rift_msg *m;
     CHECK_OK(rift_subscription_recv(sub, 5 * SEC, &m, &err));
-    CHECK_EQ_STR(rift_client_msg_subject(m, NULL), "a.b");
-    rift_client_msg_del(m);
+    CHECK_EQ_STR(rift_msg_subject(m, NULL), "a.b");
+    rift_msg_unref(m);
     CHECK_OK(rift_subscription_recv(sub, 5 * SEC, &m, &err));
-    CHECK_EQ_STR(rift_client_msg_subject(m, NULL), "a.c");
-    rift_client_msg_del(m);
+    CHECK_EQ_STR(rift_msg_subject(m, NULL), "a.c");
+    rift_msg_unref(m);
     CHECK_EQ_INT(rift_subscription_recv(sub, 5 * SEC, &m, &err),
                  RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text,
@@ -656,16 +656,16 @@ RIFT_TEST(subscription_queue_is_bounded_by_flow_control) {
     CHECK_MSG(pending > 0 && pending * (SZ + 17) <= 2228224,
               "pending %zu messages", pending);
     for (int i = 0; i < N; i++) {
-        rift_client_msg *m;
+        rift_msg *m;
         CHECK_MSG(rift_subscription_recv(sub, 5 * SEC, &m, &err) == 0,
                   "message %d: %s", i, err.text);
         size_t len;
-        const uint8_t *pl = rift_client_msg_payload(m, &len);
+        const uint8_t *pl = rift_msg_payload(m, &len);
         int got;
         memcpy(&got, pl, sizeof(got));
         CHECK_EQ_INT(got, i);
         CHECK_EQ_INT(len, SZ);
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
     }
     free(p);
     rift_subscription_close(sub);
@@ -775,7 +775,7 @@ RIFT_TEST(server_close_fails_pending_and_later_operations) {
     pthread_join(t, NULL);
     CHECK_EQ_INT(w.rc, RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(w.err.text, "server shutdown");
-    rift_client_msg *m;
+    rift_msg *m;
     CHECK_EQ_INT(rift_subscription_recv(sub, 5 * SEC, &m, &err),
                  RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(err.text, "server shutdown");

@@ -154,19 +154,17 @@ RIFT_TEST(messages_copy_or_adopt_the_body) {
     rift_error err;
     CHECK_OK(rift_frame_decode_msg(frame + 5, body_len - 1, &f, &err));
 
-    rift_client_msg *m;
-    CHECK_OK(rift_client_msg_build(&m, NULL, &f, NULL, (uint32_t)h + 5));
+    rift_msg *m;
+    CHECK_OK(rift_client_msg_build(&m, NULL, &f, NULL));
     memset(frame, 0, sizeof(frame)); /* the message owns copies */
     size_t len;
-    CHECK_EQ_STR(rift_client_msg_subject(m, &len), "a.b");
+    CHECK_EQ_STR(rift_msg_subject(m, &len), "a.b");
     CHECK_EQ_INT(len, 3);
-    CHECK_EQ_STR(rift_client_msg_reply(m, &len), "_INBOX.r");
+    CHECK_EQ_STR(rift_msg_reply(m, &len), "_INBOX.r");
     CHECK_EQ_INT(len, 8);
-    const uint8_t *p = rift_client_msg_payload(m, &len);
+    const uint8_t *p = rift_msg_payload(m, &len);
     CHECK_EQ_MEM(p, len, "hello", 5);
-    CHECK_EQ_INT(m->wire_len, h + 5);
-    CHECK_EQ_U64(rift_client_msg_sequence(m), 0);
-    rift_client_msg_del(m);
+    rift_msg_unref(m);
 
     /* An assembled body is adopted: the payload is not copied again. */
     uint8_t *body = malloc(body_len);
@@ -175,13 +173,97 @@ RIFT_TEST(messages_copy_or_adopt_the_body) {
     memcpy(body, frame + 4, (size_t)h - 4);
     memcpy(body + h - 4, "xyz", 3);
     CHECK_OK(rift_frame_decode_msg(body + 1, (size_t)h - 4 + 3 - 1, &f, &err));
-    CHECK_OK(rift_client_msg_build(&m, NULL, &f, body, 0));
-    p = rift_client_msg_payload(m, &len);
+    CHECK_OK(rift_client_msg_build(&m, NULL, &f, body));
+    p = rift_msg_payload(m, &len);
     CHECK(p == f.payload);
     CHECK_EQ_MEM(p, len, "xyz", 3);
-    CHECK(rift_client_msg_reply(m, &len) == NULL && len == 0);
-    rift_client_msg_del(m);
-    rift_client_msg_del(NULL);
+    CHECK(rift_msg_reply(m, &len) == NULL && len == 0);
+    rift_msg_unref(m);
+    rift_msg_unref(NULL);
+}
+
+/* A counting allocator: bodies from it are copied and given back. */
+static int live_allocs;
+static void *count_malloc(size_t n, void *ud) {
+    (void)ud;
+    live_allocs++;
+    return malloc(n);
+}
+static void count_free(void *p, void *ud) {
+    (void)ud;
+    if (p != NULL) {
+        live_allocs--;
+    }
+    free(p);
+}
+static void *count_calloc(size_t a, size_t b, void *ud) {
+    (void)ud;
+    live_allocs++;
+    return calloc(a, b);
+}
+static void *count_realloc(void *p, size_t n, void *ud) {
+    (void)ud;
+    if (p == NULL) {
+        live_allocs++;
+    }
+    return realloc(p, n);
+}
+
+RIFT_TEST(bodies_of_other_allocators_are_copied) {
+    rift_mem mem = {NULL, count_malloc, count_free, count_calloc,
+                    count_realloc};
+    uint8_t frame[64];
+    rift_ssize h = rift_frame_encode_message_header(frame, sizeof(frame), "s",
+                                                    1, NULL, 0, 2);
+    uint8_t *body = rift_malloc(&mem, (size_t)h - 4 + 2);
+    memcpy(body, frame + 4, (size_t)h - 4);
+    memcpy(body + h - 4, "ok", 2);
+    rift_frame_msg f;
+    rift_error err;
+    CHECK_OK(rift_frame_decode_msg(body + 1, (size_t)h - 4 + 2 - 1, &f, &err));
+    rift_msg *m;
+    CHECK_OK(rift_client_msg_build(&m, &mem, &f, body));
+    CHECK_EQ_INT(live_allocs, 0);
+    size_t len;
+    const uint8_t *p = rift_msg_payload(m, &len);
+    CHECK_EQ_MEM(p, len, "ok", 2);
+    rift_msg_unref(m);
+}
+
+RIFT_TEST(ring_keeps_fifo_order_across_growth_and_moves) {
+    rift_client_ring a, b;
+    rift_client_ring_init(&a, NULL);
+    rift_client_ring_init(&b, NULL);
+    rift_client_entry e;
+    CHECK(!rift_client_ring_pop(&a, &e));
+    uint32_t next_in = 0, next_out = 0;
+    /* Interleave pushes and pops so the head wraps while growing. */
+    for (int round = 0; round < 50; round++) {
+        for (int i = 0; i < 37; i++) {
+            rift_msg *m;
+            CHECK_OK(rift_msg_new(&m, "x", 1, NULL, 0, NULL, 0));
+            CHECK_OK(
+                rift_client_ring_push(&b, (rift_client_entry){m, next_in++}));
+        }
+        CHECK_OK(rift_client_ring_move(&a, &b));
+        CHECK_EQ_INT(b.count, 0);
+        for (int i = 0; i < 29; i++) {
+            CHECK(rift_client_ring_pop(&a, &e));
+            CHECK_EQ_INT(e.wire_len, next_out++);
+            rift_msg_unref(e.msg);
+        }
+    }
+    CHECK_EQ_INT(a.count, next_in - next_out);
+    while (rift_client_ring_pop(&a, &e)) {
+        CHECK_EQ_INT(e.wire_len, next_out++);
+        rift_msg_unref(e.msg);
+    }
+    CHECK_EQ_INT(next_out, next_in);
+    rift_msg *m;
+    CHECK_OK(rift_msg_new(&m, "x", 1, NULL, 0, NULL, 0));
+    CHECK_OK(rift_client_ring_push(&a, (rift_client_entry){m, 0}));
+    rift_client_ring_free(&a); /* unrefs what is left */
+    rift_client_ring_free(&b);
 }
 
 /* ---- Public API arguments ---- */

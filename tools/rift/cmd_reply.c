@@ -100,7 +100,7 @@ int rift_cmd_reply(int argc, char **argv) {
     }
     uint64_t answered = 0;
     while ((count == 0 || answered < count) && !rift_cli_stop_requested()) {
-        rift_client_msg *m;
+        rift_msg *m;
         int r = rift_subscription_recv(sub, 200000000, &m, &err);
         if (r == RIFT_ERR_AGAIN) {
             continue;
@@ -112,7 +112,7 @@ int rift_cmd_reply(int argc, char **argv) {
         }
         rift_cli_print_msg(stdout, m, raw);
         size_t rlen;
-        const char *reply = rift_client_msg_reply(m, &rlen);
+        const char *reply = rift_msg_reply(m, &rlen);
         if (reply == NULL) {
             fprintf(stderr, "rift reply: message without a reply subject "
                             "ignored\n");
@@ -120,7 +120,7 @@ int rift_cmd_reply(int argc, char **argv) {
             size_t plen = len;
             const uint8_t *p = data;
             if (echo) {
-                p = rift_client_msg_payload(m, &plen);
+                p = rift_msg_payload(m, &plen);
             }
             if (rift_client_publish(c, reply, rlen, p, plen, &err) != 0) {
                 fprintf(stderr, "rift reply: answering: %s\n", err.text);
@@ -128,7 +128,7 @@ int rift_cmd_reply(int argc, char **argv) {
                 answered++;
             }
         }
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
     }
     rift_subscription_close(sub);
     rift_client_close(c);

@@ -72,14 +72,14 @@ int rift_cmd_req(int argc, char **argv) {
     int rc = rift_cli_connect(&cc, "req", &c);
     if (rc == 0) {
         rift_error err;
-        rift_client_msg *m;
+        rift_msg *m;
         if (rift_client_request(c, pos[0], strlen(pos[0]), data, len, timeout,
                                 &m, &err) != 0) {
             fprintf(stderr, "rift req: %s\n", err.text);
             rc = 1;
         } else {
             size_t plen;
-            const uint8_t *p = rift_client_msg_payload(m, &plen);
+            const uint8_t *p = rift_msg_payload(m, &plen);
             if (plen > 0) {
                 fwrite(p, 1, plen, stdout);
             }
@@ -87,7 +87,7 @@ int rift_cmd_req(int argc, char **argv) {
                 fputc('\n', stdout);
             }
             fflush(stdout);
-            rift_client_msg_del(m);
+            rift_msg_unref(m);
         }
         rift_client_close(c);
     }

@@ -80,7 +80,7 @@ int rift_cmd_sub(int argc, char **argv) {
     }
     uint64_t got = 0;
     while ((count == 0 || got < count) && !rift_cli_stop_requested()) {
-        rift_client_msg *m;
+        rift_msg *m;
         /* Short waits so a signal is noticed promptly. */
         int r = rift_subscription_recv(sub, 200000000, &m, &err);
         if (r == RIFT_ERR_AGAIN) {
@@ -92,7 +92,7 @@ int rift_cmd_sub(int argc, char **argv) {
             break;
         }
         rift_cli_print_msg(stdout, m, raw);
-        rift_client_msg_del(m);
+        rift_msg_unref(m);
         got++;
     }
     rift_subscription_close(sub);

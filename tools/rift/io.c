@@ -102,9 +102,9 @@ static void print_escaped(FILE *out, const uint8_t *p, size_t n) {
     }
 }
 
-void rift_cli_print_msg(FILE *out, const rift_client_msg *m, bool raw) {
+void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw) {
     size_t len;
-    const uint8_t *p = rift_client_msg_payload(m, &len);
+    const uint8_t *p = rift_msg_payload(m, &len);
     if (raw) {
         if (len > 0) {
             fwrite(p, 1, len, out);
@@ -113,8 +113,8 @@ void rift_cli_print_msg(FILE *out, const rift_client_msg *m, bool raw) {
         return;
     }
     size_t slen, rlen;
-    const char *subject = rift_client_msg_subject(m, &slen);
-    const char *reply = rift_client_msg_reply(m, &rlen);
+    const char *subject = rift_msg_subject(m, &slen);
+    const char *reply = rift_msg_reply(m, &rlen);
     print_escaped(out, (const uint8_t *)subject, slen);
     if (reply != NULL) {
         fputs(" (reply ", out);

@@ -43,7 +43,7 @@ bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
  * bytes escaped as \xHH (and '\' as \\), or with |raw| only the payload
  * bytes, unchanged.
  */
-void rift_cli_print_msg(FILE *out, const rift_client_msg *m, bool raw);
+void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw);
 
 /* rift_cli_stop_requested is true once SIGINT or SIGTERM arrived (after
  * rift_cli_catch_signals). */
