@@ -13,9 +13,9 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: rift sub PATTERN [--queue GROUP] [--count N] [--raw] "
             "[connection flags]\n"
-            "Prints each message as \"SUBJECT: PAYLOAD\" (\"SUBJECT (reply "
-            "REPLY): PAYLOAD\" when it\nhas a reply subject), non-printable "
-            "bytes as \\xHH; --raw writes the payloads\nonly, byte for "
+            "Prints each message as \"SUBJECT: PAYLOAD\", or \"SUBJECT (reply "
+            "REPLY): PAYLOAD\"\nwhen it has a reply subject, non-printable "
+            "bytes as \\xHH; --raw writes the\npayloads only, byte for "
             "byte. Stops after N messages (0: never).\n\n");
     rift_cli_conn_usage(out);
 }
