@@ -63,7 +63,8 @@ typedef struct rift_subscription rift_subscription;
 
 typedef struct rift_client_settings {
     /** Server address "HOST:PORT" (an IPv4 literal, "[IPv6]:PORT" or a
-     * host name resolved with getaddrinfo; the first result is used). */
+     * host name resolved with getaddrinfo, whose first IPv4 address is
+     * used when it has one, else its first address). */
     const char *address;
     /** PEM file with the CA (or server) certificates to trust. No system
      * roots are used. */

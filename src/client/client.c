@@ -541,8 +541,18 @@ static int resolve(const char *address, struct sockaddr_storage *ss,
                               "invalid server address %s: %s", address,
                               rc != 0 ? gai_strerror(rc) : "no address");
     }
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *len = res->ai_addrlen;
+    /* Prefer IPv4: "localhost" usually lists ::1 first, while servers
+     * (riftd's development default among them) often listen on 127.0.0.1
+     * only, and a UDP handshake to nobody only ends at the deadline. */
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+    }
+    memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+    *len = pick->ai_addrlen;
     freeaddrinfo(res);
     return 0;
 bad:

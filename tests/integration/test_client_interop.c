@@ -63,6 +63,18 @@ RIFT_TEST(connect_and_auth) {
     rift_client_local_addr(c, &ss, &len);
     CHECK_EQ_INT(ss.ss_family, AF_INET);
     rift_client_close(c);
+
+    /* A host name: its IPv4 address is preferred (the stub listens on
+     * 127.0.0.1 only). */
+    rift_client_settings s;
+    settings_for(&s, &st);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "localhost%s", strrchr(st.addr, ':'));
+    s.address = addr;
+    s.connect_timeout_ms = 5000;
+    rc = rift_client_connect(&c, &s, &err);
+    CHECK_MSG(rc == 0, "connect %s: %s", addr, err.text);
+    rift_client_close(c);
     quinn_stub_stop(&st);
 }
 
