@@ -310,6 +310,7 @@ void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len) {
     }
     srv->c.msgs_in++;
     srv->c.bytes_in += f.payload_len;
+    srv->drain_pending = true;
     if (rep.delivered == 0) {
         rift_srv_fail(ss, RIFT_ERR_NO_RESPONDERS, text_no_responders);
         return;

@@ -187,6 +187,7 @@ struct rift_server {
     rift_notifier *notifier;
     rift_io notify_io;
     bool stopping;
+    bool drain_pending; /* a remote publish delivered: poll the notifier */
     rift_timer stop_timer;
     rift_tstamp stop_deadline;
     srv_conn *conns;

@@ -326,6 +326,7 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
         return;
     }
     int rc;
+    rift_publish_report rep = {0, 0};
     if (assembled && m.payload_len >= SRV_EXTERNAL_MIN && srv->mem == NULL) {
         /* The body was assembled from several packets into the reader's
          * buffer: that buffer becomes the message payload instead of
@@ -339,12 +340,12 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
             rift_free(NULL, buf);
             rift_error_set(&err, rc, "out of memory");
         } else {
-            rc = rift_broker_publish_msg(srv->broker, msg, NULL, &err);
+            rc = rift_broker_publish_msg(srv->broker, msg, &rep, &err);
             rift_msg_unref(msg);
         }
     } else {
         rc = rift_broker_publish(srv->broker, m.subject, m.subject_len, m.reply,
-                                 m.reply_len, m.payload, m.payload_len, NULL,
+                                 m.reply_len, m.payload, m.payload_len, &rep,
                                  &err);
     }
     if (rc != 0) {
@@ -353,6 +354,9 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
     }
     srv->c.msgs_in++;
     srv->c.bytes_in += m.payload_len;
+    /* Somebody got it, maybe one of our subscriptions: drain them before
+     * this packet's frames are done (see rift_srv_stream_data). */
+    srv->drain_pending |= rep.delivered > 0;
     if (ack && rift_srv_write_ok(ss, false) != 0) {
         write_failed(ss);
     }
@@ -445,6 +449,7 @@ static void ops_data(srv_stream *ss, const uint8_t *data, size_t len,
 
 void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
                           bool fin) {
+    rift_server *srv = ss->conn->srv;
     switch (ss->state) {
     case SS_HELD:
         hold(ss, data, len, fin);
@@ -454,6 +459,16 @@ void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
         break;
     default:
         break; /* not read any more */
+    }
+    /* Remote publications land in remote subscriptions served by this
+     * very thread. The notifier's eventfd would bring them round only
+     * after the whole receive batch (dozens of packets, thousands of
+     * small frames, enough to overflow a queue of 1,024); draining after
+     * every packet keeps the queues short, and the MESSAGE frames go out
+     * with the ACKs of the batch. */
+    if (srv->drain_pending) {
+        srv->drain_pending = false;
+        rift_srv_notify_cb(NULL, 0, srv);
     }
 }
 
