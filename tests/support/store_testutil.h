@@ -214,7 +214,7 @@ static inline uint64_t test_dir_bytes(const char *dir) {
 /* Number of segment files in |dir|; the newest one's path in |newest|. */
 static inline int test_segments(const char *dir, char *newest, size_t len) {
     int n = 0;
-    char best[64] = "";
+    char best[256] = "";
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
