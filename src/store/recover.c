@@ -731,7 +731,9 @@ int rift_recover(rift_stream *st, rift_error *err) {
         return l.rc != 0 ? rift_error_set(err, RIFT_ERR_NOMEM, "out of memory")
                          : io_error(err, "list", st->dir, lr);
     }
-    qsort(l.bases, l.n, sizeof(uint64_t), cmp_u64);
+    if (l.n > 1) {
+        qsort(l.bases, l.n, sizeof(uint64_t), cmp_u64);
+    }
 
     rc = recover_state(st, l.tmp_state, err);
     if (rc == 0) {
