@@ -283,12 +283,12 @@ RIFT_EXTERN int rift_broker_request(rift_broker *broker, const char *subject,
 /* ---- Introspection ---- */
 
 typedef struct rift_broker_stats {
-    uint64_t subscriptions;     /**< live subscriptions now */
-    uint64_t msgs_in;           /**< publishes accepted */
-    uint64_t bytes_in;          /**< payload bytes of accepted publishes */
-    uint64_t msgs_out;          /**< successful enqueues */
-    uint64_t bytes_out;         /**< payload bytes enqueued */
-    uint64_t slow_consumers;    /**< subscriptions that became slow, total */
+    uint64_t subscriptions;  /**< live subscriptions now */
+    uint64_t msgs_in;        /**< publishes accepted */
+    uint64_t bytes_in;       /**< payload bytes of accepted publishes */
+    uint64_t msgs_out;       /**< successful enqueues */
+    uint64_t bytes_out;      /**< payload bytes enqueued */
+    uint64_t slow_consumers; /**< subscriptions that became slow, total */
 } rift_broker_stats;
 
 /** rift_broker_get_stats fills |stats| with a consistent-enough snapshot. */

@@ -36,7 +36,8 @@
  */
 int rift_error_set(rift_error *err, int code, const char *fmt, ...)
     RIFT_PRINTF(3, 4);
-int rift_error_setv(rift_error *err, int code, const char *fmt, va_list ap);
+int rift_error_setv(rift_error *err, int code, const char *fmt, va_list ap)
+    RIFT_PRINTF(3, 0);
 
 /* rift_error_copy copies |src| into |dst| (either may be NULL). */
 void rift_error_copy(rift_error *dst, const rift_error *src);

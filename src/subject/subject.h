@@ -24,6 +24,27 @@
 bool rift_subject_valid(const char *s, size_t len, bool wildcards,
                         size_t max_bytes);
 
+/*
+ * rift_subject_kind classifies a subject or pattern in one pass: invalid
+ * under the broker rule (§1.3 with wildcards allowed), a valid literal, or a
+ * valid pattern with at least one '*' or '>' token.
+ */
+typedef enum rift_subject_kind {
+    RIFT_SUBJECT_INVALID = 0,
+    RIFT_SUBJECT_LITERAL = 1,
+    RIFT_SUBJECT_WILDCARD = 2,
+} rift_subject_kind;
+
+/*
+ * rift_subject_scan returns the kind of |s|[0..len) under the §1.3 rule with
+ * wildcards allowed and the byte limit |max_bytes|. No allocation; one pass
+ * over the bytes (plus a UTF-8 pass only when a byte >= 0x80 is present).
+ * rift_subject_valid(s, len, w, max) == (scan != INVALID && (w || scan ==
+ * LITERAL)).
+ */
+rift_subject_kind rift_subject_scan(const char *s, size_t len,
+                                    size_t max_bytes);
+
 /* rift_subject_has_wildcard: true when some whole token is '*' or '>'. */
 bool rift_subject_has_wildcard(const char *s, size_t len);
 

@@ -1,0 +1,563 @@
+#!/bin/bash
+# bench/compare.sh — rift (QUIC + TLS 1.3) against nats-server (plain TCP,
+# and TCP + TLS), same workloads, one run on one machine, alternating the
+# contenders round after round; prints median / min / max per row, the
+# ratio rift/NATS and CPU seconds per million messages, plus the loopback
+# UDP and fdatasync ceilings. docs/performance.md explains every row.
+#
+#   bench/compare.sh [--rounds N] [--scale F] [--rows a,b,..] [--report]
+#                    [--out DIR] [--from CSV] [--no-install] [--no-rift]
+#                    [--no-nats] [--keep]
+#
+#   --rounds N   alternating rounds per row (default 5)
+#   --scale F    multiply every row's message count (default 1; 0.2 = quick)
+#   --rows LIST  only these row ids (see ROWS below)
+#   --report     also rewrite the results section of docs/performance.md and
+#                the charts and CSV in docs/perf/ (one command regenerates
+#                the report)
+#   --from CSV   measure nothing; summarise an earlier results.csv (with its
+#                env.txt beside it)
+#   --out DIR    results directory (default build/compare/<timestamp>)
+#   --no-install do not apt-get missing packages
+#   --no-rift, --no-nats   leave one side out
+#   --keep       keep the servers' temporary directories
+#
+# Environment: RIFT_CLI and RIFTD override build/release/rift and
+# build/release/riftd for the rift side.
+#
+# Installs from Debian packages only (idempotent, like scripts/deps.sh):
+# nats-server, golang-go + golang-github-nats-io-go-nats-dev (our own load
+# generator bench/nats-load builds offline against them, GOPATH mode),
+# gnuplot-nox and gnutls-bin (certtool).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+command_line="bench/compare.sh $*"
+rounds=5
+scale=1
+only_rows=""
+report=0
+from_csv=""
+out=""
+install=1
+want_rift=1
+want_nats=1
+keep=0
+
+die() {
+    echo "compare.sh: $*" >&2
+    exit 1
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --rounds) rounds="${2:?}"; shift ;;
+    --scale) scale="${2:?}"; shift ;;
+    --rows) only_rows="${2:?}"; shift ;;
+    --report) report=1 ;;
+    --from) from_csv="${2:?}"; shift ;;
+    --out) out="${2:?}"; shift ;;
+    --no-install) install=0 ;;
+    --no-rift) want_rift=0 ;;
+    --no-nats) want_nats=0 ;;
+    --keep) keep=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (try --help)" ;;
+    esac
+    shift
+done
+case "$rounds" in '' | *[!0-9]* | 0) die "--rounds wants a positive integer" ;; esac
+awk -v s="$scale" 'BEGIN { exit !(s > 0) }' || die "--scale wants a positive number"
+
+# ---- The rows -------------------------------------------------------------
+# id | issue item | durability | messages at scale 1 | arguments | title
+# Arguments are the same for `rift bench` and nats-load (docs/performance.md,
+# "Driving rift bench"); durability picks the stream: sync = fsync before
+# the ack (rift sync_on_write = true), nosync = no fsync.
+ROWS=(
+    "pub16|1|-|5000000|pub --size 16|pub only, 16 B"
+    "pub64|1|-|5000000|pub --size 64|pub only, 64 B"
+    "pub1024|1|-|1000000|pub --size 1024|pub only, 1,024 B"
+    "pubsub|2|-|2000000|pubsub --size 64 --subs 1|1 pub -> 1 sub, 64 B"
+    "fanout4|3|-|500000|pubsub --size 64 --subs 4|1 pub -> 4 subs (delivered), 64 B"
+    "req|4|-|10000|req --size 64|request/reply, sequential, 64 B"
+    "batch256|5|-|1000000|pubsub --size 64 --subs 1 --batch 256|batches of 256 + flush barrier, then receive"
+    "js-sync-1|6|sync|2000|stream --size 64 --pubs 1 --batch 1|durable publish, synced, 1 publisher"
+    "js-sync-64|6|sync|5000|stream --size 64 --pubs 64 --batch 1|durable publish, synced, 64 publishers"
+    "js-nosync-1|6|nosync|20000|stream --size 64 --pubs 1 --batch 1|durable publish, unsynced, 1 publisher"
+    "js-async|6|nosync|200000|stream --size 64 --pubs 1 --batch 256|durable publish, unsynced, window of 256"
+    "js-fetch|6|nosync|200000|consume --size 64 --batch 256|fetch 256 + ack each (unsynced stream)"
+)
+# Rows whose latency percentiles get their own lines in the table.
+LAT_ROWS="req js-sync-1 js-nosync-1"
+
+row_field() { # row_field ROWSPEC N
+    echo "$1" | cut -d'|' -f"$2"
+}
+
+selected_rows() {
+    local r id
+    for r in "${ROWS[@]}"; do
+        id=$(row_field "$r" 1)
+        if [ -z "$only_rows" ] || [[ ",$only_rows," == *",$id,"* ]]; then
+            echo "$r"
+        fi
+    done
+}
+
+# ---- Setup ------------------------------------------------------------------
+stamp=$(date -u +%Y%m%d-%H%M%S)
+if [ -n "$from_csv" ]; then
+    [ -f "$from_csv" ] || die "$from_csv: no such file"
+    out="${out:-$(dirname "$from_csv")}"
+else
+    out="${out:-$root/build/compare/$stamp}"
+fi
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+gobin="$root/build/go"
+results="$out/results.csv"
+runlog="$out/runs.log"
+
+install_deps() {
+    local p missing=""
+    for p in nats-server golang-go golang-github-nats-io-go-nats-dev \
+        gnuplot-nox gnutls-bin; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+            grep -q "install ok installed"; then
+            missing="$missing $p"
+        fi
+    done
+    if [ -n "$missing" ]; then
+        [ "$install" = 1 ] || die "missing packages:$missing (drop --no-install)"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        echo "compare.sh: installing$missing" >&2
+        $sudo apt-get update -qq
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+            --no-install-recommends $missing >/dev/null
+    fi
+}
+
+# Offline GOPATH-mode build against Debian's Go sources; never a download.
+go_build() { # go_build DIR
+    mkdir -p "$gobin"
+    (cd "$root/bench/$1" &&
+        GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS='' \
+            GOCACHE="$gobin/cache" go build -o "$gobin/$1" .)
+}
+
+build_all() {
+    go_build nats-load
+    go_build perf-report
+    local b="$root/build/release"
+    if [ ! -f "$b/CMakeCache.txt" ]; then
+        (cd "$root" && cmake --preset release >/dev/null)
+    fi
+    cmake --build "$b" --target bench_udp_ceiling bench_fsync_ceiling >/dev/null
+    if [ "$want_rift" = 1 ]; then
+        # riftd and rift may not exist yet; rift_check says so later.
+        cmake --build "$b" --target riftd rift >/dev/null 2>&1 || true
+    fi
+}
+
+if [ "$want_nats" = 1 ] || [ "$want_rift" = 1 ] || [ "$report" = 1 ]; then
+    if [ "$install" = 1 ] && [ -z "$from_csv" ]; then
+        "$root/scripts/deps.sh"
+    fi
+    install_deps
+fi
+if [ -z "$from_csv" ]; then
+    build_all
+else
+    go_build perf-report
+fi
+
+# Server on CPU 0, clients on CPU 1 (peers.md §7) when there are 2 CPUs.
+ncpu=$(nproc)
+if [ "$ncpu" -ge 2 ]; then
+    server_pin=(taskset -c 0)
+    client_pin=(taskset -c 1)
+    pinning="server CPU 0, clients CPU 1"
+else
+    server_pin=()
+    client_pin=()
+    pinning="none (1 CPU)"
+fi
+
+tmp=""
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    for p in "${pids[@]}"; do
+        wait "$p" 2>/dev/null || true
+    done
+    if [ -n "$tmp" ] && [ "$keep" = 0 ]; then
+        rm -rf "$tmp"
+    elif [ -n "$tmp" ]; then
+        echo "compare.sh: kept $tmp" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# wait_log FILE REGEX — wait up to 15 s for a line, print the first match.
+wait_log() {
+    local i
+    for i in $(seq 1 150); do
+        if grep -Eo "$2" "$1" 2>/dev/null | head -1 | grep .; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# Self-signed CA and a server certificate for localhost / 127.0.0.1,
+# ECDSA P-256, shared by nats-server and riftd.
+make_certs() {
+    local d="$tmp/tls"
+    mkdir -p "$d"
+    cat >"$d/ca.tmpl" <<EOF
+cn = "rift bench CA"
+ca
+cert_signing_key
+expiration_days = 7
+EOF
+    cat >"$d/server.tmpl" <<EOF
+cn = "localhost"
+dns_name = "localhost"
+ip_address = "127.0.0.1"
+tls_www_server
+signing_key
+expiration_days = 7
+EOF
+    certtool --generate-privkey --key-type=ecdsa --curve=secp256r1 \
+        --outfile "$d/ca-key.pem" >/dev/null 2>&1
+    certtool --generate-self-signed --load-privkey "$d/ca-key.pem" \
+        --template "$d/ca.tmpl" --outfile "$d/ca.pem" >/dev/null 2>&1
+    certtool --generate-privkey --key-type=ecdsa --curve=secp256r1 \
+        --outfile "$d/server-key.pem" >/dev/null 2>&1
+    certtool --generate-certificate --load-privkey "$d/server-key.pem" \
+        --load-ca-certificate "$d/ca.pem" --load-ca-privkey "$d/ca-key.pem" \
+        --template "$d/server.tmpl" --outfile "$d/server-cert.pem" >/dev/null 2>&1
+    [ -s "$d/server-cert.pem" ] || die "certtool failed to make certificates"
+}
+
+# ---- NATS side ----------------------------------------------------------------
+declare -A nats_url nats_pid
+nats_version=""
+
+nats_sync="n/a"
+
+# start_nats NAME tls(0|1) jetstream(0|1|sync)
+start_nats() {
+    local name="$1" tls="$2" js="$3" d="$tmp/nats-$1"
+    mkdir -p "$d"
+    {
+        echo 'listen: "127.0.0.1:-1"'
+        echo 'write_deadline: "10s"'
+        if [ "$tls" = 1 ]; then
+            echo "tls { cert_file: \"$tmp/tls/server-cert.pem\", key_file: \"$tmp/tls/server-key.pem\", timeout: 5 }"
+        fi
+        if [ "$js" != 0 ]; then
+            echo "jetstream {"
+            echo "  store_dir: \"$d/store\""
+            echo "  max_memory_store: 256MB"
+            echo "  max_file_store: 8GB"
+            # fsync before every ack; only nats-server >= 2.10 knows it.
+            [ "$js" = sync ] && echo "  sync_interval: always"
+            echo "}"
+        fi
+    } >"$d/nats.conf"
+    "${server_pin[@]}" nats-server -c "$d/nats.conf" -l "$d/nats.log" &
+    local pid=$!
+    pids+=("$pid")
+    local addr
+    addr=$(wait_log "$d/nats.log" 'client connections on [0-9.]+:[0-9]+' |
+        sed 's/.* on //') || die "nats-server $name did not start: $(tail -3 "$d/nats.log")"
+    if [ "$tls" = 1 ]; then
+        nats_url[$name]="tls://$addr"
+    else
+        nats_url[$name]="nats://$addr"
+    fi
+    nats_pid[$name]=$pid
+}
+
+start_nats_all() {
+    nats_version=$(nats-server --version 2>/dev/null | sed 's/.*v//')
+    start_nats tcp 0 0
+    start_nats tls 1 0
+    start_nats js-tcp 0 1
+    start_nats js-tls 1 1
+    if dpkg --compare-versions "$nats_version" ge 2.10; then
+        start_nats js-sync-tcp 0 sync
+        start_nats js-sync-tls 1 sync
+        nats_sync="JetStream file storage with sync_interval: always"
+    else
+        # nats-server 2.9.10 (Debian 12) has no sync_interval (2.10.0 added
+        # it): every message is write()n to the page cache before the ack
+        # and fsynced every 60 s. The synced rows run on the default
+        # JetStream servers; docs/performance.md, "Durable rows".
+        nats_sync="not available in nats-server $nats_version (no sync_interval; page cache before the ack, fsync every 60 s); synced rows use the default"
+    fi
+}
+
+# run_nats TRANSPORT ROWSPEC MSGS — one measurement, one CSV row.
+run_nats() {
+    local transport="$1" spec="$2" msgs="$3"
+    local id dur args server extra=()
+    id=$(row_field "$spec" 1)
+    dur=$(row_field "$spec" 3)
+    args=$(row_field "$spec" 5)
+    server="$transport"
+    if [ "$dur" != "-" ]; then
+        server="js-$transport"
+        if [ "$dur" = sync ] && [ -n "${nats_url[js-sync-$transport]:-}" ]; then
+            server="js-sync-$transport"
+        fi
+        extra=(--stream "bench_$dur" --subject "bench.$dur.x")
+    fi
+    [ "$transport" = tls ] && extra+=(--ca "$tmp/tls/ca.pem")
+    # shellcheck disable=SC2086
+    timeout 600 "${client_pin[@]}" "$gobin/nats-load" $args --msgs "$msgs" \
+        --url "${nats_url[$server]}" --server-pid "${nats_pid[$server]}" \
+        --csv "$results" --label "$id" --progress off "${extra[@]}"
+}
+
+# ---- rift side ----------------------------------------------------------------
+# RIFT_CLI / RIFTD point at other binaries (another build, another server
+# speaking the same protocol); by default the release build's.
+rift_bin="${RIFT_CLI:-$root/build/release/rift}"
+riftd_bin="${RIFTD:-$root/build/release/riftd}"
+rift_addr=""
+rift_pid=""
+rift_status=""
+
+# rift_check — is there a riftd and a `rift bench`? Sets rift_status.
+rift_check() {
+    local cli="${rift_bin#"$root"/}" daemon="${riftd_bin#"$root"/}"
+    if [ ! -x "$riftd_bin" ]; then
+        rift_status="skipped: $daemon does not exist yet"
+    elif [ ! -x "$rift_bin" ]; then
+        rift_status="skipped: $cli does not exist yet"
+    elif ! "$rift_bin" bench --help >/dev/null 2>&1; then
+        rift_status="skipped: '$cli bench' is not implemented yet (issue 8)"
+    else
+        rift_status="ok"
+        return 0
+    fi
+    return 1
+}
+
+start_rift() {
+    local d="$tmp/rift"
+    mkdir -p "$d/streams"
+    RIFT_BENCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    export RIFT_BENCH_TOKEN
+    # Same limits as the NATS side: deep subscriber queues (the Go client is
+    # told to keep every pending message), streams big enough for a run.
+    cat >"$d/rift.lua" <<EOF
+-- written by bench/compare.sh
+return {
+  messaging = {
+    listen = "127.0.0.1:0",
+    certificate = "$tmp/tls/server-cert.pem",
+    private_key = "$tmp/tls/server-key.pem",
+    subscription_capacity = 1000000,
+    max_streams_per_connection = 4096,
+    principals = {
+      { name = "bench", token_env = "RIFT_BENCH_TOKEN",
+        publish = { "bench.>", "_INBOX.>" },
+        subscribe = { "bench.>", "_INBOX.>" } },
+    },
+    streams = {
+      bench_sync = { subjects = { "bench.sync.>" }, sync_on_write = true,
+        storage_path = "$d/streams/bench_sync",
+        max_messages = 10000000, max_bytes = 4294967296 },
+      bench_nosync = { subjects = { "bench.nosync.>" }, sync_on_write = false,
+        storage_path = "$d/streams/bench_nosync",
+        max_messages = 10000000, max_bytes = 4294967296 },
+    },
+  },
+}
+EOF
+    (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
+        >"$d/riftd.log" 2>&1) &
+    rift_pid=$!
+    pids+=("$rift_pid")
+    rift_addr=$(wait_log "$d/riftd.log" 'messaging QUIC on [0-9.]+:[0-9]+' |
+        sed 's/.* on //') || {
+        rift_status="skipped: riftd did not start: $(tail -3 "$d/riftd.log" | tr '\n' ' ')"
+        return 1
+    }
+}
+
+# The connection flags of `rift bench`: the only place to change if the CLI
+# spells them differently.
+rift_conn_args() {
+    echo --server "$rift_addr" --server-name localhost --ca "$tmp/tls/ca.pem" \
+        --token-env RIFT_BENCH_TOKEN
+}
+
+# run_rift ROWSPEC MSGS — one measurement, one CSV row (impl=rift).
+run_rift() {
+    local spec="$1" msgs="$2" id dur args extra=()
+    id=$(row_field "$spec" 1)
+    dur=$(row_field "$spec" 3)
+    args=$(row_field "$spec" 5)
+    if [ "$dur" != "-" ]; then
+        extra=(--stream "bench_$dur" --subject "bench.$dur.x")
+    fi
+    # shellcheck disable=SC2086,SC2046
+    timeout 600 "${client_pin[@]}" "$rift_bin" bench $args --msgs "$msgs" \
+        $(rift_conn_args) --server-pid "$rift_pid" --csv "$results" \
+        --label "$id" "${extra[@]}" </dev/null
+}
+
+# ---- Ceilings -----------------------------------------------------------------
+run_ceilings() {
+    local m
+    for m in gso gso-gro mmsg plain; do
+        "$root/build/release/bench/udp_ceiling" --mode "$m" --seconds 1 \
+            --csv "$results" --label "udp-$m" || true
+    done
+    "$root/build/release/bench/fsync_ceiling" --dir "$tmp" --seconds 1 \
+        --csv "$results" --label fsync-4k || true
+}
+
+# ---- Environment record ---------------------------------------------------------
+write_env() {
+    local cpu mem fs
+    cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+    mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+    fs=$(df -PT "$tmp" | awk 'NR == 2 { print $2 " on " $1 }')
+    {
+        echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "machine: $ncpu CPUs ($cpu), $mem"
+        echo "kernel: $(uname -sr)"
+        # shellcheck disable=SC1091
+        echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+        echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "nats-server: ${nats_version:-not run}"
+        echo "NATS synced rows: $nats_sync"
+        echo "nats.go: $(dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null)"
+        echo "go: $(go version | awk '{print $3}')"
+        echo "rift: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown) ($rift_status)"
+        echo "pinning: $pinning"
+        echo "rounds: $rounds"
+        echo "scale: $scale"
+        echo "data directory: $fs"
+        echo "command: $command_line"
+    } >"$out/env.txt"
+}
+
+# ---- Measure --------------------------------------------------------------------
+measure() {
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/rift-compare.XXXXXX")
+    make_certs
+    : >"$results"
+    : >"$runlog"
+    if [ "$want_nats" = 1 ]; then
+        start_nats_all
+    fi
+    rift_status="left out (--no-rift)"
+    if [ "$want_rift" = 1 ] && rift_check && start_rift; then
+        echo "compare.sh: rift side on $rift_addr"
+    elif [ "$want_rift" = 1 ]; then
+        echo "compare.sh: rift side $rift_status; its columns will read n/a" >&2
+    fi
+    write_env
+
+    local contenders=()
+    [ "$rift_status" = ok ] && contenders+=(rift)
+    [ "$want_nats" = 1 ] && contenders+=(nats-tcp nats-tls)
+    [ ${#contenders[@]} -gt 0 ] || die "nothing to measure"
+
+    local spec id msgs r i k n=${#contenders[@]} c failures=0
+    local nrows
+    nrows=$(selected_rows | wc -l)
+    k=0
+    while IFS= read -r spec; do
+        k=$((k + 1))
+        id=$(row_field "$spec" 1)
+        msgs=$(awk -v m="$(row_field "$spec" 4)" -v s="$scale" \
+            'BEGIN { v = int(m * s); if (v < 100) v = 100; print v }')
+        for r in $(seq 1 "$rounds"); do
+            # Rotate who goes first so no contender always follows another.
+            for i in $(seq 0 $((n - 1))); do
+                c=${contenders[$(((i + r - 1) % n))]}
+                printf '[%d/%d %s round %d/%d] %-8s ' "$k" "$nrows" "$id" \
+                    "$r" "$rounds" "$c"
+                {
+                    echo "=== $id round $r $c msgs=$msgs"
+                } >>"$runlog"
+                local rc=0
+                case "$c" in
+                rift) run_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                nats-tcp) run_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                nats-tls) run_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                esac
+                if [ "$rc" != 0 ]; then
+                    failures=$((failures + 1))
+                    echo "exit $rc (see $runlog)"
+                else
+                    tail -n 1 "$results" | awk -F, '{ printf "%.0f msg/s", $11;
+                        if ($13 != "") printf ", %s p50 %s us", $13, $14; print "" }'
+                fi
+            done
+        done
+    done < <(selected_rows)
+    echo "compare.sh: ceilings (loopback UDP, fdatasync)"
+    run_ceilings
+    [ "$failures" = 0 ] || echo "compare.sh: $failures run(s) failed or lost messages; see $runlog" >&2
+}
+
+if [ -z "$from_csv" ]; then
+    measure
+else
+    [ "$from_csv" -ef "$results" ] || cp "$from_csv" "$results"
+    [ -f "$out/env.txt" ] || echo "date: unknown" >"$out/env.txt"
+fi
+
+# ---- Summarise ------------------------------------------------------------------
+rowsfile="$out/rows.tsv"
+: >"$rowsfile"
+while IFS= read -r spec; do
+    id=$(row_field "$spec" 1)
+    lat=no
+    [[ " $LAT_ROWS " == *" $id "* ]] && lat=yes
+    printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$(row_field "$spec" 2)" \
+        "$(row_field "$spec" 6)" "$lat" "$(row_field "$spec" 5)" >>"$rowsfile"
+done < <(selected_rows)
+
+"$gobin/perf-report" --csv "$results" --rows "$rowsfile" --env "$out/env.txt" \
+    --md "$out/summary.md" --plots "$out/plots"
+(cd "$out/plots" && for g in *.gp; do gnuplot "$g"; done)
+echo
+cat "$out/summary.md"
+echo
+echo "compare.sh: results in $out (results.csv, summary.md, plots/, runs.log)"
+
+if [ "$report" = 1 ]; then
+    doc="$root/docs/performance.md"
+    [ -f "$doc" ] || die "$doc is missing"
+    mkdir -p "$root/docs/perf"
+    rm -f "$root"/docs/perf/*.svg
+    cp "$out"/plots/*.svg "$root/docs/perf/"
+    cp "$results" "$root/docs/perf/results.csv"
+    cp "$out/env.txt" "$root/docs/perf/env.txt"
+    # Replace only what lies between the markers; the prose stays.
+    awk -v sum="$out/summary.md" '
+        /<!-- BEGIN compare.sh results -->/ { print; while ((getline l < sum) > 0) print l; skip = 1; next }
+        /<!-- END compare.sh results -->/ { skip = 0 }
+        !skip { print }' "$doc" >"$doc.new"
+    grep -q '<!-- END compare.sh results -->' "$doc.new" ||
+        die "$doc lacks the results markers"
+    mv "$doc.new" "$doc"
+    echo "compare.sh: rewrote docs/performance.md results and docs/perf/"
+fi
