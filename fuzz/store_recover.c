@@ -7,11 +7,14 @@
  *
  * Input: u8 mode (bit 0: a segment file, bit 1: a state log), then for
  * mode 3 a u32 LE split point, then the file contents. Mode bit 2 prepends
- * a valid segment header so the fuzzer starts inside the records.
+ * a valid segment header so the fuzzer starts inside the records; bit 3
+ * recomputes every checksum, so mutations reach the decoders behind them.
  */
 #include "rift/stream.h"
 #include "common/common.h"
+#include "store/crc32c.h"
 #include "store/format.h"
+#include "store/store.h"
 #include "store/vfs.h"
 
 #include <fcntl.h>
@@ -30,6 +33,44 @@ static int no_sync(void *ud, int fd) {
     (void)ud;
     (void)fd;
     return 0;
+}
+
+/* Rewrites the checksums of the records of a segment image (from |pos|). */
+static void fix_segment(uint8_t *p, size_t len, size_t pos) {
+    if (pos == RIFT_SEG_HEADER && len >= RIFT_SEG_HEADER) {
+        rift_put_u32(p + 28, rift_crc32c(p, 28));
+    }
+    while (pos + RIFT_REC_OVERHEAD <= len) {
+        uint32_t n = rift_get_u32(p + pos);
+        if (n < RIFT_REC_OVERHEAD || n > len - pos) {
+            break;
+        }
+        uint32_t crc = rift_crc32c_update(0, p + pos, 4);
+        crc = rift_crc32c_update(crc, p + pos + 8, n - 8);
+        rift_put_u32(p + pos + 4, crc);
+        pos += n;
+    }
+}
+
+/* Rewrites the header and event checksums of a state-log image. */
+static void fix_state(uint8_t *p, size_t len) {
+    if (len < RIFT_STATE_HEADER) {
+        return;
+    }
+    rift_put_u32(p + 12, rift_crc32c(p, 12));
+    size_t pos = RIFT_STATE_HEADER;
+    while (pos + RIFT_EV_FRAME < len) {
+        uint32_t n = rift_get_u32(p + pos);
+        if (n <= RIFT_EV_FRAME || n > len - pos) {
+            break;
+        }
+        rift_put_u32(p + pos + 4, rift_crc32c(p + pos, 4));
+        uint32_t crc = rift_crc32c_update(0, p + pos, 4);
+        crc =
+            rift_crc32c_update(crc, p + pos + RIFT_EV_FRAME, n - RIFT_EV_FRAME);
+        rift_put_u32(p + pos + 8, crc);
+        pos += n;
+    }
 }
 
 static void write_file(const char *name, const uint8_t *p, size_t len,
@@ -123,17 +164,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size -= 4;
         split = s % (size + 1);
     }
+    uint8_t *copy = malloc(size ? size : 1);
+    if (copy == NULL) {
+        return 0;
+    }
+    if (size > 0) {
+        memcpy(copy, data, size);
+    }
+    data = copy;
     clear_dir();
     if (mode & 1) {
+        if (mode & 8) {
+            fix_segment(copy, split, (mode & 4) ? 0 : RIFT_SEG_HEADER);
+        }
         write_file("00000000000000000001.seg", data, split, (mode & 4) != 0);
     }
     if (mode & 2) {
-        const uint8_t *p = (mode & 1) ? data + split : data;
-        size_t len = (mode & 1) ? size - split : size;
-        write_file("state.log", p, len, false);
+        size_t off = (mode & 1) ? split : 0;
+        if (mode & 8) {
+            fix_state(copy + off, size - off);
+        }
+        write_file("state.log", data + off, size - off, false);
     }
+    free(copy);
     rift_store_report rep;
-    (void)rift_store_verify(scratch, &rep, NULL);
+    (void)rift_store_offline(scratch, &rep, RIFT_OPEN_VERIFY, &nosync, NULL);
     rift_stream_settings s;
     rift_stream_settings_default(&s);
     s.storage_path = scratch;
@@ -150,7 +205,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         exercise(st);
         rift_stream_close(st);
     }
-    if (rift_store_repair(scratch, &rep, NULL) == 0) {
+    if (rift_store_offline(scratch, &rep, RIFT_OPEN_REPAIR, &nosync, NULL) ==
+            0 &&
+        rift_store_offline(scratch, &rep, RIFT_OPEN_VERIFY, &nosync, NULL) ==
+            0) {
         rift_error err = {0};
         if (rift_stream_open(&st, &s, &err) != 0) {
             fprintf(stderr, "repaired directory does not open: %s\n", err.text);

@@ -362,6 +362,10 @@ static int scan_fill(scanner *s, uint64_t off, size_t need, rift_error *err) {
     }
     const rift_vfs *v = s->st->vfs;
     uint64_t want = RIFT_MIN((uint64_t)SCAN_CHUNK, s->fsize - off);
+    s->buf->len = 0;
+    if (rift_sbuf_reserve(s->buf, (size_t)want) != 0) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
     size_t got = 0;
     while (got < want) {
         rift_ssize n = v->pread(v->user_data, s->fd, s->buf->data + got,
@@ -562,9 +566,6 @@ static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
     rift_sbuf buf;
     rift_sbuf_init(&buf, st->mem);
     int rc = 0;
-    if (n > 0 && rift_sbuf_reserve(&buf, SCAN_CHUNK) != 0) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
     for (size_t i = 0; i < n; i++) {
         bool last = i + 1 == n;
         char name[RIFT_SEG_NAME_LEN + 1];
@@ -823,8 +824,9 @@ int rift_recover(rift_stream *st, rift_error *err) {
 
 /* ---- Offline verify and repair ---- */
 
-static int offline(const char *path, rift_store_report *report,
-                   rift_open_mode mode, rift_error *err) {
+int rift_store_offline(const char *path, rift_store_report *report,
+                       rift_open_mode mode, const rift_vfs *vfs,
+                       rift_error *err) {
     rift_store_report local;
     if (report == NULL) {
         report = &local;
@@ -837,6 +839,7 @@ static int offline(const char *path, rift_store_report *report,
     s.max_bytes = UINT64_MAX;
     s.max_payload_bytes = RIFT_MAX_PAYLOAD_LIMIT;
     s.max_consumers = UINT32_MAX;
+    s.vfs = vfs;
     rift_stream *st = NULL;
     int rc = rift_stream_open_mode(&st, &s, mode, report, err);
     if (rc != 0) {
@@ -848,17 +851,17 @@ static int offline(const char *path, rift_store_report *report,
 
 int rift_store_verify(const char *path, rift_store_report *report,
                       rift_error *err) {
-    return offline(path, report, RIFT_OPEN_VERIFY, err);
+    return rift_store_offline(path, report, RIFT_OPEN_VERIFY, NULL, err);
 }
 
 int rift_store_repair(const char *path, rift_store_report *report,
                       rift_error *err) {
-    int rc = offline(path, report, RIFT_OPEN_REPAIR, err);
+    int rc = rift_store_offline(path, report, RIFT_OPEN_REPAIR, NULL, err);
     if (rc != 0) {
         return rc;
     }
     rift_store_report again;
-    rc = offline(path, &again, RIFT_OPEN_VERIFY, err);
+    rc = rift_store_offline(path, &again, RIFT_OPEN_VERIFY, NULL, err);
     if (report != NULL) {
         report->segments = again.segments;
         report->records = again.records;

@@ -307,5 +307,10 @@ int rift_writer_poisoned(rift_stream *st, rift_error *err);
 
 /* Recovers the directory into |st| (file storage). */
 int rift_recover(rift_stream *st, rift_error *err);
+/* rift_store_verify (VERIFY) or one repair pass (REPAIR) through |vfs|
+ * (NULL = POSIX). */
+int rift_store_offline(const char *path, rift_store_report *report,
+                       rift_open_mode mode, const rift_vfs *vfs,
+                       rift_error *err);
 
 #endif /* RIFT_STORE_STORE_H */
