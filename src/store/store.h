@@ -125,7 +125,21 @@ typedef struct rift_completion {
     uint64_t ticket;
     rift_stream_done_cb cb;
     void *user_data;
+    int status; /* set when it is settled */
 } rift_completion;
+
+/* A segment fdatasync handed to a sync helper (pipelined group commit). */
+#define RIFT_SYNC_HELPERS 3
+
+typedef struct rift_sync_job {
+    uint64_t gen;
+    uint64_t last_seq;
+    int fd;
+    const char *path;
+    int state; /* 0 queued, 1 running, 2 done */
+    int rc;
+    rift_error err;
+} rift_sync_job;
 
 typedef struct rift_stage {
     rift_sbuf seg_data;
@@ -137,6 +151,7 @@ typedef struct rift_stage {
     bool need_sync;
     bool full_sync; /* checkpoint or close: sync even without sync_on_write */
     uint64_t last_seq;
+    uint32_t nops; /* mutations waiting for this stage's sync */
 } rift_stage;
 
 /* ---- The stream ---- */
@@ -204,9 +219,19 @@ struct rift_stream {
     rift_error poison_err;
     uint64_t poison_gen;
     atomic_ulong syncs;
-    rift_ring wdirty; /* writer-owned: rift_seg * not yet synced */
-    bool state_dirty; /* writer-owned */
-    rift_ring wfire;  /* writer-owned: completions to run */
+    rift_ring wdirty;      /* writer-owned: rift_seg * not yet synced */
+    bool state_dirty;      /* writer-owned */
+    rift_ring wfire;       /* writer-owned: completions to run */
+    uint32_t last_ops;     /* writer-owned: mutations in the last cycle */
+    uint64_t last_sync_ns; /* under lock: duration of the last sync */
+    /* Sync helpers: in-flight segment syncs, oldest first (under lock). */
+    rift_sync_job jobs[RIFT_SYNC_HELPERS];
+    size_t jhead;
+    size_t jlen;
+    pthread_t helpers[RIFT_SYNC_HELPERS];
+    size_t nhelpers;
+    pthread_cond_t job_cv;
+    bool helpers_stop;
     /* Read-ahead for records no longer cached. */
     rift_sbuf rbuf;
     rift_seg *rseg;

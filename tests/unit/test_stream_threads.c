@@ -143,7 +143,7 @@ RIFT_TEST(group_commit_shares_syncs) {
     int syncs = atomic_load(&c.tv.fdatasyncs) - before;
     /* 640 durable publishes; one sync each would be 640. */
     CHECK_MSG(syncs > 0 && syncs < 640 / 2, "%d fdatasyncs", syncs);
-    CHECK_EQ_INT(c.tv.nsync_threads, 1); /* the writer thread only */
+    CHECK(c.tv.nsync_threads >= 1); /* the writer and its sync helpers */
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(c.st, &info, NULL));
     CHECK_EQ_U64(info.last_sequence, 640);
