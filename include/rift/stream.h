@@ -138,12 +138,16 @@ RIFT_EXTERN void rift_batch_free(rift_batch *b);
  * rift_stream_done_cb reports the completion of an _async operation:
  * |status| 0 once it is durable, or the error (with its text in |err|,
  * valid during the call) when the write or sync covering it failed; the
- * stream is then poisoned. It runs on the stream's writer thread, possibly
- * before the submitting function has returned, never under a stream lock.
- * It may call _async functions and non-blocking calls (info, replay) but
- * must not call the blocking mutators (publish, fetch, ack, consumer open
- * or delete, checkpoint, close), which would wait for the thread running
- * it; they fail with RIFT_ERR_INVALID_ARGUMENT if tried.
+ * stream is then poisoned. It runs on one of the stream's I/O threads (the
+ * writer or a sync helper), possibly before the submitting function has
+ * returned, never under a stream lock. Callbacks of different operations
+ * may run concurrently on different threads (each thread runs its batch
+ * in submission order): post the result to your own loop rather than rely
+ * on their order. It may call _async functions and non-blocking
+ * calls (info, replay) but must not call the blocking mutators of the same
+ * stream (publish, fetch, ack, consumer open or delete, checkpoint), which
+ * would wait for the threads running it; they fail with
+ * RIFT_ERR_INVALID_ARGUMENT if tried. Nor may it close the stream.
  */
 typedef void (*rift_stream_done_cb)(void *user_data, int status,
                                     const rift_error *err);
