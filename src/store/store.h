@@ -174,6 +174,10 @@ struct rift_stream {
     pthread_mutex_t lock;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
+    /* Blocking callers wait on gen_cv[ticket % RIFT_GEN_CVS], so a settled
+     * generation wakes its own waiters, not every waiter of the stream. */
+    pthread_cond_t gen_cv[8];
+    uint64_t woken_gen;
     atomic_int refs;
     bool closed;
     bool file;

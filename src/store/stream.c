@@ -181,6 +181,9 @@ void rift_stream_unref(rift_stream *st) {
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->work_cv);
     pthread_cond_destroy(&st->done_cv);
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_cv); i++) {
+        pthread_cond_destroy(&st->gen_cv[i]);
+    }
     rift_free(st->mem, st);
 }
 
@@ -244,6 +247,9 @@ int rift_stream_open_mode(rift_stream **pstream,
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->work_cv, NULL);
     pthread_cond_init(&st->done_cv, NULL);
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_cv); i++) {
+        pthread_cond_init(&st->gen_cv[i], NULL);
+    }
     atomic_init(&st->refs, 1);
     atomic_init(&st->syncs, 0);
     st->first_seq = 1;

@@ -258,14 +258,35 @@ int rift_writer_reserve(rift_stream *st, rift_error *err) {
 }
 
 int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err) {
+    pthread_cond_t *cv = &st->gen_cv[ticket % RIFT_ARRAY_LEN(st->gen_cv)];
     while (st->durable_gen < ticket) {
         if (st->poison != 0 && ticket >= st->poison_gen) {
             rift_error_copy(err, &st->poison_err);
             return st->poison;
         }
-        pthread_cond_wait(&st->done_cv, &st->lock);
+        pthread_cond_wait(cv, &st->lock);
     }
     return 0;
+}
+
+/* Wakes the blocking callers of every generation settled since the last
+ * call (all of them after a failure). Under lock. */
+static void wake_settled(rift_stream *st) {
+    size_t n = RIFT_ARRAY_LEN(st->gen_cv);
+    if (st->poison != 0) {
+        for (size_t i = 0; i < n; i++) {
+            pthread_cond_broadcast(&st->gen_cv[i]);
+        }
+        return;
+    }
+    uint64_t from = st->woken_gen + 1;
+    if (st->durable_gen >= from + n) {
+        from = st->durable_gen - n + 1;
+    }
+    for (uint64_t g = from; g <= st->durable_gen; g++) {
+        pthread_cond_broadcast(&st->gen_cv[g % n]);
+    }
+    st->woken_gen = st->durable_gen;
 }
 
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
@@ -720,6 +741,7 @@ static void *helper_main(void *arg) {
         settle_jobs(st);
         collect(st, &out);
         rift_error perr = st->poison_err;
+        wake_settled(st);
         pthread_cond_broadcast(&st->done_cv);
         pthread_mutex_unlock(&st->lock);
         fire(&out, &perr);
@@ -850,6 +872,7 @@ static void *writer_main(void *arg) {
         /* Callbacks this cycle settles run unlocked. */
         collect(st, &st->wfire);
         rift_error perr = st->poison_err;
+        wake_settled(st);
         pthread_cond_broadcast(&st->done_cv);
         pthread_mutex_unlock(&st->lock);
 
