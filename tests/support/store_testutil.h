@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- A counting, failing vfs ---- */
@@ -39,6 +40,8 @@ typedef struct test_vfs {
     /* Syncs are counted and may fail but do not reach the disk (tests of
      * the logic only, not of power-loss durability). */
     bool fake_sync;
+    /* Extra time every sync takes, in microseconds (a slow disk). */
+    int sync_delay_us;
     /* Clock: when nonzero, wall_ms returns it. */
     atomic_ullong now_ms;
     /* Threads that called fdatasync (a small set). */
@@ -104,9 +107,17 @@ static inline void tv_note_sync(test_vfs *t) {
     pthread_mutex_unlock(&t->mu);
 }
 
+static inline void tv_delay(const test_vfs *t) {
+    if (t->sync_delay_us > 0) {
+        struct timespec ts = {0, (long)t->sync_delay_us * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static inline int tv_fdatasync(void *ud, int fd) {
     test_vfs *t = test_vfs_of(ud);
     tv_note_sync(t);
+    tv_delay(t);
     atomic_fetch_add(&t->fdatasyncs, 1);
     int n = atomic_fetch_add(&t->syncs, 1) + 1;
     if (atomic_load(&t->fail_sync_at) == n) {
