@@ -9,5 +9,6 @@
 typedef int (*rift_cmd_fn)(int argc, char **argv);
 
 int rift_cmd_version(int argc, char **argv);
+int rift_cmd_store(int argc, char **argv);
 
 #endif /* RIFT_TOOLS_CMD_H */

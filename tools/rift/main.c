@@ -15,6 +15,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"version", rift_cmd_version, "print the version"},
+    {"store", rift_cmd_store, "verify or repair a stream directory"},
 };
 
 static void usage(FILE *out) {
