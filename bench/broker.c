@@ -17,6 +17,7 @@
  * scenarios it includes every thread, spinning receivers too).
  *
  * Usage: broker [repetitions (default 5)] [scale percent (default 100)]
+ *        [scenarios, e.g. "15" (default: all of 1-6)]
  */
 #include "rift/broker.h"
 
@@ -548,14 +549,29 @@ int main(int argc, char **argv) {
     memset(payload, 0x2A, sizeof(payload));
     printf("rift broker benchmark: 64-byte payloads, median of %d runs\n",
            reps);
-    bench_same_thread();
-    bench_cross_thread(1);
-    bench_cross_thread(64);
-    bench_fanout();
-    bench_queue_group();
-    bench_routing();
-    bench_request(false);
-    bench_request(true);
-    bench_rss();
+    const char *only = argc > 3 ? argv[3] : "123456";
+    if (strchr(only, '1') || strchr(only, '4')) {
+        bench_same_thread(); /* also the reference for scenario 4 */
+    }
+    if (strchr(only, '1')) {
+        bench_cross_thread(1);
+        bench_cross_thread(64);
+    }
+    if (strchr(only, '2')) {
+        bench_fanout();
+    }
+    if (strchr(only, '3')) {
+        bench_queue_group();
+    }
+    if (strchr(only, '4')) {
+        bench_routing();
+    }
+    if (strchr(only, '5')) {
+        bench_request(false);
+        bench_request(true);
+    }
+    if (strchr(only, '6')) {
+        bench_rss();
+    }
     return 0;
 }

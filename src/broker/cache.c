@@ -227,7 +227,8 @@ out:
  */
 static bool admit(rift_broker *b, uint64_t hash) {
     size_t i = hash & CACHE_MASK;
-    rift_match *cur = atomic_load_explicit(&b->cache[i], memory_order_relaxed);
+    /* Acquire: another publisher may have just published this entry. */
+    rift_match *cur = atomic_load_explicit(&b->cache[i], memory_order_acquire);
     if (cur == NULL || cur->gen != b->gen) {
         return true;
     }

@@ -353,3 +353,84 @@ RIFT_TEST(concurrent_requests_through_queue_group) {
     CHECK_EQ_INT(svc[0].served + svc[1].served, 900);
     CHECK(svc[0].served > 0 && svc[1].served > 0);
 }
+
+typedef struct spread_arg {
+    rift_broker *b;
+    uint32_t id;
+    int failures;
+} spread_arg;
+
+/* Publishes over more distinct subjects than the match cache holds, so
+ * misses, admission, stack-built results and garbage reclaim all race. */
+static void *spread_publisher(void *arg) {
+    spread_arg *a = arg;
+    for (uint32_t i = 0; i < 6000; i++) {
+        char subj[32];
+        int n = snprintf(subj, sizeof(subj), "c.%u.%u", (i * 7 + a->id) % 6000,
+                         a->id);
+        if (rift_broker_publish(a->b, subj, (size_t)n, NULL, 0,
+                                (const uint8_t *)"x", 1, NULL, NULL) != 0) {
+            a->failures++;
+        }
+    }
+    return NULL;
+}
+
+typedef struct cache_churn_arg {
+    rift_broker *b;
+    atomic_int *stop;
+    int errors;
+} cache_churn_arg;
+
+static void *cache_churner(void *arg) {
+    cache_churn_arg *a = arg;
+    unsigned k = 0;
+    while (!atomic_load(a->stop)) {
+        char lit[32];
+        snprintf(lit, sizeof(lit), "c.%u.0", k++ % 6000);
+        const char *pats[] = {lit, "c.*.1", "c.>"};
+        rift_sub *s[3];
+        for (int i = 0; i < 3; i++) {
+            if (rift_broker_subscribe(a->b, pats[i], strlen(pats[i]), NULL,
+                                      &s[i], NULL) != 0) {
+                a->errors++;
+                s[i] = NULL;
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            rift_sub_close(s[i]);
+        }
+    }
+    return NULL;
+}
+
+RIFT_TEST(concurrent_cache_misses_and_churn) {
+    rift_broker_settings st;
+    rift_broker_settings_default(&st);
+    st.subscription_capacity = 3 * 6000 + 16;
+    rift_broker *b;
+    CHECK_OK(rift_broker_new(&b, &st, NULL));
+    rift_sub *all;
+    CHECK_OK(rift_broker_subscribe(b, "c.*.*", 5, NULL, &all, NULL));
+    atomic_int stop;
+    atomic_init(&stop, 0);
+    cache_churn_arg ca = {.b = b, .stop = &stop};
+    pthread_t churn, pubs[3];
+    CHECK_OK(pthread_create(&churn, NULL, cache_churner, &ca));
+    spread_arg sa[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        sa[i] = (spread_arg){.b = b, .id = i};
+        CHECK_OK(pthread_create(&pubs[i], NULL, spread_publisher, &sa[i]));
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(pubs[i], NULL);
+        CHECK_EQ_INT(sa[i].failures, 0);
+    }
+    atomic_store(&stop, 1);
+    pthread_join(churn, NULL);
+    CHECK_EQ_INT(ca.errors, 0);
+    CHECK_EQ_INT(rift_sub_pending(all), 3 * 6000);
+    rift_sub_close(all);
+    CHECK_EQ_INT(rift_broker_subscription_count(b), 0);
+    rift_broker_del(b);
+}
