@@ -29,6 +29,12 @@
  * back-pressure, and then into slow-consumer disconnection. */
 #define SRV_SEND_HIGH (1024u * 1024u)
 #define SRV_SEND_LOW  (SRV_SEND_HIGH / 2)
+/* A write is "blocked" (quinn's write would wait) once this many bytes of
+ * a stream are queued and unacknowledged: from then on the ACKs must make
+ * progress within io_timeout. (The transport takes every write at once,
+ * so the deadline is measured on acknowledgements; a few small frames
+ * awaiting their ACK are not a blocked write.) */
+#define SRV_WRITE_BLOCKED (64u * 1024u)
 /* Messages taken from a broker queue at once. */
 #define SRV_BATCH 32
 /* Payloads up to this size are copied next to their MESSAGE header (one

@@ -123,7 +123,8 @@ static void stream_timer_cb(rift_timer *t, void *arg) {
             next = RIFT_MIN(next, d);
         }
     }
-    if (ss->state != SS_REFUSED && rift_quic_stream_unacked(ss->qs) > 0) {
+    if (ss->state != SS_REFUSED &&
+        rift_quic_stream_unacked(ss->qs) >= SRV_WRITE_BLOCKED) {
         rift_tstamp d = ss->last_progress + srv->io_ns;
         if (now >= d) {
             if (ss->state == SS_DONE) {
@@ -139,7 +140,8 @@ static void stream_timer_cb(rift_timer *t, void *arg) {
     if (expired) {
         rift_srv_fail(ss, RIFT_ERR_TIMEOUT, text_timeout);
         /* A blocked stream needs the linger check of SS_DONE. */
-        if (ss->qs != NULL && rift_quic_stream_unacked(ss->qs) > 0) {
+        if (ss->qs != NULL &&
+            rift_quic_stream_unacked(ss->qs) >= SRV_WRITE_BLOCKED) {
             ss->last_progress = now;
             rift_srv_arm(ss, now + srv->io_ns);
         }
@@ -163,7 +165,8 @@ int rift_srv_write(srv_stream *ss, const rift_quic_chunk *chunks, size_t n,
     if (rc != 0) {
         return rc;
     }
-    if (before == 0 && rift_quic_stream_unacked(ss->qs) > 0) {
+    if (before < SRV_WRITE_BLOCKED &&
+        rift_quic_stream_unacked(ss->qs) >= SRV_WRITE_BLOCKED) {
         /* Every write must make progress within io_timeout. */
         rift_server *srv = ss->conn->srv;
         ss->last_progress = rift_loop_now(srv->loop);

@@ -136,10 +136,19 @@ static bool cond_hs(void *arg) {
 
 rawcli *rc_connect(rift_loop *loop, const struct sockaddr_storage *addr,
                    socklen_t len, const char *ca, bool wait) {
+    return rc_connect_window(loop, addr, len, ca, wait, 0);
+}
+
+rawcli *rc_connect_window(rift_loop *loop, const struct sockaddr_storage *addr,
+                          socklen_t len, const char *ca, bool wait,
+                          uint64_t stream_window) {
     rawcli *c = calloc(1, sizeof(*c));
     c->loop = loop;
     rift_quic_settings s;
     rift_quic_settings_default_client(&s);
+    if (stream_window > 0) {
+        s.stream_window = stream_window;
+    }
     s.ca_file = ca;
     s.server_name = "localhost";
     rift_error err;
@@ -481,7 +490,13 @@ int rc_auth(rawcli *c, const char *token) {
 
 rawcli *rc_login(rift_loop *loop, const struct sockaddr_storage *addr,
                  socklen_t len, const char *ca, const char *identity) {
-    rawcli *c = rc_connect(loop, addr, len, ca, true);
+    return rc_login_window(loop, addr, len, ca, identity, 0);
+}
+
+rawcli *rc_login_window(rift_loop *loop, const struct sockaddr_storage *addr,
+                        socklen_t len, const char *ca, const char *identity,
+                        uint64_t stream_window) {
+    rawcli *c = rc_connect_window(loop, addr, len, ca, true, stream_window);
     if (c == NULL) {
         return NULL;
     }

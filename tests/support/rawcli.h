@@ -73,6 +73,11 @@ struct rawcli {
  * any, is printed). With |wait| false it returns at once. */
 rawcli *rc_connect(rift_loop *loop, const struct sockaddr_storage *addr,
                    socklen_t len, const char *ca, bool wait);
+/* Same with a receive window of |stream_window| bytes per stream (0 =
+ * the default 2,228,224). */
+rawcli *rc_connect_window(rift_loop *loop, const struct sockaddr_storage *addr,
+                          socklen_t len, const char *ca, bool wait,
+                          uint64_t stream_window);
 /* Closes with code 0 "client closed" and frees everything. */
 void rc_free(rawcli *c);
 /* Frees without sending anything (the peer finds out by timeout). */
@@ -114,6 +119,10 @@ int rc_auth(rawcli *c, const char *token);
 /* A connected and authenticated client for |identity| (a test name). */
 rawcli *rc_login(rift_loop *loop, const struct sockaddr_storage *addr,
                  socklen_t len, const char *ca, const char *identity);
+
+rawcli *rc_login_window(rift_loop *loop, const struct sockaddr_storage *addr,
+                        socklen_t len, const char *ca, const char *identity,
+                        uint64_t stream_window);
 
 /* Frame checks: print what came instead and return false. */
 bool rc_expect_ok(rc_stream *s, int ms);
