@@ -347,4 +347,5 @@ const rift_quic_callbacks rift_srv_callbacks = {
     .stream_stopped = on_stream_stopped,
     .stream_acked = on_stream_acked,
     .stream_close = on_stream_close,
+    .rx_batch_done = rift_srv_rx_batch_done,
 };

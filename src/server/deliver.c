@@ -310,7 +310,7 @@ void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len) {
     }
     srv->c.msgs_in++;
     srv->c.bytes_in += f.payload_len;
-    srv->drain_pending = true;
+    srv->drain_count++;
     if (rep.delivered == 0) {
         rift_srv_fail(ss, RIFT_ERR_NO_RESPONDERS, text_no_responders);
         return;
@@ -364,6 +364,18 @@ static void request_reply(srv_stream *ss) {
 }
 
 /* ---- Notifier ---- */
+
+void rift_srv_drain_now(rift_server *srv) {
+    srv->drain_count = 0;
+    rift_srv_notify_cb(NULL, 0, srv);
+}
+
+void rift_srv_rx_batch_done(void *ep_ud) {
+    rift_server *srv = ep_ud;
+    if (srv->drain_count > 0) {
+        rift_srv_drain_now(srv);
+    }
+}
 
 void rift_srv_notify_cb(rift_io *io, unsigned events, void *arg) {
     rift_server *srv = arg;

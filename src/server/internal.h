@@ -193,7 +193,11 @@ struct rift_server {
     rift_notifier *notifier;
     rift_io notify_io;
     bool stopping;
-    bool drain_pending; /* a remote publish delivered: poll the notifier */
+    /* Remote publications that reached somebody since the last drain of
+     * the notifier, and how many may accumulate before draining at once
+     * (a quarter of the broker's queue capacity, at most 256). */
+    size_t drain_count;
+    size_t drain_every;
     rift_timer stop_timer;
     rift_tstamp stop_deadline;
     srv_conn *conns;
@@ -260,6 +264,10 @@ void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len);
 void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len);
 /* The notifier fd is readable: drain every ready subscription. */
 void rift_srv_notify_cb(rift_io *io, unsigned events, void *arg);
+/* Drains every ready subscription now. */
+void rift_srv_drain_now(rift_server *srv);
+/* Transport callback: a receive batch is done (drain before its flush). */
+void rift_srv_rx_batch_done(void *ep_ud);
 /* The stream's unacknowledged bytes dropped: resume a throttled drain. */
 void rift_srv_delivery_resume(srv_stream *ss);
 /* Drops the subscription or request inbox of |ss| (and its backlog). */

@@ -357,9 +357,9 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
     }
     srv->c.msgs_in++;
     srv->c.bytes_in += m.payload_len;
-    /* Somebody got it, maybe one of our subscriptions: drain them before
-     * this packet's frames are done (see rift_srv_stream_data). */
-    srv->drain_pending |= rep.delivered > 0;
+    /* Somebody got it, maybe one of our subscriptions (see
+     * rift_srv_stream_data). */
+    srv->drain_count += rep.delivered > 0;
     if (ack && rift_srv_write_ok(ss, false) != 0) {
         write_failed(ss);
     }
@@ -464,14 +464,13 @@ void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
         break; /* not read any more */
     }
     /* Remote publications land in remote subscriptions served by this
-     * very thread. The notifier's eventfd would bring them round only
-     * after the whole receive batch (dozens of packets, thousands of
-     * small frames, enough to overflow a queue of 1,024); draining after
-     * every packet keeps the queues short, and the MESSAGE frames go out
-     * with the ACKs of the batch. */
-    if (srv->drain_pending) {
-        srv->drain_pending = false;
-        rift_srv_notify_cb(NULL, 0, srv);
+     * very thread. They are drained when the transport finishes a batch of
+     * datagrams (rift_srv_rx_batch_done), so the MESSAGE frames leave with
+     * that batch's ACKs; a batch can carry thousands of small frames,
+     * though, enough to overflow a queue, so every drain_every deliveries
+     * they are drained at once as well. */
+    if (srv->drain_count >= srv->drain_every) {
+        rift_srv_drain_now(srv);
     }
 }
 

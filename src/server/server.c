@@ -330,6 +330,9 @@ bool rift_server_is_running(rift_server *srv) {
 
 static void *thread_main(void *arg) {
     rift_server *srv = arg;
+    /* This thread polls the notifier after every batch of remote
+     * publications (rift_srv_rx_batch_done). */
+    rift_notifier_set_owner(srv->notifier);
     (void)rift_loop_run(srv->loop);
     return NULL;
 }
@@ -386,6 +389,10 @@ int rift_server_start(rift_server *srv, const char *address, rift_error *err) {
     }
     srv->c = srv->last;
     srv->stopping = false;
+    srv->drain_count = 0;
+    srv->drain_every =
+        rift_broker_get_settings(srv->broker)->subscription_capacity / 4;
+    srv->drain_every = RIFT_MAX(RIFT_MIN(srv->drain_every, 256), 1);
     srv->id_conns =
         rift_calloc(srv->mem, srv->auth.count + 1, sizeof(uint64_t));
     srv->scratch = rift_malloc(srv->mem, SRV_SCRATCH_BYTES);
