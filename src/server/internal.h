@@ -77,6 +77,12 @@ struct srv_stream {
 
     rift_frame_reader reader;
 
+    /* The last subject that passed the per-frame checks of this stream
+     * (PUBLISH literal + ACL, or MESSAGE re-validation), without a reply:
+     * repeating it skips those checks. Length 0 = none. */
+    char last_subject[64];
+    uint8_t last_subject_len;
+
     /* One timer for every deadline (first frame, partial frame, write,
      * linger after DONE), re-checked lazily when it fires, so the hot path
      * only stores timestamps. */

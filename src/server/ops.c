@@ -312,10 +312,20 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
     rift_server *srv = c->srv;
     rift_error err;
     rift_frame_msg m;
-    if (rift_frame_decode_msg(body + 1, len - 1, &m, &err) != 0 ||
-        rift_subject_validate_literal(m.subject, m.subject_len, &err) != 0 ||
-        (m.reply_len > 0 &&
-         rift_subject_validate_literal(m.reply, m.reply_len, &err) != 0)) {
+    if (rift_frame_decode_msg(body + 1, len - 1, &m, &err) != 0) {
+        fail_err(ss, &err);
+        return;
+    }
+    /* A publisher usually repeats its subject: the last one that passed
+     * the literal and ACL checks (without a reply) needs neither again.
+     * The payload check sits between them, so it runs either way. */
+    bool known = m.reply_len == 0 && m.subject_len == ss->last_subject_len &&
+                 m.subject_len > 0 &&
+                 memcmp(m.subject, ss->last_subject, m.subject_len) == 0;
+    if (!known &&
+        (rift_subject_validate_literal(m.subject, m.subject_len, &err) != 0 ||
+         (m.reply_len > 0 &&
+          rift_subject_validate_literal(m.reply, m.reply_len, &err) != 0))) {
         fail_err(ss, &err);
         return;
     }
@@ -323,10 +333,16 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
         rift_srv_fail(ss, RIFT_ERR_PAYLOAD_TOO_LARGE, text_payload);
         return;
     }
-    if (rift_identity_can_publish(c->id, m.subject, m.subject_len, m.reply,
-                                  m.reply_len, &err) != 0) {
-        fail_err(ss, &err);
-        return;
+    if (!known) {
+        if (rift_identity_can_publish(c->id, m.subject, m.subject_len, m.reply,
+                                      m.reply_len, &err) != 0) {
+            fail_err(ss, &err);
+            return;
+        }
+        if (m.reply_len == 0 && m.subject_len <= sizeof(ss->last_subject)) {
+            memcpy(ss->last_subject, m.subject, m.subject_len);
+            ss->last_subject_len = (uint8_t)m.subject_len;
+        }
     }
     int rc;
     rift_publish_report rep = {0, 0};
