@@ -19,6 +19,8 @@ static const struct {
     {"sub", rift_cmd_sub, "print the messages of a subscription"},
     {"req", rift_cmd_req, "send a request and print the reply"},
     {"reply", rift_cmd_reply, "answer requests on a subject"},
+    {"bench", rift_cmd_bench,
+     "measure throughput and latency (like nats bench)"},
     {"store", rift_cmd_store, "verify or repair a stream directory"},
 };
 
