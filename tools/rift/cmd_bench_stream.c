@@ -55,7 +55,6 @@ struct srun {
     spub *pubs;
     unsigned npubs;
     unsigned nthreads;
-    bool progress;
 };
 
 /* ---- Stream publishers ---- */
@@ -64,7 +63,6 @@ static void *sworker_main(void *arg) {
     sworker *w = arg;
     spub *p = w->p;
     const bench_cfg *cfg = p->r->cfg;
-    bool progress = p->r->progress;
     if (!bench_gate_pass(&p->r->gate)) {
         return NULL;
     }
@@ -84,9 +82,7 @@ static void *sworker_main(void *arg) {
         }
         w->ok++;
         w->min_seq = st.sequence < w->min_seq ? st.sequence : w->min_seq;
-        if (progress) {
-            bench_progress_add(1);
-        }
+        bench_progress_add(1);
     }
     w->end_ns = bench_now_ns();
     return NULL;
@@ -188,7 +184,6 @@ int bench_run_stream(const bench_cfg *cfg, bench_result *res) {
                    cfg->msgs, sample) != 0) {
         goto done;
     }
-    r.progress = true;
     res->lat_what = sample ? "ack" : NULL;
     bench_progress_reset(cfg->msgs);
     bench_gate_wait_ready(&r.gate, r.nthreads);
@@ -274,7 +269,6 @@ static int prefill(const bench_cfg *cfg, uint64_t *first) {
     if (srun_start(&r, cfg, 1, BENCH_FETCH_MAX, cfg->msgs, false) != 0) {
         goto done;
     }
-    r.progress = true;
     bench_progress_reset(cfg->msgs);
     srun_go(&r);
     uint64_t ok = 0;
