@@ -8,6 +8,7 @@
 #include "cmd_bench.h"
 #include "io.h"
 
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -132,17 +133,14 @@ uint8_t *bench_payload_new(size_t size) {
 }
 
 void bench_put_le64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
+    v = htole64(v);
+    memcpy(p, &v, sizeof(v));
 }
 
 uint64_t bench_get_le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return le64toh(v);
 }
 
 uint64_t bench_share(uint64_t total, unsigned n, unsigned i) {

@@ -37,8 +37,8 @@
 #define BENCH_PROGRESS_STEP 256
 /* Most records one consumer fetch may ask for (the protocol's limit). */
 #define BENCH_FETCH_MAX 256
-/* Most threads one stream publisher may use for its in-flight window. */
-#define BENCH_STREAM_WINDOW_MAX 1024
+/* Most stream publishes in flight (threads) over all publishers. */
+#define BENCH_STREAM_WINDOW_MAX 4096
 
 typedef enum bench_scenario {
     BENCH_PUB,

@@ -266,9 +266,10 @@ static int check(bench_cfg *cfg, const char *const *v) {
                cfg->pubs != 1) {
         why = "pubsub --batch needs exactly one publisher";
     } else if (cfg->scenario == BENCH_STREAM &&
-               cfg->batch > BENCH_STREAM_WINDOW_MAX) {
-        why = "--batch for stream is at most 1024 (one thread per publish "
-              "in flight)";
+               (uint64_t)cfg->pubs * (cfg->batch > 0 ? cfg->batch : 1) >
+                   BENCH_STREAM_WINDOW_MAX) {
+        why = "stream runs one thread per publish in flight: --pubs times "
+              "--batch is at most 4096";
     } else if (cfg->scenario == BENCH_REPLY && cfg->responders < 1) {
         why = "reply needs at least one responder";
     } else if (cfg->max_ack_pending < 1) {
