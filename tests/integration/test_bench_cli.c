@@ -6,9 +6,12 @@
  * scenario promises, ordered latency percentiles and the server CPU column
  * (--server-pid is this process, which hosts the server); pairings of
  * separate processes (sub + pub, reply + req); the exit statuses (0 clean,
- * 3 row written but messages lost, 1 failure without a row, 2 usage).
+ * 3 row written but messages lost, 1 failure without a row, 2 usage); and
+ * the same scenarios against the independent Quinn stub server
+ * (tests/quinn-peer), which speaks protocol v1 only.
  */
 // labels: threads
+#include "quinn_stub.h"
 #include "test.h"
 
 #include "quic/certgen.h"
@@ -39,6 +42,8 @@ typedef struct fix {
     char ca[4200], cert[4200], key[4200], csv[4200];
     char addr[64];
     char pid[16];
+    const char *token;
+    quinn_stub stub; /* when stub.pid > 0, the server is the Quinn stub */
     rift_broker *broker;
     rift_stream *mem;  /* memory, bench.mem.> */
     rift_stream *file; /* file, synced, bench.file.> */
@@ -63,6 +68,7 @@ static bool fix_up(fix *f) {
     snprintf(f->key, sizeof(f->key), "%s/" RIFT_CERTGEN_SERVER_KEY, dir);
     snprintf(f->csv, sizeof(f->csv), "%s/results.csv", f->tmp);
     snprintf(f->pid, sizeof(f->pid), "%d", (int)getpid());
+    f->token = TOKEN;
     rift_broker_settings bs;
     rift_broker_settings_default(&bs);
     /* Deep queues, as compare.sh configures riftd: the benchmark counts
@@ -119,7 +125,29 @@ static bool fix_up(fix *f) {
     return rift_server_address(f->srv, f->addr, sizeof(f->addr)) == 0;
 }
 
+/* The Quinn stub instead of our server; --server-pid is its process. */
+static bool fix_up_stub(fix *f) {
+    memset(f, 0, sizeof(*f));
+    f->tmp = rift_test_tmpdir();
+    if (f->tmp == NULL) {
+        return false;
+    }
+    if (!quinn_stub_start(&f->stub, TOKEN)) {
+        fprintf(stderr, "quinn stub: %s\n", f->stub.why);
+        return false;
+    }
+    snprintf(f->csv, sizeof(f->csv), "%s/results.csv", f->tmp);
+    snprintf(f->ca, sizeof(f->ca), "%s", f->stub.ca);
+    snprintf(f->addr, sizeof(f->addr), "%s", f->stub.addr);
+    snprintf(f->pid, sizeof(f->pid), "%d", (int)f->stub.pid);
+    f->token = f->stub.token;
+    return true;
+}
+
 static void fix_down(fix *f) {
+    if (f->stub.pid > 0) {
+        quinn_stub_stop(&f->stub);
+    }
     rift_server_del(f->srv);
     rift_stream_close(f->mem);
     rift_stream_close(f->file);
@@ -156,7 +184,7 @@ static proc start(fix *f, const char *name, const char *const *args) {
     }
     /* The connection flags after the row's, as compare.sh passes them. */
     const char *conn[] = {
-        "--server",     f->addr, "--ca",  f->ca,  "--token", TOKEN,
+        "--server",     f->addr, "--ca",  f->ca,  "--token", f->token,
         "--server-pid", f->pid,  "--csv", f->csv, NULL};
     for (size_t i = 0; conn[i] != NULL; i++) {
         argv[n++] = conn[i];
@@ -596,5 +624,46 @@ RIFT_TEST(failures_exit_1_without_a_row) {
     int n;
     CHECK(!csv_row(&f, "", &r, &n));
     CHECK_EQ_INT(n, 0);
+    fix_down(&f);
+}
+
+/* ---- Another implementation of protocol v1 ---- */
+
+RIFT_TEST(scenarios_against_the_quinn_stub) {
+    fix f;
+    CHECK_MSG(getenv("RIFT_TEST_CLI") && *getenv("RIFT_TEST_CLI"),
+              "RIFT_TEST_CLI is not set");
+    CHECK_MSG(quinn_stub_binary() != NULL,
+              "the Quinn peer is not built (scripts/interop-build.sh)");
+    CHECK(fix_up_stub(&f));
+    const char *pubsub[] = {"pubsub", "--msgs",  "1000",   "--subs",
+                            "2",      "--label", "pubsub", NULL};
+    CHECK_EQ_INT(run(&f, "pubsub", pubsub, 0), 0);
+    const char *batched[] = {"pubsub", "--msgs",  "500",   "--batch",
+                             "50",     "--label", "batch", NULL};
+    CHECK_EQ_INT(run(&f, "batch", batched, 0), 0);
+    const char *req[] = {"req", "--msgs", "100", "--label", "req", NULL};
+    CHECK_EQ_INT(run(&f, "req", req, 0), 0);
+    const char *stream[] = {"stream",  "--msgs",   "200",    "--batch",
+                            "8",       "--stream", "bench",  "--subject",
+                            "bench.s", "--label",  "stream", NULL};
+    CHECK_EQ_INT(run(&f, "stream", stream, 0), 0);
+    const char *consume[] = {"consume", "--msgs",   "300",     "--batch",
+                             "64",      "--stream", "bench",   "--subject",
+                             "bench.s", "--label",  "consume", NULL};
+    CHECK_EQ_INT(run(&f, "consume", consume, 0), 0);
+    row r;
+    int n;
+    CHECK(csv_row(&f, "pubsub", &r, &n));
+    check_row(&r, "pubsub", "pubsub", 2000, "e2e");
+    CHECK(csv_row(&f, "batch", &r, &n));
+    check_row(&r, "batch", "pubsub", 500, "e2e");
+    CHECK(csv_row(&f, "req", &r, &n));
+    check_row(&r, "req", "req", 100, "rtt");
+    CHECK(csv_row(&f, "stream", &r, &n));
+    check_row(&r, "stream", "stream", 200, "");
+    CHECK(csv_row(&f, "consume", &r, &n));
+    check_row(&r, "consume", "consume", 300, "fetch");
+    CHECK_EQ_INT(n, 5);
     fix_down(&f);
 }
