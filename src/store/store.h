@@ -227,6 +227,8 @@ struct rift_stream {
     bool state_dirty;      /* writer-owned */
     rift_ring wfire;       /* writer-owned: completions to run */
     uint32_t last_ops;     /* writer-owned: mutations in the last cycle */
+    uint32_t gather_want;  /* under lock: group size the writer waits for */
+    bool fill_kicked;      /* under lock: the writer was woken for |fill| */
     uint64_t last_sync_ns; /* under lock: duration of the last sync */
     /* Sync helpers: in-flight segment syncs, oldest first (under lock). */
     rift_sync_job jobs[RIFT_SYNC_HELPERS];

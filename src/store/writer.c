@@ -227,8 +227,19 @@ void rift_writer_drop_segments(rift_stream *st) {
     }
 }
 
+/*
+ * One wake-up per stage is enough: once signalled the writer will find
+ * everything staged after it. While the writer gathers a group it wants a
+ * wake-up only when the group is complete. A futex call per publish would
+ * otherwise cost more than the publish.
+ */
 void rift_writer_kick(rift_stream *st) {
-    if (st->writer_idle) {
+    if (!st->writer_idle) {
+        return;
+    }
+    if (st->gather_want > 0 ? st->fill.nops >= st->gather_want
+                            : !st->fill_kicked) {
+        st->fill_kicked = true;
         pthread_cond_signal(&st->work_cv);
     }
 }
@@ -837,6 +848,7 @@ static void *writer_main(void *arg) {
         rift_stage tmp = st->fill;
         st->fill = st->io;
         st->io = tmp;
+        st->fill_kicked = false;
         rift_stage *io = &st->io;
         uint64_t gen = st->fill_gen++;
         rift_seg *simple = st->poison == 0 ? simple_stage(st, io) : NULL;
