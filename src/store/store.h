@@ -175,9 +175,13 @@ struct rift_stream {
     pthread_mutex_t lock;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
-    /* Blocking callers wait on gen_cv[ticket % RIFT_GEN_CVS], so a settled
-     * generation wakes its own waiters, not every waiter of the stream. */
-    pthread_cond_t gen_cv[8];
+    /* Blocking callers wait, without the stream lock, on the slot of their
+     * generation (ticket % 8): a settled generation wakes its own waiters
+     * only, and they return without touching the stream lock again. */
+    struct {
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+    } gen_wait[8];
     uint64_t woken_gen;
     atomic_int refs;
     bool closed;
@@ -212,21 +216,21 @@ struct rift_stream {
     uint64_t state_size;  /* writer-owned: bytes in state.log */
     uint64_t state_bytes; /* under lock: logical size incl. staged */
     uint64_t snapshot_bytes;
-    uint64_t marker;       /* FIRST_SEQ last staged */
-    rift_stage fill;       /* being filled by callers */
-    rift_stage io;         /* writer-owned: the cycle in flight */
-    uint64_t fill_gen;     /* ticket of the stage being filled */
-    uint64_t durable_gen;  /* last cycle completed */
-    uint64_t written_seq;  /* records up to here are in the OS */
-    uint64_t durable_seq;  /* records up to here are durable */
-    rift_ring completions; /* rift_completion, ascending tickets */
+    uint64_t marker;              /* FIRST_SEQ last staged */
+    rift_stage fill;              /* being filled by callers */
+    rift_stage io;                /* writer-owned: the cycle in flight */
+    uint64_t fill_gen;            /* ticket of the stage being filled */
+    _Atomic uint64_t durable_gen; /* last cycle completed */
+    uint64_t written_seq;         /* records up to here are in the OS */
+    uint64_t durable_seq;         /* records up to here are durable */
+    rift_ring completions;        /* rift_completion, ascending tickets */
     pthread_t writer;
     bool writer_started;
     bool writer_idle;
     bool stopping;
-    int poison;
+    _Atomic int poison;
     rift_error poison_err;
-    uint64_t poison_gen;
+    _Atomic uint64_t poison_gen;
     atomic_ulong syncs;
     rift_ring wdirty;      /* writer-owned: rift_seg * not yet synced */
     bool state_dirty;      /* writer-owned */
@@ -322,18 +326,20 @@ int rift_writer_snapshot(rift_stream *st);
 /* Moves segments that retention emptied to the dead list. Under lock. */
 void rift_writer_drop_segments(rift_stream *st);
 /*
- * Finishes a mutation under lock: for a blocking call waits (releasing
- * the lock) until the current stage is durable; for an async call
- * registers |cb|. Returns 0 / RIFT_STREAM_DONE / error.
+ * Finishes a mutation under lock: an async call registers |cb|; a
+ * blocking one gets in *|wait| the generation to wait for with
+ * rift_writer_wait once it has released the lock (0: nothing to wait
+ * for). Returns 0 / RIFT_STREAM_DONE / error.
  */
 int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
-                       void *user_data, bool blocking, rift_error *err);
+                       void *user_data, bool blocking, uint64_t *wait,
+                       rift_error *err);
 /* As rift_writer_commit for an already staged generation |ticket|. */
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
-                              bool blocking, rift_error *err);
-/* Waits (lock held, released while waiting) until cycle |ticket| is
- * durable: 0 or the poison error. */
+                              bool blocking, uint64_t *wait, rift_error *err);
+/* Waits, without the stream lock, until generation |ticket| is durable:
+ * 0 or the poison error. 0 for |ticket| 0. */
 int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err);
 /* Makes room for one completion so registering one cannot fail later. */
 int rift_writer_reserve(rift_stream *st, rift_error *err);

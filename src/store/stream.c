@@ -181,8 +181,9 @@ void rift_stream_unref(rift_stream *st) {
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->work_cv);
     pthread_cond_destroy(&st->done_cv);
-    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_cv); i++) {
-        pthread_cond_destroy(&st->gen_cv[i]);
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_wait); i++) {
+        pthread_mutex_destroy(&st->gen_wait[i].mu);
+        pthread_cond_destroy(&st->gen_wait[i].cv);
     }
     rift_free(st->mem, st);
 }
@@ -247,11 +248,15 @@ int rift_stream_open_mode(rift_stream **pstream,
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->work_cv, NULL);
     pthread_cond_init(&st->done_cv, NULL);
-    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_cv); i++) {
-        pthread_cond_init(&st->gen_cv[i], NULL);
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_wait); i++) {
+        pthread_mutex_init(&st->gen_wait[i].mu, NULL);
+        pthread_cond_init(&st->gen_wait[i].cv, NULL);
     }
     atomic_init(&st->refs, 1);
     atomic_init(&st->syncs, 0);
+    atomic_init(&st->durable_gen, 0);
+    atomic_init(&st->poison, 0);
+    atomic_init(&st->poison_gen, 0);
     st->first_seq = 1;
     st->last_seq = 0;
     st->cache_first = 1;
@@ -684,8 +689,12 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         out->sequence = seq;
         out->timestamp_ms = now;
     }
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, err);
+    uint64_t wait = 0;
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && wait != 0) {
+        rc = rift_writer_wait(st, wait, err);
+    }
     return rc;
 
 fail:
@@ -830,6 +839,7 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
                               "callback");
     }
     pthread_mutex_lock(&st->lock);
+    uint64_t ticket = 0;
     int rc = rift_stream_check_usable(st, err);
     if (rc == 0 && st->file) {
         rift_stream_retain(st, rift_stream_now(st));
@@ -837,12 +847,15 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
         if (rift_writer_snapshot(st) != 0) {
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         } else {
-            uint64_t ticket = st->fill_gen;
+            ticket = st->fill_gen;
             st->fill.full_sync = true;
+            st->fill_kicked = false; /* this one must wake the writer */
             rift_writer_kick(st);
-            rc = rift_writer_wait(st, ticket, err);
         }
     }
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && ticket != 0) {
+        rc = rift_writer_wait(st, ticket, err);
+    }
     return rc;
 }

@@ -269,40 +269,60 @@ int rift_writer_reserve(rift_stream *st, rift_error *err) {
 }
 
 int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err) {
-    pthread_cond_t *cv = &st->gen_cv[ticket % RIFT_ARRAY_LEN(st->gen_cv)];
-    while (st->durable_gen < ticket) {
-        if (st->poison != 0 && ticket >= st->poison_gen) {
-            rift_error_copy(err, &st->poison_err);
-            return st->poison;
-        }
-        pthread_cond_wait(cv, &st->lock);
+    if (ticket == 0) {
+        return 0;
     }
+    size_t slot = ticket % RIFT_ARRAY_LEN(st->gen_wait);
+    pthread_mutex_t *mu = &st->gen_wait[slot].mu;
+    pthread_cond_t *cv = &st->gen_wait[slot].cv;
+    pthread_mutex_lock(mu);
+    while (atomic_load(&st->durable_gen) < ticket) {
+        if (atomic_load(&st->poison) != 0 &&
+            ticket >= atomic_load(&st->poison_gen)) {
+            pthread_mutex_unlock(mu);
+            pthread_mutex_lock(&st->lock);
+            rift_error_copy(err, &st->poison_err);
+            int rc = st->poison;
+            pthread_mutex_unlock(&st->lock);
+            return rc;
+        }
+        pthread_cond_wait(cv, mu);
+    }
+    pthread_mutex_unlock(mu);
     return 0;
 }
 
 /* Wakes the blocking callers of every generation settled since the last
  * call (all of them after a failure). Under lock. */
+static void wake_slot(rift_stream *st, size_t i) {
+    pthread_mutex_lock(&st->gen_wait[i].mu);
+    pthread_cond_broadcast(&st->gen_wait[i].cv);
+    pthread_mutex_unlock(&st->gen_wait[i].mu);
+}
+
 static void wake_settled(rift_stream *st) {
-    size_t n = RIFT_ARRAY_LEN(st->gen_cv);
+    size_t n = RIFT_ARRAY_LEN(st->gen_wait);
+    uint64_t durable = st->durable_gen;
     if (st->poison != 0) {
         for (size_t i = 0; i < n; i++) {
-            pthread_cond_broadcast(&st->gen_cv[i]);
+            wake_slot(st, i);
         }
         return;
     }
     uint64_t from = st->woken_gen + 1;
-    if (st->durable_gen >= from + n) {
-        from = st->durable_gen - n + 1;
+    if (durable >= from + n) {
+        from = durable - n + 1;
     }
-    for (uint64_t g = from; g <= st->durable_gen; g++) {
-        pthread_cond_broadcast(&st->gen_cv[g % n]);
+    for (uint64_t g = from; g <= durable; g++) {
+        wake_slot(st, (size_t)(g % n));
     }
-    st->woken_gen = st->durable_gen;
+    st->woken_gen = durable;
 }
 
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
-                              bool blocking, rift_error *err) {
+                              bool blocking, uint64_t *wait, rift_error *err) {
+    (void)err;
     if (!st->file || !st->cfg.sync_on_write || st->durable_gen >= ticket) {
         return blocking ? 0 : RIFT_STREAM_DONE;
     }
@@ -317,11 +337,13 @@ int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
         c->user_data = user_data;
         return 0;
     }
-    return rift_writer_wait(st, ticket, err);
+    *wait = ticket;
+    return 0;
 }
 
 int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
-                       void *user_data, bool blocking, rift_error *err) {
+                       void *user_data, bool blocking, uint64_t *wait,
+                       rift_error *err) {
     if (!staged || !st->file) {
         return blocking ? 0 : RIFT_STREAM_DONE;
     }
@@ -341,7 +363,8 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
         }
         return blocking ? 0 : RIFT_STREAM_DONE;
     }
-    return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, err);
+    return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, wait,
+                                     err);
 }
 
 /* ---- The cycle (writer thread, no lock) ---- */
