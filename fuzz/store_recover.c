@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "store/vfs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,13 +97,20 @@ static void write_file(const char *name, const uint8_t *p, size_t len,
     close(fd);
 }
 
+/* Empties the scratch directory (recovery may create any segment name). */
 static void clear_dir(void) {
-    const char *names[] = {"00000000000000000001.seg", "state.log", "state.tmp",
-                           "stream.lock", "00000000000000000002.seg"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/%s", scratch, names[i]);
+    DIR *d = opendir(scratch);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", scratch, e->d_name);
         unlink(path);
+    }
+    if (d != NULL) {
+        closedir(d);
     }
 }
 
@@ -134,6 +142,11 @@ static void exercise(rift_stream *st) {
                               NULL, NULL);
 }
 
+static void remove_scratch(void) {
+    clear_dir();
+    rmdir(scratch);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (scratch[0] == '\0') {
         const char *base = getenv("TMPDIR");
@@ -142,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (mkdtemp(scratch) == NULL) {
             abort();
         }
+        atexit(remove_scratch);
         rift_log_set_level(RIFT_LOG_OFF);
         nosync = *rift_vfs_posix();
         nosync.fdatasync = no_sync;

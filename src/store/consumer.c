@@ -603,15 +603,21 @@ static uint64_t resolve_start(rift_stream *st, const norm_config *n,
         if (n->mode == RIFT_START_TIME_DELTA) {
             t = now > n->arg ? now - n->arg : 0;
         }
-        /* Timestamps are wall-clock and may step back, so this is a scan
-         * for the first one at or after t, not a binary search. */
-        for (size_t i = 0; i < st->ents.len; i++) {
-            const rift_ent *e = rift_ring_at(&st->ents, i);
-            if (e->ts >= t) {
-                return st->first_seq + i;
+        /* A binary search over the retained records: exact while the
+         * wall clock did not step back between appends (the original's
+         * timestamps can), else it lands near the step. An unreadable
+         * timestamp counts as later. */
+        uint64_t lo = st->first_seq, hi = st->last_seq + 1;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            uint64_t ts;
+            if (rift_stream_ts(st, mid, &ts) && ts < t) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
         }
-        return st->last_seq + 1;
+        return lo;
     }
     }
 }
@@ -635,6 +641,8 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
     if (blocking && rift_writer_is_self(st)) {
         return refuse_callback(err);
     }
+    *pconsumer = NULL;
+    uint64_t wait = 0;
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -654,14 +662,7 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
         *pconsumer = take_handle(c);
         /* Its creation may still be on its way to the disk. */
         rc = rift_writer_commit_ticket(st, c->created_gen, cb, user_data,
-                                       blocking, err);
-        if (rc < 0) {
-            rift_consumer_unref_locked(c);
-            *pconsumer = NULL;
-            pthread_mutex_unlock(&st->lock);
-            rift_stream_unref(st);
-            return rc;
-        }
+                                       blocking, &wait, err);
         goto out;
     }
     if (st->ncons >= st->cfg.max_consumers) {
@@ -704,18 +705,18 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
         rift_writer_state_done(st, before);
     }
     *pconsumer = take_handle(c);
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, err);
-    if (rc < 0) {
-        /* The consumer exists (its creation may or may not be on disk);
-         * the caller gets the error and no handle. */
-        rift_consumer_unref_locked(c);
-        *pconsumer = NULL;
-        pthread_mutex_unlock(&st->lock);
-        rift_stream_unref(st);
-        return rc;
-    }
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
 out:
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && wait != 0) {
+        rc = rift_writer_wait(st, wait, err);
+    }
+    if (rc < 0 && *pconsumer != NULL) {
+        /* The consumer exists (its creation may or may not be on disk);
+         * the caller gets the error and no handle. */
+        rift_consumer_close(*pconsumer);
+        *pconsumer = NULL;
+    }
     return rc;
 }
 
@@ -761,6 +762,7 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
     if (blocking && rift_writer_is_self(st)) {
         return refuse_callback(err);
     }
+    uint64_t wait = 0;
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -791,9 +793,12 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
     }
     c->deleted = true;
     rift_consumer_unref_locked(c);
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, err);
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
 out:
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && wait != 0) {
+        rc = rift_writer_wait(st, wait, err);
+    }
     return rc;
 }
 
@@ -990,8 +995,12 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     rift_free(st->mem, items);
     rift_free(st->mem, recs);
     rift_free(st->mem, counts);
-    rc = rift_writer_commit(st, staged, cb, user_data, blocking, err);
+    uint64_t wait = 0;
+    rc = rift_writer_commit(st, staged, cb, user_data, blocking, &wait, err);
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && wait != 0) {
+        rc = rift_writer_wait(st, wait, err);
+    }
     if (rc < 0) {
         rift_batch_free(out);
     }
@@ -1025,6 +1034,7 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
     if (blocking && rift_writer_is_self(st)) {
         return refuse_callback(err);
     }
+    uint64_t wait = 0;
     pthread_mutex_lock(&st->lock);
     int rc = usable(c, err);
     if (rc != 0) {
@@ -1055,9 +1065,12 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
     } else {
         rift_pend_drop(c, p);
     }
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, err);
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
 out:
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && wait != 0) {
+        rc = rift_writer_wait(st, wait, err);
+    }
     return rc;
 }
 

@@ -57,9 +57,10 @@ static inline const uint8_t *rift_srec_payload(const rift_srec *r) {
 int rift_batch_build(rift_batch *out, const rift_mem *mem, rift_srec **recs,
                      const uint32_t *counts, size_t n);
 
-/* Index entry of one retained record. For memory streams off is unused. */
+/* Index entry of one retained record: 8 bytes, since a big stream has
+ * millions (timestamps come from the cache or the record's trailer). For
+ * memory streams off is unused. */
 typedef struct rift_ent {
-    uint64_t ts;
     uint32_t off;
     uint32_t len;
 } rift_ent;
@@ -174,9 +175,13 @@ struct rift_stream {
     pthread_mutex_t lock;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
-    /* Blocking callers wait on gen_cv[ticket % RIFT_GEN_CVS], so a settled
-     * generation wakes its own waiters, not every waiter of the stream. */
-    pthread_cond_t gen_cv[8];
+    /* Blocking callers wait, without the stream lock, on the slot of their
+     * generation (ticket % 8): a settled generation wakes its own waiters
+     * only, and they return without touching the stream lock again. */
+    struct {
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+    } gen_wait[8];
     uint64_t woken_gen;
     atomic_int refs;
     bool closed;
@@ -191,6 +196,10 @@ struct rift_stream {
     rift_ring cache; /* rift_srec * for cache_first.. (all, in memory) */
     uint64_t cache_first;
     uint64_t cache_used;
+    /* Timestamp of the first retained record when front_ts_seq ==
+     * first_seq (age retention reads it once per record, not per call). */
+    uint64_t front_ts;
+    uint64_t front_ts_seq;
 
     rift_consumer **cons; /* sorted by name */
     size_t ncons;
@@ -207,26 +216,28 @@ struct rift_stream {
     uint64_t state_size;  /* writer-owned: bytes in state.log */
     uint64_t state_bytes; /* under lock: logical size incl. staged */
     uint64_t snapshot_bytes;
-    uint64_t marker;       /* FIRST_SEQ last staged */
-    rift_stage fill;       /* being filled by callers */
-    rift_stage io;         /* writer-owned: the cycle in flight */
-    uint64_t fill_gen;     /* ticket of the stage being filled */
-    uint64_t durable_gen;  /* last cycle completed */
-    uint64_t written_seq;  /* records up to here are in the OS */
-    uint64_t durable_seq;  /* records up to here are durable */
-    rift_ring completions; /* rift_completion, ascending tickets */
+    uint64_t marker;              /* FIRST_SEQ last staged */
+    rift_stage fill;              /* being filled by callers */
+    rift_stage io;                /* writer-owned: the cycle in flight */
+    uint64_t fill_gen;            /* ticket of the stage being filled */
+    _Atomic uint64_t durable_gen; /* last cycle completed */
+    uint64_t written_seq;         /* records up to here are in the OS */
+    uint64_t durable_seq;         /* records up to here are durable */
+    rift_ring completions;        /* rift_completion, ascending tickets */
     pthread_t writer;
     bool writer_started;
     bool writer_idle;
     bool stopping;
-    int poison;
+    _Atomic int poison;
     rift_error poison_err;
-    uint64_t poison_gen;
+    _Atomic uint64_t poison_gen;
     atomic_ulong syncs;
     rift_ring wdirty;      /* writer-owned: rift_seg * not yet synced */
     bool state_dirty;      /* writer-owned */
     rift_ring wfire;       /* writer-owned: completions to run */
     uint32_t last_ops;     /* writer-owned: mutations in the last cycle */
+    uint32_t gather_want;  /* under lock: group size the writer waits for */
+    bool fill_kicked;      /* under lock: the writer was woken for |fill| */
     uint64_t last_sync_ns; /* under lock: duration of the last sync */
     /* Sync helpers: in-flight segment syncs, oldest first (under lock). */
     rift_sync_job jobs[RIFT_SYNC_HELPERS];
@@ -247,6 +258,9 @@ struct rift_stream {
 uint64_t rift_stream_now(const rift_stream *st);
 /* Evicts by count, bytes and age; raises consumers. Under lock. */
 void rift_stream_retain(rift_stream *st, uint64_t now);
+/* The timestamp of retained record |seq| (cache or trailer); false when
+ * it cannot be read. */
+bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts);
 /* Loads the record |seq| (retained): a new reference or an error. */
 int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
                      rift_error *err);
@@ -312,18 +326,20 @@ int rift_writer_snapshot(rift_stream *st);
 /* Moves segments that retention emptied to the dead list. Under lock. */
 void rift_writer_drop_segments(rift_stream *st);
 /*
- * Finishes a mutation under lock: for a blocking call waits (releasing
- * the lock) until the current stage is durable; for an async call
- * registers |cb|. Returns 0 / RIFT_STREAM_DONE / error.
+ * Finishes a mutation under lock: an async call registers |cb|; a
+ * blocking one gets in *|wait| the generation to wait for with
+ * rift_writer_wait once it has released the lock (0: nothing to wait
+ * for). Returns 0 / RIFT_STREAM_DONE / error.
  */
 int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
-                       void *user_data, bool blocking, rift_error *err);
+                       void *user_data, bool blocking, uint64_t *wait,
+                       rift_error *err);
 /* As rift_writer_commit for an already staged generation |ticket|. */
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
-                              bool blocking, rift_error *err);
-/* Waits (lock held, released while waiting) until cycle |ticket| is
- * durable: 0 or the poison error. */
+                              bool blocking, uint64_t *wait, rift_error *err);
+/* Waits, without the stream lock, until generation |ticket| is durable:
+ * 0 or the poison error. 0 for |ticket| 0. */
 int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err);
 /* Makes room for one completion so registering one cannot fail later. */
 int rift_writer_reserve(rift_stream *st, rift_error *err);

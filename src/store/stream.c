@@ -181,8 +181,9 @@ void rift_stream_unref(rift_stream *st) {
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->work_cv);
     pthread_cond_destroy(&st->done_cv);
-    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_cv); i++) {
-        pthread_cond_destroy(&st->gen_cv[i]);
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_wait); i++) {
+        pthread_mutex_destroy(&st->gen_wait[i].mu);
+        pthread_cond_destroy(&st->gen_wait[i].cv);
     }
     rift_free(st->mem, st);
 }
@@ -247,11 +248,15 @@ int rift_stream_open_mode(rift_stream **pstream,
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->work_cv, NULL);
     pthread_cond_init(&st->done_cv, NULL);
-    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_cv); i++) {
-        pthread_cond_init(&st->gen_cv[i], NULL);
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_wait); i++) {
+        pthread_mutex_init(&st->gen_wait[i].mu, NULL);
+        pthread_cond_init(&st->gen_wait[i].cv, NULL);
     }
     atomic_init(&st->refs, 1);
     atomic_init(&st->syncs, 0);
+    atomic_init(&st->durable_gen, 0);
+    atomic_init(&st->poison, 0);
+    atomic_init(&st->poison_gen, 0);
     st->first_seq = 1;
     st->last_seq = 0;
     st->cache_first = 1;
@@ -360,14 +365,29 @@ void rift_stream_cache_trim(rift_stream *st) {
     }
 }
 
+/* Whether the first retained record is at least max_age_ms old. */
+static bool front_expired(rift_stream *st, uint64_t now) {
+    uint64_t max_age = st->cfg.max_age_ms;
+    if (max_age == 0) {
+        return false;
+    }
+    if (st->front_ts_seq != st->first_seq) {
+        uint64_t ts;
+        if (!rift_stream_ts(st, st->first_seq, &ts)) {
+            return false; /* unreadable: the next load reports it */
+        }
+        st->front_ts = ts;
+        st->front_ts_seq = st->first_seq;
+    }
+    return now >= st->front_ts && now - st->front_ts >= max_age;
+}
+
 void rift_stream_retain(rift_stream *st, uint64_t now) {
     uint64_t before = st->first_seq;
-    uint64_t max_age = st->cfg.max_age_ms;
     while (st->ents.len > 0) {
         rift_ent *e = rift_ring_at(&st->ents, 0);
-        bool expired = max_age > 0 && now >= e->ts && now - e->ts >= max_age;
         if (st->ents.len <= st->cfg.max_messages &&
-            st->bytes <= st->cfg.max_bytes && !expired) {
+            st->bytes <= st->cfg.max_bytes && !front_expired(st, now)) {
             break;
         }
         st->bytes -= e->len;
@@ -467,6 +487,33 @@ static int read_at(rift_stream *st, rift_seg *s, uint64_t off, uint32_t len,
     st->roff = off;
     *out = st->rbuf.data;
     return 0;
+}
+
+bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts) {
+    if (seq < st->first_seq || seq > st->last_seq) {
+        return false;
+    }
+    if (seq >= st->cache_first && seq - st->cache_first < st->cache.len) {
+        *ts = (*(rift_srec **)rift_ring_at(&st->cache, seq - st->cache_first))
+                  ->ts;
+        return true;
+    }
+    rift_ent *e = rift_ring_at(&st->ents, seq - st->first_seq);
+    rift_seg *s = seg_of(st, seq);
+    if (!st->file || s == NULL) {
+        return false;
+    }
+    /* The record was checksummed when it was recovered or written; eight
+     * bytes of its trailer are all that is needed here. */
+    uint8_t b[8];
+    const rift_vfs *v = st->vfs;
+    rift_ssize n = v->pread(v->user_data, atomic_load(&s->fd), b, sizeof(b),
+                            (uint64_t)e->off + e->len - 8);
+    if (n != (rift_ssize)sizeof(b)) {
+        return false;
+    }
+    *ts = rift_get_u64(b);
+    return true;
 }
 
 int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
@@ -627,7 +674,6 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
     }
     r->seq = seq;
     r->ts = now;
-    e->ts = now;
     e->off = off;
     e->len = (uint32_t)size;
     *slot = r;
@@ -643,8 +689,12 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         out->sequence = seq;
         out->timestamp_ms = now;
     }
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, err);
+    uint64_t wait = 0;
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && wait != 0) {
+        rc = rift_writer_wait(st, wait, err);
+    }
     return rc;
 
 fail:
@@ -789,6 +839,7 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
                               "callback");
     }
     pthread_mutex_lock(&st->lock);
+    uint64_t ticket = 0;
     int rc = rift_stream_check_usable(st, err);
     if (rc == 0 && st->file) {
         rift_stream_retain(st, rift_stream_now(st));
@@ -796,12 +847,15 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
         if (rift_writer_snapshot(st) != 0) {
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         } else {
-            uint64_t ticket = st->fill_gen;
+            ticket = st->fill_gen;
             st->fill.full_sync = true;
+            st->fill_kicked = false; /* this one must wake the writer */
             rift_writer_kick(st);
-            rc = rift_writer_wait(st, ticket, err);
         }
     }
     pthread_mutex_unlock(&st->lock);
+    if (rc == 0 && ticket != 0) {
+        rc = rift_writer_wait(st, ticket, err);
+    }
     return rc;
 }
