@@ -158,6 +158,7 @@ void bench_note_error(const char *what, const rift_error *err) {
 }
 
 bool bench_interrupted(void) {
+    /* Set only where the handlers are installed (sub, reply). */
     return rift_cli_stop_requested();
 }
 
@@ -190,7 +191,12 @@ int rift_cmd_bench(int argc, char **argv) {
     cfg->conn.op_timeout_ms = (uint32_t)(op_ms < 1000          ? 1000
                                          : op_ms > 0xffffffffu ? 0xffffffffu
                                                                : op_ms);
-    rift_cli_catch_signals();
+    /* sub and reply wait for someone else's traffic: there SIGINT or
+     * SIGTERM ends the wait and reports what arrived. Elsewhere they keep
+     * their default action, as with nats-load. */
+    if (cfg->scenario == BENCH_SUB || cfg->scenario == BENCH_REPLY) {
+        rift_cli_catch_signals();
+    }
     bench_result res;
     memset(&res, 0, sizeof(res));
     bench_progress_start(cfg);

@@ -162,7 +162,8 @@ uint64_t bench_share(uint64_t total, unsigned n, unsigned i);
 /* Reports the first of possibly many errors of a run once. */
 void bench_note_error(const char *what, const rift_error *err);
 
-/* True once SIGINT or SIGTERM arrived. */
+/* True once SIGINT or SIGTERM arrived (sub and reply catch them; other
+ * scenarios end on them). */
 bool bench_interrupted(void);
 
 /* ---- Scenarios (return 0 with |res| filled, or 1 after printing why) ---- */

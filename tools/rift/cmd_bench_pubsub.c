@@ -99,9 +99,10 @@ static void *sub_main(void *arg) {
         w->bad += len != cfg->size;
         rift_msg_unref(m);
         n++;
-        /* Clocks are read for stamped messages and the first and last
-         * only, not per message. */
-        if (ts != 0 || n == 1 || n == w->expect) {
+        /* The clock is read for stamped messages, the first and the last,
+         * and every 16th (so a run that stops short still knows when its
+         * last messages came): ~3 ns a message instead of ~45. */
+        if (ts != 0 || n == 1 || n == w->expect || (n & 15) == 0) {
             int64_t now = bench_now_ns();
             if (ts != 0 && w->nlat < w->cap) {
                 w->lat[w->nlat++] = bench_wall_ns() - (int64_t)ts;
