@@ -221,7 +221,11 @@ static void encode(lua_State *L, jbuf *b, int idx, int depth) {
                 luaL_error(L, "rift.json.encode: cannot encode NaN or "
                               "infinity");
             }
-            snprintf(num, sizeof(num), "%.17g", d);
+            /* The shortest of 15 or 17 digits that reads back exactly. */
+            snprintf(num, sizeof(num), "%.15g", d);
+            if (strtod(num, NULL) != d) {
+                snprintf(num, sizeof(num), "%.17g", d);
+            }
             /* Keep floats floats across a round trip ("1" would decode as
              * an integer). */
             if (strspn(num, "-0123456789") == strlen(num)) {

@@ -65,10 +65,11 @@ static void disable(rift_lua_plugin *p, const char *error) {
 
 bool rift_lua_plugin_failed(rift_lua_plugin *p, const char *cb,
                             const char *error) {
-    atomic_fetch_add_explicit(&p->errors, 1, memory_order_relaxed);
     p->failures++;
     rift_log(RIFT_LOG_ERROR, "%s: %s: %s", p->name, cb, error);
+    /* The text first: whoever sees the count sees the text too. */
     set_last_error(p, cb, error);
+    atomic_fetch_add_explicit(&p->errors, 1, memory_order_relaxed);
     if (p->failures < p->host->settings.max_failures) {
         return false;
     }
@@ -79,12 +80,14 @@ bool rift_lua_plugin_failed(rift_lua_plugin *p, const char *cb,
 /* Accounts one callback; true when the plugin got disabled. */
 static bool settle(rift_lua_plugin *p, int outcome, const char *cb,
                    const char *errtext) {
-    atomic_fetch_add_explicit(&p->callbacks, 1, memory_order_relaxed);
+    bool off = false;
     if (outcome == RIFT_LUA_FAILED) {
-        return rift_lua_plugin_failed(p, cb, errtext);
+        off = rift_lua_plugin_failed(p, cb, errtext);
+    } else {
+        p->failures = 0;
     }
-    p->failures = 0;
-    return false;
+    atomic_fetch_add_explicit(&p->callbacks, 1, memory_order_relaxed);
+    return off;
 }
 
 /* ---- One scheduling turn ---- */
