@@ -71,11 +71,13 @@ void rift_lua_host_unlock(rift_lua_host *h) {
 }
 
 void rift_lua_host_hold(rift_lua_host *h, rift_lua_plugin *p) {
+    atomic_fetch_add_explicit(&p->hold_pending, 1, memory_order_relaxed);
     pthread_mutex_lock(&h->lock);
     p->held++;
     while (p->sched == RIFT_LUA_ACTIVE) {
         pthread_cond_wait(&h->idle_cv, &h->lock);
     }
+    atomic_fetch_sub_explicit(&p->hold_pending, 1, memory_order_relaxed);
     if (p->sched == RIFT_LUA_QUEUED) {
         unqueue(h, p);
     }

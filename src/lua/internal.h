@@ -206,6 +206,9 @@ struct rift_lua_plugin {
     bool compat_target;
     char *last_error;
     rift_lua_plugin *next; /* host list */
+    /* Set while someone waits in rift_lua_host_hold: the worker running
+     * the plugin stops after its current callback. */
+    _Atomic unsigned hold_pending;
     /* Counters (relaxed atomics). */
     _Atomic uint64_t callbacks, messages, errors, published, dropped;
     _Atomic size_t mem_snapshot;

@@ -163,10 +163,16 @@ static bool fire_timer(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_timer *t,
 }
 
 /* Handles up to *budget messages of one ready binding. */
+/* True when a reload or stop waits for this plugin: the worker lets go
+ * between two callbacks, leaving the rest queued. */
+static bool yield_wanted(rift_lua_plugin *p) {
+    return atomic_load_explicit(&p->hold_pending, memory_order_relaxed) > 0;
+}
+
 static int drain(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_binding *b,
                  int *budget, char *errtext) {
     rift_lua_host *h = p->host;
-    while (*budget > 0) {
+    while (*budget > 0 && !yield_wanted(p)) {
         if (b->sub == NULL) {
             return DRAIN_DONE;
         }
@@ -231,14 +237,15 @@ void rift_lua_plugin_run(rift_lua_plugin *p) {
         return;
     }
     rift_lua_timer *t;
-    while ((t = rift_lua_host_pop_due(h, p)) != NULL) {
+    while (!yield_wanted(p) && (t = rift_lua_host_pop_due(h, p)) != NULL) {
         if (fire_timer(p, vm, t, errtext)) {
             return;
         }
     }
     int budget = RIFT_LUA_QUANTUM;
     rift_msg *m;
-    while (budget > 0 && (m = rift_lua_host_pop_compat(h, p)) != NULL) {
+    while (budget > 0 && !yield_wanted(p) &&
+           (m = rift_lua_host_pop_compat(h, p)) != NULL) {
         budget--;
         atomic_fetch_add_explicit(&p->messages, 1, memory_order_relaxed);
         rift_lua_call c = {
@@ -255,7 +262,8 @@ void rift_lua_plugin_run(rift_lua_plugin *p) {
         }
     }
     rift_lua_binding *b;
-    while (budget > 0 && (b = rift_lua_host_pop_ready(h, p)) != NULL) {
+    while (budget > 0 && !yield_wanted(p) &&
+           (b = rift_lua_host_pop_ready(h, p)) != NULL) {
         int r = drain(p, vm, b, &budget, errtext);
         if (r == DRAIN_DISABLED) {
             return;
@@ -627,8 +635,11 @@ static int load_reporting(rift_lua_plugin *p, rift_error *first) {
     bool had = p->vm != NULL;
     int rc = plugin_load(p, &e);
     if (rc == 0) {
-        rift_log(RIFT_LOG_INFO, "%s: %s", p->name, had ? "reloaded" : "loaded");
-        rift_lua_host_event(p->host, p, "running", NULL);
+        if (!p->is_compat || p->vm->has_handlers) {
+            rift_log(RIFT_LOG_INFO, "%s: %s", p->name,
+                     had ? "reloaded" : "loaded");
+            rift_lua_host_event(p->host, p, "running", NULL);
+        }
         return 0;
     }
     rift_log(RIFT_LOG_ERROR, "%s: init: %s%s", p->name, e.text,
@@ -706,8 +717,12 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
             set_budgets(cp, compat->memory_bytes, compat->instructions,
                         compat->deadline_ms);
             (void)load_reporting(cp, &first);
-            if (cp->vm == NULL && fresh && cp->last_error == NULL) {
-                plugin_free(cp);
+            if (cp->vm != NULL && !cp->vm->has_handlers) {
+                /* A configuration without message handlers needs no state
+                 * of its own; an existing one goes with the old list. */
+                if (fresh) {
+                    plugin_free(cp);
+                }
                 cp = NULL;
             }
         }
