@@ -1,0 +1,507 @@
+/*
+ * broker.c — the in-process subject broker (broker layer): configuration,
+ * the subscription registry (trie + queue groups), publish with fan-out
+ * and queue-group selection, introspection. Semantics: rift-v1-behaviour.md
+ * §1.1-§1.8.
+ *
+ * Concurrency: publishers take the broker lock (drlock.h) for reading
+ * only, which costs one exchange on a thread-private cache line, so any
+ * number route at once; the per-message work is a cache lookup and one
+ * short per-subscription lock per receiver. Registry changes take it for
+ * writing. Subscriptions keep a reference on the broker struct so that a
+ * handle outliving rift_broker_del can still be closed safely.
+ */
+#include "broker/internal.h"
+
+#include "broker/hash.h"
+#include "subject/subject.h"
+
+#include <string.h>
+
+/* ---- Errors ---- */
+
+static int invalid_subject(rift_error *err, const char *s, size_t len) {
+    /* The detail record caps the text anyway; bound the printf length so
+     * it fits an int. */
+    int n = (int)RIFT_MIN(len, (size_t)RIFT_ERROR_TEXT_MAX * 2);
+    return rift_error_set(err, RIFT_ERR_INVALID_SUBJECT,
+                          "invalid subject: %.*s", n, s ? s : "");
+}
+
+/* ---- Settings and lifetime ---- */
+
+void rift_broker_settings_default(rift_broker_settings *s) {
+    s->subscription_capacity = 1024;
+    s->max_payload_bytes = 1048576;
+    s->max_subject_bytes = 1024;
+    s->max_subscriptions = 65536;
+    s->mem = NULL;
+}
+
+int rift_broker_new(rift_broker **pbroker, const rift_broker_settings *settings,
+                    rift_error *err) {
+    rift_broker_settings s;
+    if (settings != NULL) {
+        s = *settings;
+    } else {
+        rift_broker_settings_default(&s);
+    }
+    if (s.subscription_capacity == 0 || s.max_payload_bytes == 0 ||
+        s.max_subject_bytes == 0 || s.max_subscriptions == 0 ||
+        s.subscription_capacity > RIFT_BROKER_MAX_CAPACITY) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_CONFIG,
+            "invalid messaging configuration: limits must be positive");
+    }
+    rift_broker *b = rift_calloc(s.mem, 1, sizeof(*b));
+    if (b == NULL) {
+        goto fail_alloc;
+    }
+    b->settings = s;
+    b->mem = s.mem;
+    if (rift_random(&b->seed, sizeof(b->seed)) != 0) {
+        /* Only flooding resistance depends on the seed; carry on. */
+        b->seed = rift_now_ns() ^ (uint64_t)(uintptr_t)b;
+    }
+    atomic_init(&b->refs, 1);
+    atomic_init(&b->nsubs, 0);
+    atomic_init(&b->slow_total, 0);
+    rift_pmap_init(&b->groups);
+    if (rift_sublist_init(&b->sl, b->mem, b->seed) != 0) {
+        goto fail_sublist;
+    }
+    if (rift_cache_init(b) != 0) {
+        goto fail_cache;
+    }
+    rift_drlock_init(&b->lock, b->mem);
+    *pbroker = b;
+    return 0;
+
+fail_cache:
+    rift_sublist_free(&b->sl);
+fail_sublist:
+    rift_free(s.mem, b);
+fail_alloc:
+    return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+}
+
+void rift_broker_unref(rift_broker *b) {
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+        rift_drlock_free(&b->lock);
+        rift_free(b->mem, b);
+    }
+}
+
+static void group_free(rift_broker *b, rift_qgroup *g) {
+    rift_free(b->mem, g);
+}
+
+void rift_broker_del(rift_broker *b) {
+    if (b == NULL) {
+        return;
+    }
+    rift_drlock_wrlock(&b->lock);
+    b->dead = true;
+    /* Close every subscription still open: pending receivers wake up with
+     * RIFT_ERR_CLOSED; the handles stay valid until rift_sub_close. */
+    for (rift_sub *s = b->all_head; s != NULL; s = s->all_next) {
+        rift_sub_shut(s);
+        s->registered = false;
+        s->group = NULL;
+    }
+    b->all_head = NULL;
+    atomic_store_explicit(&b->nsubs, 0, memory_order_relaxed);
+    rift_sublist_free(&b->sl);
+    for (size_t i = 0; b->groups.slots != NULL && i <= b->groups.mask; i++) {
+        if (b->groups.slots[i].item != NULL) {
+            group_free(b, b->groups.slots[i].item);
+        }
+    }
+    rift_pmap_free(&b->groups, b->mem);
+    rift_cache_free(b);
+    rift_drlock_wrunlock(&b->lock);
+    rift_broker_unref(b);
+}
+
+const rift_broker_settings *rift_broker_get_settings(const rift_broker *b) {
+    return &b->settings;
+}
+
+/* ---- Queue groups ---- */
+
+static bool queue_valid(const char *q, size_t len) {
+    if (len == 0 || len > 128) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)q[i];
+        if (c < 0x21 || c > 0x7E || c == '*' || c == '>') {
+            return false;
+        }
+    }
+    return true;
+}
+
+static rift_qgroup *group_find(rift_broker *b, const char *name, size_t len,
+                               uint64_t h) {
+    const rift_pmap *m = &b->groups;
+    if (m->slots == NULL) {
+        return NULL;
+    }
+    for (size_t i = rift_pmap_first(m, h); m->slots[i].item != NULL;
+         i = rift_pmap_next(m, i)) {
+        rift_qgroup *g = m->slots[i].item;
+        if (m->slots[i].hash == h && g->name_len == len &&
+            memcmp(g->name, name, len) == 0) {
+            return g;
+        }
+    }
+    return NULL;
+}
+
+/* group_get finds or creates the group |name| (write lock held). */
+static rift_qgroup *group_get(rift_broker *b, const char *name, size_t len) {
+    uint64_t h = rift_hash_bytes(name, len, b->seed ^ RIFT_HASH_K2);
+    rift_qgroup *g = group_find(b, name, len, h);
+    if (g != NULL) {
+        return g;
+    }
+    g = rift_calloc(b->mem, 1, sizeof(*g) + len + 1);
+    if (g == NULL) {
+        return NULL;
+    }
+    g->hash = h;
+    g->name_len = len;
+    memcpy(g->name, name, len);
+    rift_spin_init(&g->lock);
+    if (rift_pmap_insert(&b->groups, b->mem, h, g) != 0) {
+        group_free(b, g);
+        return NULL;
+    }
+    return g;
+}
+
+/* group_leave drops one member; the record goes with the last (§1.6). */
+static void group_leave(rift_broker *b, rift_qgroup *g) {
+    if (--g->nmembers == 0) {
+        rift_pmap_remove(&b->groups, g->hash, g);
+        group_free(b, g);
+    }
+}
+
+/* ---- Registry ---- */
+
+int rift_broker_subscribe(rift_broker *b, const char *pattern,
+                          size_t pattern_len, const rift_sub_options *opts,
+                          rift_sub **psub, rift_error *err) {
+    const rift_broker_settings *st = &b->settings;
+    if (pattern == NULL || !rift_subject_valid(pattern, pattern_len, true,
+                                               st->max_subject_bytes)) {
+        return invalid_subject(err, pattern, pattern_len);
+    }
+    const char *queue = opts ? opts->queue : NULL;
+    size_t queue_len = opts ? opts->queue_len : 0;
+    if (queue != NULL && !queue_valid(queue, queue_len)) {
+        return rift_error_set(err, RIFT_ERR_INVALID_QUEUE,
+                              "invalid queue group");
+    }
+    size_t cap =
+        opts && opts->capacity ? opts->capacity : st->subscription_capacity;
+    if (cap > RIFT_BROKER_MAX_CAPACITY) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "subscription capacity %zu exceeds limit %zu",
+                              cap, RIFT_BROKER_MAX_CAPACITY);
+    }
+
+    int rc;
+    rift_sub *sub = rift_calloc(b->mem, 1, sizeof(*sub) + pattern_len + 1);
+    if (sub == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    sub->mem = b->mem;
+    sub->broker = b;
+    sub->cap = cap;
+    sub->efd = -1;
+    sub->notifier = opts ? opts->notifier : NULL;
+    sub->user_data = opts ? opts->user_data : NULL;
+    sub->pattern_len = pattern_len;
+    memcpy(sub->pattern, pattern, pattern_len);
+    atomic_init(&sub->state, SUB_OPEN);
+    atomic_init(&sub->count, 0);
+    atomic_init(&sub->wseq, 0);
+    rift_spin_init(&sub->lock);
+
+    rift_drlock_wrlock(&b->lock);
+    if (b->dead) {
+        rc = rift_error_set(err, RIFT_ERR_CLOSED, "subscription closed");
+        goto fail_locked;
+    }
+    if (atomic_load_explicit(&b->nsubs, memory_order_relaxed) >=
+        st->max_subscriptions) {
+        rc = rift_error_set(err, RIFT_ERR_SUBSCRIPTION_LIMIT,
+                            "subscription limit reached");
+        goto fail_locked;
+    }
+    rift_qgroup *g = NULL;
+    if (queue != NULL) {
+        g = group_get(b, queue, queue_len);
+        if (g == NULL) {
+            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            goto fail_locked;
+        }
+    }
+    sub->entry.seq = ++b->next_seq;
+    if (rift_sublist_insert(&b->sl, pattern, pattern_len, &sub->entry) != 0) {
+        if (g != NULL && g->nmembers == 0) {
+            g->nmembers = 1;
+            group_leave(b, g);
+        }
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        goto fail_locked;
+    }
+    if (g != NULL) {
+        g->nmembers++;
+        sub->group = g;
+    }
+    rift_cache_invalidate(b, pattern, pattern_len, sub->entry.wildcard);
+    rift_cache_collect(b);
+    sub->all_next = b->all_head;
+    if (b->all_head != NULL) {
+        b->all_head->all_prev = sub;
+    }
+    b->all_head = sub;
+    sub->registered = true;
+    atomic_fetch_add_explicit(&b->nsubs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    rift_drlock_wrunlock(&b->lock);
+    *psub = sub;
+    return 0;
+
+fail_locked:
+    rift_drlock_wrunlock(&b->lock);
+    rift_free(b->mem, sub);
+    return rc;
+}
+
+/* unregister removes |sub| from the registry (write lock held). */
+static void unregister(rift_broker *b, rift_sub *sub) {
+    if (!sub->registered) {
+        return;
+    }
+    bool wildcard = sub->entry.wildcard;
+    rift_sublist_remove(&b->sl, &sub->entry);
+    rift_cache_invalidate(b, sub->pattern, sub->pattern_len, wildcard);
+    if (sub->group != NULL) {
+        group_leave(b, sub->group);
+        sub->group = NULL;
+    }
+    if (sub->all_prev != NULL) {
+        sub->all_prev->all_next = sub->all_next;
+    } else {
+        b->all_head = sub->all_next;
+    }
+    if (sub->all_next != NULL) {
+        sub->all_next->all_prev = sub->all_prev;
+    }
+    sub->all_prev = sub->all_next = NULL;
+    sub->registered = false;
+    /* Publishers last wrote these under the read lock we now exclude. */
+    b->gone_msgs_out += sub->msgs_out;
+    b->gone_bytes_out += sub->bytes_out;
+    atomic_fetch_sub_explicit(&b->nsubs, 1, memory_order_relaxed);
+}
+
+void rift_broker_unregister(rift_broker *b, rift_sub *sub) {
+    rift_drlock_wrlock(&b->lock);
+    if (!b->dead) {
+        unregister(b, sub);
+        rift_cache_collect(b);
+    }
+    rift_drlock_wrunlock(&b->lock);
+}
+
+size_t rift_broker_subscription_count(rift_broker *b) {
+    return atomic_load_explicit(&b->nsubs, memory_order_relaxed);
+}
+
+/* ---- Publish ---- */
+
+/*
+ * deliver_group serves one queue group for one publication (§1.6): the
+ * least recently served open member gets the message; if its enqueue
+ * fails, the others are tried in candidate order. Returns 1 if delivered.
+ */
+static size_t deliver_group(const rift_gmatch *gm, rift_msg *msg,
+                            size_t *slow) {
+    rift_qgroup *g = gm->group;
+    size_t ok = 0;
+    rift_spin_lock(&g->lock);
+    uint64_t stamp = ++g->cursor;
+    rift_sub *best = NULL;
+    for (size_t i = 0; i < gm->n; i++) {
+        rift_sub *s = gm->members[i];
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == SUB_OPEN &&
+            (best == NULL || s->stamp < best->stamp)) {
+            best = s;
+        }
+    }
+    if (best != NULL) {
+        best->stamp = stamp;
+        int r = rift_sub_enqueue(best, msg);
+        if (r == ENQ_OK) {
+            ok = 1;
+        } else {
+            *slow += r == ENQ_SLOW;
+            for (size_t i = 0; i < gm->n; i++) {
+                rift_sub *s = gm->members[i];
+                if (s == best ||
+                    atomic_load_explicit(&s->state, memory_order_relaxed) !=
+                        SUB_OPEN) {
+                    continue;
+                }
+                s->stamp = stamp;
+                r = rift_sub_enqueue(s, msg);
+                if (r == ENQ_OK) {
+                    ok = 1;
+                    break;
+                }
+                *slow += r == ENQ_SLOW;
+            }
+        }
+    }
+    rift_spin_unlock(&g->lock);
+    return ok;
+}
+
+/*
+ * route is the publish path shared by rift_broker_publish (given == NULL:
+ * the message is built only when somebody matches) and
+ * rift_broker_publish_msg.
+ */
+static int route(rift_broker *b, const char *subject, size_t slen,
+                 const char *reply, size_t rlen, const uint8_t *payload,
+                 size_t plen, rift_msg *given, rift_publish_report *report,
+                 rift_error *err) {
+    const rift_broker_settings *st = &b->settings;
+    size_t delivered = 0, slow = 0;
+    bool reclaim = false, temp = false;
+    int rc = 0;
+    /* Room for a result routed without entering the cache. */
+    _Alignas(rift_match) char mbuf[RIFT_MATCH_STACK];
+    if (subject == NULL) {
+        subject = "";
+        slen = 0;
+    }
+    if (reply != NULL && rlen == 0) {
+        reply = NULL;
+    }
+    uint64_t h = rift_cache_hash(b, subject, slen);
+    rift_drlock_slot *slot = rift_drlock_rdlock(&b->lock);
+    /* Only valid subjects are ever cached, so a hit needs no validation. */
+    rift_match *m = rift_cache_lookup(b, h, subject, slen);
+    if (m == NULL &&
+        !rift_subject_valid(subject, slen, false, st->max_subject_bytes)) {
+        rc = invalid_subject(err, subject, slen);
+        goto out;
+    }
+    if (reply != NULL &&
+        !rift_subject_valid(reply, rlen, false, st->max_subject_bytes)) {
+        rc = invalid_subject(err, reply, rlen);
+        goto out;
+    }
+    if (plen > st->max_payload_bytes) {
+        rc = rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
+                            "payload size %zu exceeds limit %zu", plen,
+                            st->max_payload_bytes);
+        goto out;
+    }
+    if (m == NULL &&
+        (rc = rift_cache_fill(b, h, subject, slen, mbuf, sizeof(mbuf), &m,
+                              &temp, &reclaim)) != 0) {
+        rc = rift_error_set(err, rc, "out of memory");
+        goto out;
+    }
+    rift_drlock_count(&b->lock, slot, plen);
+    size_t want = m ? m->nplain + m->ngroups : 0;
+    if (want == 0) {
+        goto out;
+    }
+    /* One reference per possible delivery up front, the surplus dropped
+     * at the end: no atomic operation per receiver. */
+    rift_msg *msg = given;
+    if (msg != NULL) {
+        atomic_fetch_add_explicit(&msg->refs, want, memory_order_relaxed);
+    } else {
+        msg = rift_msg_alloc(b->mem, want, subject, slen, reply, rlen, payload,
+                             plen);
+        if (msg == NULL) {
+            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < m->nplain; i++) {
+        int r = rift_sub_enqueue(m->plain[i], msg);
+        delivered += r == ENQ_OK;
+        slow += r == ENQ_SLOW;
+    }
+    for (size_t i = 0; i < m->ngroups; i++) {
+        delivered += deliver_group(&m->groups[i], msg, &slow);
+    }
+    if (delivered < want) {
+        rift_msg_unref_n(msg, want - delivered);
+    }
+    if (slow > 0) {
+        atomic_fetch_add_explicit(&b->slow_total, slow, memory_order_relaxed);
+    }
+
+out:
+    rift_drlock_rdunlock(&b->lock, slot);
+    if (temp) {
+        rift_free(b->mem, m);
+    }
+    if (reclaim) {
+        rift_drlock_wrlock(&b->lock);
+        rift_cache_collect(b);
+        rift_drlock_wrunlock(&b->lock);
+    }
+    if (report != NULL) {
+        report->delivered = delivered;
+        report->slow_consumers = slow;
+    }
+    return rc;
+}
+
+int rift_broker_publish(rift_broker *b, const char *subject, size_t subject_len,
+                        const char *reply, size_t reply_len,
+                        const uint8_t *payload, size_t payload_len,
+                        rift_publish_report *report, rift_error *err) {
+    return route(b, subject, subject_len, reply, reply_len, payload,
+                 payload_len, NULL, report, err);
+}
+
+int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
+                            rift_publish_report *report, rift_error *err) {
+    return route(b, msg->subject, msg->subject_len, msg->reply, msg->reply_len,
+                 msg->payload, msg->payload_len, msg, report, err);
+}
+
+/* ---- Introspection ---- */
+
+void rift_broker_get_stats(rift_broker *b, rift_broker_stats *stats) {
+    memset(stats, 0, sizeof(*stats));
+    rift_drlock_slot *slot = rift_drlock_rdlock(&b->lock);
+    stats->subscriptions =
+        atomic_load_explicit(&b->nsubs, memory_order_relaxed);
+    rift_drlock_sum(&b->lock, &stats->msgs_in, &stats->bytes_in);
+    stats->msgs_out = b->gone_msgs_out;
+    stats->bytes_out = b->gone_bytes_out;
+    for (rift_sub *s = b->all_head; s != NULL; s = s->all_next) {
+        rift_spin_lock(&s->lock);
+        stats->msgs_out += s->msgs_out;
+        stats->bytes_out += s->bytes_out;
+        rift_spin_unlock(&s->lock);
+    }
+    stats->slow_consumers =
+        atomic_load_explicit(&b->slow_total, memory_order_relaxed);
+    rift_drlock_rdunlock(&b->lock, slot);
+}

@@ -1,0 +1,143 @@
+/*
+ * msg.c — immutable, reference-counted messages (broker layer). A message
+ * is one allocation: header, subject, reply and (unless external) payload,
+ * so fan-out to any number of receivers shares one buffer.
+ */
+#include "broker/internal.h"
+
+#include <string.h>
+
+static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
+                          size_t subject_len, const char *reply,
+                          size_t reply_len, size_t inline_payload) {
+    if (reply == NULL) {
+        reply_len = 0;
+    }
+    size_t extra = subject_len + 1 + (reply_len ? reply_len + 1 : 0);
+    if (extra < subject_len || inline_payload > SIZE_MAX - extra ||
+        sizeof(rift_msg) > SIZE_MAX - extra - inline_payload) {
+        return NULL;
+    }
+    rift_msg *m = rift_malloc(mem, sizeof(rift_msg) + extra + inline_payload);
+    if (m == NULL) {
+        return NULL;
+    }
+    atomic_init(&m->refs, refs);
+    m->mem = mem;
+    m->release = NULL;
+    m->release_ud = NULL;
+    m->subject_len = subject_len;
+    if (subject_len > 0) {
+        memcpy(m->subject, subject, subject_len);
+    }
+    m->subject[subject_len] = '\0';
+    char *tail = m->subject + subject_len + 1;
+    if (reply_len > 0) {
+        memcpy(tail, reply, reply_len);
+        tail[reply_len] = '\0';
+        m->reply = tail;
+        m->reply_len = reply_len;
+        tail += reply_len + 1;
+    } else {
+        m->reply = NULL;
+        m->reply_len = 0;
+    }
+    m->payload = (const uint8_t *)tail;
+    m->payload_len = inline_payload;
+    return m;
+}
+
+rift_msg *rift_msg_alloc(const rift_mem *mem, size_t refs, const char *subject,
+                         size_t subject_len, const char *reply,
+                         size_t reply_len, const uint8_t *payload,
+                         size_t payload_len) {
+    rift_msg *m = msg_make(mem, refs, subject, subject_len, reply, reply_len,
+                           payload_len);
+    if (m != NULL && payload_len > 0) {
+        memcpy((uint8_t *)m->payload, payload, payload_len);
+    }
+    return m;
+}
+
+int rift_msg_new(rift_msg **pmsg, const char *subject, size_t subject_len,
+                 const char *reply, size_t reply_len, const uint8_t *payload,
+                 size_t payload_len) {
+    rift_msg *m = rift_msg_alloc(NULL, 1, subject, subject_len, reply,
+                                 reply_len, payload, payload_len);
+    if (m == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    *pmsg = m;
+    return 0;
+}
+
+int rift_msg_new_external(rift_msg **pmsg, const char *subject,
+                          size_t subject_len, const char *reply,
+                          size_t reply_len, const uint8_t *payload,
+                          size_t payload_len, void (*release)(void *ud),
+                          void *release_ud) {
+    rift_msg *m = msg_make(NULL, 1, subject, subject_len, reply, reply_len, 0);
+    if (m == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    m->payload = payload;
+    m->payload_len = payload_len;
+    m->release = release;
+    m->release_ud = release_ud;
+    *pmsg = m;
+    return 0;
+}
+
+rift_msg *rift_msg_ref(rift_msg *msg) {
+    /* Relaxed is enough to add: the caller already holds a reference, so
+     * the message cannot be freed concurrently. */
+    atomic_fetch_add_explicit(&msg->refs, 1, memory_order_relaxed);
+    return msg;
+}
+
+static void msg_free(rift_msg *msg) {
+    if (msg->release != NULL) {
+        msg->release(msg->release_ud);
+    }
+    rift_free(msg->mem, msg);
+}
+
+void rift_msg_unref_n(rift_msg *msg, size_t n) {
+    if (msg == NULL || n == 0) {
+        return;
+    }
+    /* A holder of every remaining reference frees without an atomic
+     * read-modify-write: nobody else can add one. That is the common case
+     * of a message with a single receiver. Otherwise, release on every
+     * drop and acquire on the last, so the freeing thread sees every other
+     * holder's reads as finished. */
+    if (atomic_load_explicit(&msg->refs, memory_order_acquire) == n ||
+        atomic_fetch_sub_explicit(&msg->refs, n, memory_order_acq_rel) == n) {
+        msg_free(msg);
+    }
+}
+
+void rift_msg_unref(rift_msg *msg) {
+    rift_msg_unref_n(msg, 1);
+}
+
+const char *rift_msg_subject(const rift_msg *msg, size_t *len) {
+    if (len != NULL) {
+        *len = msg->subject_len;
+    }
+    return msg->subject;
+}
+
+const char *rift_msg_reply(const rift_msg *msg, size_t *len) {
+    if (len != NULL) {
+        *len = msg->reply_len;
+    }
+    return msg->reply;
+}
+
+const uint8_t *rift_msg_payload(const rift_msg *msg, size_t *len) {
+    if (len != NULL) {
+        *len = msg->payload_len;
+    }
+    return msg->payload;
+}
