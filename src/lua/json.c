@@ -243,13 +243,12 @@ static void encode(lua_State *L, jbuf *b, int idx, int depth) {
     case LUA_TTABLE:
         encode_table(L, b, idx, depth);
         break;
-    case LUA_TLIGHTUSERDATA:
-        if (lua_touserdata(L, idx) == &json_null_mark) {
+    default:
+        if (lua_type(L, idx) == LUA_TLIGHTUSERDATA &&
+            lua_touserdata(L, idx) == &json_null_mark) {
             jb_lit(L, b, "null");
             break;
         }
-        /* fall through */
-    default:
         luaL_error(L, "rift.json.encode: cannot encode a %s value",
                    luaL_typename(L, idx));
     }
