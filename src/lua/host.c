@@ -1,15 +1,15 @@
 /*
- * host.c — the plugin host's threads (lua layer): one dispatcher that
- * sleeps on the broker notifier shared by every plugin subscription (and
- * on a wake eventfd, with the next timer as its timeout), and a pool of
- * workers that run plugins from a run queue, one plugin per worker at a
- * time. Also the timer heap, hold/release for reloads, the compatibility
- * subscriptions (drained by the dispatcher into the queues of every state
- * with message handlers), events and status.
+ * host.c — the plugin host's threads (lua layer): a pool of workers that
+ * run plugins from a run queue, one plugin per worker at a time, and take
+ * turns as the poller (leader/follower): the poller sleeps on the broker
+ * notifier shared by every plugin subscription and on a wake eventfd, with
+ * the next timer as its timeout. Also the timer heap, hold/release for
+ * reloads, the compatibility subscriptions (drained by the poller into the
+ * queues of every state with message handlers), events and status.
  *
- * Nothing polls: the dispatcher blocks in ppoll until a subscription goes
- * from empty to ready, a timer is due or the host is told something, and
- * idle workers block on a condition variable.
+ * Nothing spins: the poller blocks in ppoll until a subscription goes from
+ * empty to ready, a timer is due or another thread wakes it; other idle
+ * workers block on a condition variable.
  */
 #include "lua/internal.h"
 
@@ -31,10 +31,10 @@ static bool has_work(const rift_lua_plugin *p) {
            (p->ready_head != NULL || p->due_head != NULL || p->cq_len > 0);
 }
 
-static void schedule(rift_lua_host *h, rift_lua_plugin *p) {
-    if (p->held > 0 || p->sched != RIFT_LUA_IDLE || p->vm == NULL) {
-        return;
-    }
+static void wake_poller(rift_lua_host *h);
+
+/* Appends |p| to the run queue (host->lock held). */
+static void enqueue(rift_lua_host *h, rift_lua_plugin *p) {
     p->sched = RIFT_LUA_QUEUED;
     p->rq_next = NULL;
     p->rq_prev = h->rq_tail;
@@ -44,7 +44,20 @@ static void schedule(rift_lua_host *h, rift_lua_plugin *p) {
         h->rq_head = p;
     }
     h->rq_tail = p;
+}
+
+/* Makes sure a worker will run |p|: an idle one, or the poller, which is
+ * woken from ppoll when it sleeps there (host->lock held). */
+static void schedule(rift_lua_host *h, rift_lua_plugin *p) {
+    if (p->held > 0 || p->sched != RIFT_LUA_IDLE || p->vm == NULL) {
+        return;
+    }
+    enqueue(h, p);
     pthread_cond_signal(&h->work_cv);
+    if (h->in_poll && !h->poll_woken) {
+        h->poll_woken = true;
+        wake_poller(h);
+    }
 }
 
 static void unqueue(rift_lua_host *h, rift_lua_plugin *p) {
@@ -268,12 +281,17 @@ static void heap_remove(rift_lua_host *h, rift_lua_timer *t) {
     heap_down(h, h->heap[i]->heap_idx);
 }
 
-static void wake_dispatcher(rift_lua_host *h) {
+static void wake_poller(rift_lua_host *h) {
     (void)eventfd_write(h->wake_fd, 1);
 }
 
 void rift_lua_host_wake(rift_lua_host *h) {
-    wake_dispatcher(h);
+    pthread_mutex_lock(&h->lock);
+    if (h->in_poll && !h->poll_woken) {
+        h->poll_woken = true;
+        wake_poller(h);
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
@@ -281,7 +299,7 @@ void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
     if (h->heap_len == h->heap_cap) {
         /* Growth cannot be refused here (timers are capped per plugin, so
          * the heap stays small); on failure the timer fires at the next
-         * dispatcher turn instead, through the due list. */
+         * poller turn instead, through the due list. */
         size_t cap = h->heap_cap ? h->heap_cap * 2 : 64;
         rift_lua_timer **nh = rift_realloc(h->mem, h->heap, cap * sizeof(*nh));
         if (nh == NULL) {
@@ -305,11 +323,13 @@ void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
     }
     heap_set(h, h->heap_len++, t);
     heap_up(h, t->heap_idx);
-    bool top = t->heap_idx == 0;
-    pthread_mutex_unlock(&h->lock);
-    if (top) {
-        wake_dispatcher(h);
+    /* A sleeping poller must shorten its timeout; a poller to come reads
+     * the heap anyway. */
+    if (t->heap_idx == 0 && h->in_poll && !h->poll_woken) {
+        h->poll_woken = true;
+        wake_poller(h);
     }
+    pthread_mutex_unlock(&h->lock);
 }
 
 void rift_lua_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t) {
@@ -340,7 +360,7 @@ void rift_lua_host_close_sub(rift_lua_host *h, rift_lua_binding *b) {
 
 /* The original's slow-consumer rule for Lua subscriptions (§7.1): log,
  * drop what was queued, subscribe again. Lost messages are not replayed.
- * host->lock held: the new subscription is in place before the dispatcher
+ * host->lock held: the new subscription is in place before the poller
  * can see it. */
 static void resubscribe_locked(rift_lua_host *h, rift_lua_binding *b) {
     rift_log(RIFT_LOG_WARN,
@@ -372,7 +392,7 @@ void rift_lua_host_resubscribe(rift_lua_host *h, rift_lua_binding *b) {
     pthread_mutex_unlock(&h->lock);
 }
 
-/* Subscribes under host->lock, so b->sub is set before the dispatcher can
+/* Subscribes under host->lock, so b->sub is set before the poller can
  * map the new subscription to |b|. */
 int rift_lua_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
                             rift_error *err) {
@@ -487,8 +507,14 @@ static void fire_timers(rift_lua_host *h, rift_tstamp now) {
     }
 }
 
-static void *dispatcher_main(void *arg) {
-    rift_lua_host *h = arg;
+/*
+ * One polling turn (host->lock held, the caller is the poller): due timers
+ * and compatibility queues, then, unless work is already waiting, sleep in
+ * ppoll until a subscription gets ready, the next timer is due or another
+ * thread wakes us; then map what became ready to plugins and schedule
+ * them.
+ */
+static void poll_turn(rift_lua_host *h) {
     rift_sub *subs[POLL_BATCH];
     struct pollfd fds[2];
     nfds_t nfds = 0;
@@ -498,77 +524,89 @@ static void *dispatcher_main(void *arg) {
         fds[nfds].fd = rift_notifier_fd(h->notifier);
         fds[nfds++].events = POLLIN;
     }
-    pthread_mutex_lock(&h->lock);
-    while (!h->stopping) {
-        rift_tstamp now = rift_now_ns();
-        fire_timers(h, now);
-        bool more = false;
-        for (size_t i = 0; i < h->n_compat; i++) {
-            rift_lua_binding *b = h->compat[i];
-            if (b->on_ready) {
-                b->on_ready = compat_drain(h, b);
-                more = more || b->on_ready;
-            }
-        }
-        struct timespec ts, *tsp = NULL;
-        if (more) {
-            ts.tv_sec = 0;
-            ts.tv_nsec = 0;
-            tsp = &ts;
-        } else if (h->heap_len > 0) {
-            uint64_t wait = h->heap[0]->due > now ? h->heap[0]->due - now : 0;
-            ts.tv_sec = (time_t)(wait / 1000000000u);
-            ts.tv_nsec = (long)(wait % 1000000000u);
-            tsp = &ts;
-        }
-        pthread_mutex_unlock(&h->lock);
-        int r = ppoll(fds, nfds, tsp, NULL);
-        (void)r;
-        eventfd_t v;
-        if (fds[0].revents & POLLIN) {
-            (void)eventfd_read(h->wake_fd, &v);
-        }
-        pthread_mutex_lock(&h->lock);
-        if (h->notifier != NULL) {
-            /* Mapping a subscription to its binding happens under the lock
-             * that every close takes, so none of these is freed yet. */
-            size_t n;
-            do {
-                n = rift_notifier_poll(h->notifier, subs, POLL_BATCH);
-                for (size_t i = 0; i < n; i++) {
-                    on_ready(h, subs[i]);
-                }
-            } while (n == POLL_BATCH);
+    rift_tstamp now = rift_now_ns();
+    fire_timers(h, now);
+    bool more = false;
+    for (size_t i = 0; i < h->n_compat; i++) {
+        rift_lua_binding *b = h->compat[i];
+        if (b->on_ready) {
+            b->on_ready = compat_drain(h, b);
+            more = more || b->on_ready;
         }
     }
+    struct timespec ts, *tsp = NULL;
+    if (more || h->rq_head != NULL || h->stopping) {
+        ts.tv_sec = 0;
+        ts.tv_nsec = 0;
+        tsp = &ts;
+    } else if (h->heap_len > 0) {
+        uint64_t wait = h->heap[0]->due > now ? h->heap[0]->due - now : 0;
+        ts.tv_sec = (time_t)(wait / 1000000000u);
+        ts.tv_nsec = (long)(wait % 1000000000u);
+        tsp = &ts;
+    }
+    h->in_poll = true;
     pthread_mutex_unlock(&h->lock);
-    return NULL;
+    (void)ppoll(fds, nfds, tsp, NULL);
+    if (fds[0].revents & POLLIN) {
+        eventfd_t v;
+        (void)eventfd_read(h->wake_fd, &v);
+    }
+    pthread_mutex_lock(&h->lock);
+    h->in_poll = false;
+    h->poll_woken = false;
+    if (h->notifier != NULL) {
+        /* Mapping a subscription to its binding happens under the lock
+         * that every close takes, so none of these is freed yet. */
+        size_t n;
+        do {
+            n = rift_notifier_poll(h->notifier, subs, POLL_BATCH);
+            for (size_t i = 0; i < n; i++) {
+                on_ready(h, subs[i]);
+            }
+        } while (n == POLL_BATCH);
+    }
+    fire_timers(h, rift_now_ns());
 }
 
 /* ---- Workers ---- */
 
+/*
+ * Leader/follower: an idle worker with nothing queued becomes the poller;
+ * when its turn yields work it runs the first plugin itself (no hand-over
+ * to another thread on the request/reply path) and signals an idle worker
+ * to take over the polling.
+ */
 static void *worker_main(void *arg) {
     rift_lua_host *h = arg;
     pthread_mutex_lock(&h->lock);
-    for (;;) {
-        while (!h->stopping && h->rq_head == NULL) {
-            pthread_cond_wait(&h->work_cv, &h->lock);
+    while (!h->stopping) {
+        if (h->rq_head != NULL) {
+            rift_lua_plugin *p = h->rq_head;
+            unqueue(h, p);
+            p->sched = RIFT_LUA_ACTIVE;
+            pthread_mutex_unlock(&h->lock);
+            rift_lua_plugin_run(p);
+            pthread_mutex_lock(&h->lock);
+            p->sched = RIFT_LUA_IDLE;
+            if (p->held > 0) {
+                pthread_cond_broadcast(&h->idle_cv);
+            } else if (has_work(p)) {
+                /* This thread comes back for it: no wake-up needed. */
+                enqueue(h, p);
+            }
+            continue;
         }
-        if (h->stopping) {
-            break;
+        if (!h->polling) {
+            h->polling = true;
+            poll_turn(h);
+            h->polling = false;
+            if (h->rq_head != NULL) {
+                pthread_cond_signal(&h->work_cv);
+            }
+            continue;
         }
-        rift_lua_plugin *p = h->rq_head;
-        unqueue(h, p);
-        p->sched = RIFT_LUA_ACTIVE;
-        pthread_mutex_unlock(&h->lock);
-        rift_lua_plugin_run(p);
-        pthread_mutex_lock(&h->lock);
-        p->sched = RIFT_LUA_IDLE;
-        if (p->held > 0) {
-            pthread_cond_broadcast(&h->idle_cv);
-        } else if (has_work(p)) {
-            schedule(h, p);
-        }
+        pthread_cond_wait(&h->work_cv, &h->lock);
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;
@@ -742,11 +780,7 @@ static void stop_threads(rift_lua_host *h) {
     h->stopping = true;
     pthread_cond_broadcast(&h->work_cv);
     pthread_mutex_unlock(&h->lock);
-    wake_dispatcher(h);
-    if (h->dispatcher_started) {
-        pthread_join(h->dispatcher, NULL);
-        h->dispatcher_started = false;
-    }
+    wake_poller(h);
     for (size_t i = 0; i < h->n_workers; i++) {
         pthread_join(h->workers[i], NULL);
     }
@@ -800,11 +834,6 @@ int rift_plugin_host_new(rift_plugin_host **phost, rift_broker *broker,
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = pthread_create(&h->dispatcher, NULL, dispatcher_main, h)) != 0) {
-        rc = rift_error_set(err, -rc, "pthread_create: %s", strerror(rc));
-        goto fail;
-    }
-    h->dispatcher_started = true;
     for (size_t i = 0; i < workers; i++) {
         if ((rc = pthread_create(&h->workers[i], NULL, worker_main, h)) != 0) {
             rc = rift_error_set(err, -rc, "pthread_create: %s", strerror(rc));

@@ -1,13 +1,13 @@
 /*
  * internal.h — shared internals of the Lua plugin host (lua layer): the
  * sandboxed state with its budgets (vm.c), the rift.* API (api.c,
- * json.c), plugins and their reload (plugin.c), and the worker pool,
- * dispatcher and timers (host.c).
+ * json.c), plugins and their reload (plugin.c), and the worker pool, the
+ * poller and timers (host.c).
  *
  * Locking: host->lock guards scheduling (run queue, each plugin's sched,
  * held, ready and due lists, compat queue), the timer heap, the plugin
  * list, and every rift_sub_close of a subscription created with the host's
- * notifier (the dispatcher maps polled subscriptions to bindings under the
+ * notifier (the poller maps polled subscriptions to bindings under the
  * same lock, so it never touches a closed one). Everything else of a
  * plugin (its lua_State, binding/timer/request lists) belongs to the
  * thread that runs the plugin: a worker (sched == RUNNING) or the apply
@@ -229,8 +229,9 @@ struct rift_plugin_host {
     size_t heap_len, heap_cap;
     int wake_fd;
     bool stopping;
-    pthread_t dispatcher;
-    bool dispatcher_started;
+    bool polling;    /* a worker is the poller */
+    bool in_poll;    /* ... and sleeps in ppoll right now */
+    bool poll_woken; /* the wake eventfd was written since it went to sleep */
     pthread_t *workers;
     size_t n_workers;
     rift_lua_plugin *plugins; /* compat first, then configuration order */
@@ -351,7 +352,7 @@ void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm);
 void rift_lua_host_lock(rift_lua_host *h);
 void rift_lua_host_unlock(rift_lua_host *h);
 
-/* Makes the dispatcher run one more turn. */
+/* Makes a sleeping poller run one more turn. */
 void rift_lua_host_wake(rift_lua_host *h);
 
 /* Work of a plugin, taken by the thread running it (each takes the lock).
@@ -377,7 +378,8 @@ bool rift_lua_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm);
 /* Frees every plugin and compatibility subscription (threads stopped). */
 void rift_lua_host_remove_all(rift_lua_host *h);
 
-/* Adds |t| to the timer heap (takes host->lock, wakes the dispatcher). */
+/* Adds |t| to the timer heap (takes host->lock, wakes a sleeping poller
+ * when |t| is the earliest). */
 void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t);
 
 /* Removes |t| from the heap and the due list (takes host->lock). */
