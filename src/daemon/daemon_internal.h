@@ -1,0 +1,35 @@
+/*
+ * daemon_internal.h — the rift_daemon structure, shared by the runtime
+ * (daemon.c) and the control commands (daemon_control.c). Daemon layer.
+ */
+#ifndef RIFT_DAEMON_DAEMON_INTERNAL_H
+#define RIFT_DAEMON_DAEMON_INTERNAL_H
+
+#include "daemon/components.h"
+#include "daemon/control.h"
+#include "daemon/daemon.h"
+
+#include <pthread.h>
+
+struct rift_daemon {
+    rift_daemon_options opts;
+    char *config_path; /* NULL: development configuration */
+    rift_dev_state dev;
+    /* |lock| guards cfg: the signal loop and the control bridge both read
+     * and replace it. */
+    pthread_mutex_t lock;
+    rift_config cfg;
+    rift_tstamp started_ns;
+    rift_broker *broker;
+    rift_daemon_streams *streams;
+    rift_daemon_quic *quic;
+    rift_daemon_lua *lua;
+    rift_control *control;
+    bool shut_down;
+};
+
+/* The control command table (daemon_control.c). */
+extern const rift_control_command rift_daemon_commands[];
+extern const size_t rift_daemon_n_commands;
+
+#endif /* RIFT_DAEMON_DAEMON_INTERNAL_H */

@@ -1,0 +1,41 @@
+/*
+ * events.h — the events riftd publishes on its own broker (daemon layer),
+ * rift-v1-behaviour.md §7.2: rift.events.lifecycle, rift.events.reload and
+ * rift.events.control, JSON payloads with sorted keys, at most once.
+ */
+#ifndef RIFT_DAEMON_EVENTS_H
+#define RIFT_DAEMON_EVENTS_H
+
+#include "rift/broker.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#define RIFT_EVENTS_LIFECYCLE "rift.events.lifecycle"
+#define RIFT_EVENTS_RELOAD    "rift.events.reload"
+#define RIFT_EVENTS_CONTROL   "rift.events.control"
+
+/*
+ * rift_json_dump serializes |v| compactly with sorted keys (serde_json's
+ * order, §7.2) into a new buffer freed with free(); NULL on failure.
+ */
+char *rift_json_dump(const json_t *v, size_t *len);
+
+/*
+ * rift_events_publish publishes |payload| (borrowed) as JSON on |subject|.
+ * Errors are those of rift_broker_publish (or RIFT_ERR_NOMEM); events are
+ * best effort, so callers usually only log them.
+ */
+int rift_events_publish(rift_broker *broker, const char *subject,
+                        const json_t *payload, rift_error *err);
+
+/* {"state":"ready"} or {"state":"draining"} on rift.events.lifecycle. */
+int rift_events_lifecycle(rift_broker *broker, const char *state);
+
+/* {"revision":"<16 hex>"|"runtime"} on rift.events.reload. */
+int rift_events_reload(rift_broker *broker, const char *revision);
+
+/* {"command":"<name>","ok":bool} on rift.events.control. */
+int rift_events_control(rift_broker *broker, const char *command, bool ok);
+
+#endif /* RIFT_DAEMON_EVENTS_H */
