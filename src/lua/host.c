@@ -463,6 +463,14 @@ static bool compat_drain(rift_lua_host *h, rift_lua_binding *b) {
             return false;
         }
         if (rc == RIFT_ERR_SLOW_CONSUMER) {
+            /* The broker discarded an unknown number: count one for every
+             * state that would have received them. */
+            for (rift_lua_plugin *p = h->plugins; p != NULL; p = p->next) {
+                if (p->compat_target) {
+                    atomic_fetch_add_explicit(&p->dropped, 1,
+                                              memory_order_relaxed);
+                }
+            }
             resubscribe_locked(h, b);
             continue;
         }

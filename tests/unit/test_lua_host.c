@@ -672,3 +672,145 @@ RIFT_TEST(status_json) {
     free(s);
     fx_close(&fx);
 }
+
+static bool ten_requests(void *h) {
+    return lt_get(h, "p").requests == 10;
+}
+
+RIFT_TEST(many_requests_wait_at_once) {
+    fixture fx;
+    CHECK(fx_open(&fx, 0));
+    CHECK_LOAD(&fx, "p",
+               "rift.subscribe('go', function(msg)\n"
+               "  local r, e = rift.request('slow.svc', msg.payload, 5000)\n"
+               "  rift.publish('out.r', r and r.payload or e)\n"
+               "end)\n");
+    rift_sub *svc;
+    CHECK_OK(rift_broker_subscribe(fx.b, "slow.svc", 8, NULL, &svc, NULL));
+    const char *ids[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+    for (int i = 0; i < 10; i++) {
+        CHECK_OK(publish(&fx, "go", ids[i]));
+    }
+    rift_msg *reqs[10];
+    for (int i = 0; i < 10; i++) {
+        CHECK_OK(rift_sub_recv(svc, 5000000000, &reqs[i], NULL));
+    }
+    CHECK(rift_test_wait_until(ten_requests, fx.h, 5000));
+    /* Answer in reverse order: each continuation gets its own reply. */
+    for (int i = 9; i >= 0; i--) {
+        size_t rlen, plen;
+        const char *reply = rift_msg_reply(reqs[i], &rlen);
+        const uint8_t *pl = rift_msg_payload(reqs[i], &plen);
+        char answer[16];
+        snprintf(answer, sizeof(answer), "re%.*s", (int)plen, (const char *)pl);
+        CHECK_OK(rift_broker_publish(fx.b, reply, rlen, NULL, 0,
+                                     (const uint8_t *)answer, strlen(answer),
+                                     NULL, NULL));
+        char want[16];
+        snprintf(want, sizeof(want), "re%s", ids[i]);
+        CHECK_EQ_STR(next_out(&fx), want);
+        rift_msg_unref(reqs[i]);
+    }
+    CHECK_EQ_INT(lt_get(fx.h, "p").requests, 0);
+    rift_sub_close(svc);
+    fx_close(&fx);
+}
+
+RIFT_TEST(reload_drops_old_timers_and_requests) {
+    fixture fx;
+    CHECK(fx_open(&fx, 0));
+    CHECK_LOAD(&fx, "p",
+               "rift.every(5, function() rift.publish('out.t', 'old') end)\n"
+               "rift.subscribe('go', function() rift.request('hole', 'x', "
+               "60000) rift.publish('out.t', 'resumed') end)\n");
+    rift_sub *hole;
+    CHECK_OK(rift_broker_subscribe(fx.b, "hole", 4, NULL, &hole, NULL));
+    CHECK_EQ_STR(next_out(&fx), "old");
+    CHECK_OK(publish(&fx, "go", ""));
+    rift_msg *req;
+    CHECK_OK(rift_sub_recv(hole, 5000000000, &req, NULL));
+    CHECK(rift_test_wait_until(one_request, fx.h, 5000));
+    size_t before = rift_broker_subscription_count(fx.b);
+    CHECK_LOAD(&fx, "p",
+               "rift.after(0, function() rift.publish('out.t', 'new') "
+               "end)\n");
+    /* The inbox and the old subscription are gone. */
+    CHECK_EQ_INT(rift_broker_subscription_count(fx.b), before - 2);
+    size_t rlen;
+    const char *reply = rift_msg_reply(req, &rlen);
+    rift_publish_report rep;
+    CHECK_OK(rift_broker_publish(fx.b, reply, rlen, NULL, 0,
+                                 (const uint8_t *)"late", 4, &rep, NULL));
+    CHECK_EQ_INT(rep.delivered, 0);
+    rift_msg_unref(req);
+    /* Drain: "old" ticks may still be queued from before the reload, then
+     * only "new" arrives. */
+    const char *m;
+    do {
+        m = next_out(&fx);
+    } while (strcmp(m, "old") == 0);
+    CHECK_EQ_STR(m, "new");
+    CHECK_EQ_STR(next_on(fx.out, 100), "TIMEOUT");
+    lt_status s = lt_get(fx.h, "p");
+    CHECK_EQ_INT(s.timers, 0);
+    CHECK_EQ_INT(s.requests, 0);
+    rift_sub_close(hole);
+    fx_close(&fx);
+}
+
+RIFT_TEST(compat_slow_handler_drops_and_recovers) {
+    fixture fx;
+    CHECK(fx_open_cap(&fx, 0, 4));
+    static const char src[] =
+        "return { on_message = function(m)\n"
+        "  if m.payload == 'first' then\n"
+        "    rift.publish('out.c', 'busy')\n"
+        "    local t = os.clock() while os.clock() - t < 0.2 do end\n"
+        "  end\n"
+        "  if m.payload == 'last' then rift.publish('out.c', 'last') end\n"
+        "end }\n";
+    rift_plugin_subscription subs[] = {{.subject = "cin"}};
+    rift_plugin_compat c = {.name = "rift.lua",
+                            .source = src,
+                            .source_len = sizeof(src) - 1,
+                            .subs = subs,
+                            .n_subs = 1,
+                            .instructions = 1000000000000ull,
+                            .deadline_ms = 5000};
+    rift_error err;
+    CHECK_OK(rift_plugin_host_apply(fx.h, NULL, 0, &c, &err));
+    CHECK_OK(publish(&fx, "cin", "first"));
+    CHECK_EQ_STR(next_out(&fx), "busy");
+    for (int i = 0; i < 20; i++) {
+        CHECK_OK(publish(&fx, "cin", "x"));
+    }
+    const char *got = "TIMEOUT";
+    for (int i = 0; i < 50 && strcmp(got, "last") != 0; i++) {
+        CHECK_OK(publish(&fx, "cin", "last"));
+        got = next_on(fx.out, 100);
+    }
+    CHECK_EQ_STR(got, "last");
+    CHECK(lt_get(fx.h, "rift.lua").dropped >= 1);
+    fx_close(&fx);
+}
+
+RIFT_TEST(compat_handler_budgets) {
+    fixture fx;
+    CHECK(fx_open(&fx, 0));
+    static const char src[] =
+        "return { on_message = function(m) while true do end end }\n";
+    rift_plugin_subscription subs[] = {{.subject = "cin"}};
+    rift_plugin_compat c = {.name = "rift.lua",
+                            .source = src,
+                            .source_len = sizeof(src) - 1,
+                            .subs = subs,
+                            .n_subs = 1,
+                            .instructions = 1000000000000ull,
+                            .deadline_ms = 20};
+    rift_error err;
+    CHECK_OK(rift_plugin_host_apply(fx.h, NULL, 0, &c, &err));
+    CHECK_OK(publish(&fx, "cin", ""));
+    lt_status s = lt_await(fx.h, "rift.lua", 1, 1, -1);
+    CHECK_EQ_STR(s.err, "on_message: script deadline exceeded");
+    fx_close(&fx);
+}

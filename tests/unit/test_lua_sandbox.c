@@ -286,6 +286,8 @@ RIFT_TEST(memory_cap_stops_bombs_and_the_state_survives) {
         "end end)\n"
         "  try('concat', function() local s = 'x' for i = 1, 40 do s = s .. "
         "s end end)\n"
+        "  try('threads', function() local t = {} for i = 1, 1e9 do "
+        "t[i] = coroutine.create(print) end end)\n"
         "  keep = {}\n"
         "  try('keep', function() for i = 1, 1e9 do keep[i] = {i} end end)\n"
         "  local t = {} for i = 1, 1000 do t[i] = i end\n"
@@ -300,7 +302,8 @@ RIFT_TEST(memory_cap_stops_bombs_and_the_state_survives) {
     lt_status s = lt_await(fx.h, "p", 1, 1, -1);
     CHECK_EQ_STR(s.err, "after: rep=not enough memory;sep=not enough memory;"
                         "table=not enough memory;concat=not enough memory;"
-                        "keep=not enough memory;alive 1000");
+                        "threads=not enough memory;keep=not enough memory;"
+                        "alive 1000");
     s = lt_await(fx.h, "p", 2, 2, -1);
     CHECK_EQ_STR(s.err, "after: script memory budget exceeded (4096 KiB)");
     s = lt_await(fx.h, "p", 3, 3, -1);
