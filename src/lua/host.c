@@ -416,7 +416,12 @@ bool rift_lua_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm) {
     pthread_mutex_lock(&h->lock);
     bool ok = h->n_compat > 0;
     rift_lua_plugin *p = vm->plugin;
-    if (ok && p->vm == vm) {
+    if (ok && p->vm == vm && p->cq == NULL) {
+        p->cq = rift_calloc(h->mem, h->sub_capacity, sizeof(*p->cq));
+        p->cq_cap = p->cq != NULL ? h->sub_capacity : 0;
+        p->cq_head = p->cq_len = 0;
+    }
+    if (ok && p->vm == vm && p->cq != NULL) {
         p->compat_target = true;
     }
     pthread_mutex_unlock(&h->lock);
@@ -587,8 +592,22 @@ static void poll_turn(rift_lua_host *h) {
  */
 static void *worker_main(void *arg) {
     rift_lua_host *h = arg;
+    bool ran = false;
     pthread_mutex_lock(&h->lock);
     while (!h->stopping) {
+        /* Poll when idle, and also between two runs when nobody else
+         * polls: a plugin that always has work must not starve the
+         * others' readiness and timers (the turn does not sleep then). */
+        if (!h->polling && (h->rq_head == NULL || ran)) {
+            h->polling = true;
+            poll_turn(h);
+            h->polling = false;
+            ran = false;
+            if (h->rq_head != NULL) {
+                pthread_cond_signal(&h->work_cv);
+            }
+            continue;
+        }
         if (h->rq_head != NULL) {
             rift_lua_plugin *p = h->rq_head;
             unqueue(h, p);
@@ -596,6 +615,7 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&h->lock);
             rift_lua_plugin_run(p);
             pthread_mutex_lock(&h->lock);
+            ran = true;
             p->sched = RIFT_LUA_IDLE;
             if (p->held > 0) {
                 pthread_cond_broadcast(&h->idle_cv);
@@ -605,15 +625,7 @@ static void *worker_main(void *arg) {
             }
             continue;
         }
-        if (!h->polling) {
-            h->polling = true;
-            poll_turn(h);
-            h->polling = false;
-            if (h->rq_head != NULL) {
-                pthread_cond_signal(&h->work_cv);
-            }
-            continue;
-        }
+        ran = false;
         pthread_cond_wait(&h->work_cv, &h->lock);
     }
     pthread_mutex_unlock(&h->lock);

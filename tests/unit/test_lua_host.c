@@ -814,3 +814,39 @@ RIFT_TEST(compat_handler_budgets) {
     CHECK_EQ_STR(s.err, "on_message: script deadline exceeded");
     fx_close(&fx);
 }
+
+RIFT_TEST(busy_plugin_does_not_starve_others) {
+    fixture fx;
+    CHECK(fx_open(&fx, 0));
+    /* Swap in a host with a single worker. */
+    rift_plugin_host_del(fx.h);
+    rift_plugin_host_settings hs;
+    rift_plugin_host_settings_default(&hs);
+    hs.workers = 1;
+    rift_error err;
+    CHECK_OK(rift_plugin_host_new(&fx.h, fx.b, &hs, &err));
+    /* "busy" gets a long backlog of slow messages: it always has work. */
+    lt_plugin(fx.root, "busy",
+              "rift.subscribe('spin', function(m)\n"
+              "  local x = 0 for i = 1, 20000 do x = x + i end\n"
+              "  if m.payload == 'last' then rift.publish('out.o', 'done') "
+              "end\n"
+              "end)\n");
+    lt_plugin(fx.root, "other",
+              "rift.subscribe('go', function()\n"
+              "  rift.after(20, function() rift.publish('out.o', 'tick') "
+              "end)\n"
+              "end)\n");
+    rift_plugin_spec specs[] = {lt_spec(fx.root, "busy"),
+                                lt_spec(fx.root, "other")};
+    CHECK_OK(rift_plugin_host_apply(fx.h, specs, 2, NULL, &err));
+    CHECK_OK(publish(&fx, "go", ""));
+    for (int i = 0; i < 999; i++) {
+        CHECK_OK(publish(&fx, "spin", "x"));
+    }
+    CHECK_OK(publish(&fx, "spin", "last"));
+    /* The timer fires while "busy" still works through its backlog. */
+    CHECK_EQ_STR(next_out(&fx), "tick");
+    CHECK_EQ_STR(next_out(&fx), "done");
+    fx_close(&fx);
+}
