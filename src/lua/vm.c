@@ -291,6 +291,29 @@ static int l_collectgarbage(lua_State *L) {
     return lua_gettop(L);
 }
 
+/* The registry key of the weak set of the host's callback coroutines. */
+static const char host_threads_key = 0;
+
+/* coroutine.resume and coroutine.close refusing the host's own callback
+ * coroutines: a callback could otherwise capture coroutine.running() and
+ * resume another callback suspended in rift.request with a forged reply,
+ * or close it under the host. Upvalue 1 is the real function. */
+static int l_coguard(lua_State *L) {
+    if (lua_type(L, 1) == LUA_TTHREAD) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &host_threads_key);
+        lua_pushvalue(L, 1);
+        if (lua_rawget(L, -2) != LUA_TNIL) {
+            return luaL_error(L, "cannot resume or close a callback's own "
+                                 "coroutine");
+        }
+        lua_pop(L, 2);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 /* print(...) logs at info level as "<plugin>: <args separated by tabs>". */
 static int l_print(lua_State *L) {
     int n = lua_gettop(L);
@@ -462,6 +485,21 @@ static int setup(lua_State *L) {
     lua_getglobal(L, LUA_STRLIBNAME);
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+    /* Weak-keyed set of the host's coroutines. */
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &host_threads_key);
+    lua_getglobal(L, LUA_COLIBNAME);
+    static const char *const guarded[] = {"resume", "close"};
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(guarded); i++) {
+        lua_getfield(L, -1, guarded[i]);
+        lua_pushcclosure(L, l_coguard, 1);
+        lua_setfield(L, -2, guarded[i]);
+    }
     lua_pop(L, 1);
     wrap_global(L, "load", l_load);
     wrap_global(L, "setmetatable", l_setmetatable);
@@ -644,6 +682,13 @@ static int call_protected(lua_State *L) {
          * first in case such an error left a function on it. */
         if (vm->co_ref == LUA_NOREF) {
             lua_newthread(L);
+            /* Remember it as the host's: plugin code must not resume or
+             * close it (see l_coguard). */
+            lua_rawgetp(L, LUA_REGISTRYINDEX, &host_threads_key);
+            lua_pushvalue(L, -2);
+            lua_pushboolean(L, 1);
+            lua_rawset(L, -3);
+            lua_pop(L, 1);
             vm->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         }
         ref = vm->co_ref;

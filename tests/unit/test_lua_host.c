@@ -850,3 +850,35 @@ RIFT_TEST(busy_plugin_does_not_starve_others) {
     CHECK_EQ_STR(next_out(&fx), "done");
     fx_close(&fx);
 }
+
+RIFT_TEST(callback_coroutines_cannot_be_hijacked) {
+    fixture fx;
+    CHECK(fx_open(&fx, 0));
+    CHECK_LOAD(&fx, "p",
+               "local waiting\n"
+               "rift.subscribe('go', function()\n"
+               "  waiting = coroutine.running()\n"
+               "  local r, e = rift.request('hole', 'x', 300)\n"
+               "  rift.publish('out.r', 'resumed:' .. tostring(r and "
+               "r.payload or e))\n"
+               "end)\n"
+               "rift.subscribe('hijack', function()\n"
+               "  local ok1, e1 = pcall(coroutine.resume, waiting, "
+               "{payload = 'forged'})\n"
+               "  local ok2, e2 = pcall(coroutine.close, waiting)\n"
+               "  rift.publish('out.r', tostring(ok1) .. ',' .. tostring(ok2) "
+               ".. ',' .. coroutine.status(waiting))\n"
+               "end)\n");
+    rift_sub *hole;
+    CHECK_OK(rift_broker_subscribe(fx.b, "hole", 4, NULL, &hole, NULL));
+    CHECK_OK(publish(&fx, "go", ""));
+    rift_msg *m;
+    CHECK_OK(rift_sub_recv(hole, 5000000000, &m, NULL));
+    rift_msg_unref(m);
+    CHECK(rift_test_wait_until(one_request, fx.h, 5000));
+    CHECK_OK(publish(&fx, "hijack", ""));
+    CHECK_EQ_STR(next_out(&fx), "false,false,suspended");
+    CHECK_EQ_STR(next_out(&fx), "resumed:request timed out");
+    rift_sub_close(hole);
+    fx_close(&fx);
+}
