@@ -193,7 +193,7 @@ static void check_utf8(lua_State *L, const char *fn, const char *what,
 }
 
 /* A restricted plugin publishes only within its grants (§3.3). */
-static void check_publish_acl(lua_State *L, const rift_lua_plugin *p,
+static void check_publish_acl(lua_State *L, const rift_lua_conf *p,
                               const char *subject, size_t slen,
                               const char *reply, size_t rlen) {
     if (!p->restricted) {
@@ -242,7 +242,7 @@ static int l_publish(lua_State *L) {
     if (reply != NULL) {
         check_utf8(L, "rift.publish", "reply", reply, rlen);
     }
-    check_publish_acl(L, vm->plugin, subject, slen, reply, rlen);
+    check_publish_acl(L, vm->conf, subject, slen, reply, rlen);
     return publish_and_report(L, vm, subject, slen, reply, rlen, payload, plen);
 }
 
@@ -284,7 +284,7 @@ static int l_msg_respond(lua_State *L) {
     const char *reply = lua_tolstring(L, -1, &rlen);
     count_publication(L, vm, "msg:respond", plen);
     check_utf8(L, "msg:respond", "reply", reply, rlen);
-    check_publish_acl(L, vm->plugin, reply, rlen, NULL, 0);
+    check_publish_acl(L, vm->conf, reply, rlen, NULL, 0);
     return publish_and_report(L, vm, reply, rlen, NULL, 0, payload, plen);
 }
 
@@ -339,9 +339,9 @@ static int l_subscribe(lua_State *L) {
                           "pending requests per plugin",
                           RIFT_LUA_MAX_BINDINGS);
     }
-    if (vm->plugin->restricted) {
+    if (vm->conf->restricted) {
         rift_error err;
-        if (rift_identity_can_subscribe(&vm->plugin->identity, pattern, plen,
+        if (rift_identity_can_subscribe(&vm->conf->identity, pattern, plen,
                                         &err) != 0) {
             return luaL_error(L, "%s", err.text);
         }
@@ -437,7 +437,7 @@ static int l_request(lua_State *L) {
     }
     count_publication(L, vm, "rift.request", plen);
     check_utf8(L, "rift.request", "subject", subject, slen);
-    check_publish_acl(L, vm->plugin, subject, slen, NULL, 0);
+    check_publish_acl(L, vm->conf, subject, slen, NULL, 0);
     if (vm->n_bindings >= RIFT_LUA_MAX_BINDINGS) {
         return luaL_error(L,
                           "rift.request: at most %d subscriptions and "

@@ -673,8 +673,6 @@ const char *rift_plugin_state_name(rift_plugin_state state) {
         return "running";
     case RIFT_PLUGIN_DISABLED:
         return "disabled";
-    case RIFT_PLUGIN_FAILED:
-        return "failed";
     }
     return "unknown";
 }

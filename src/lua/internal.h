@@ -63,6 +63,7 @@ typedef struct rift_lua_plugin rift_lua_plugin;
 typedef struct rift_lua_binding rift_lua_binding;
 typedef struct rift_lua_timer rift_lua_timer;
 typedef struct rift_lua_request rift_lua_request;
+typedef struct rift_lua_conf rift_lua_conf;
 typedef rift_plugin_host rift_lua_host;
 
 enum rift_lua_bind_kind {
@@ -138,6 +139,7 @@ struct rift_lua_vm {
     lua_State *L;
     rift_lua_plugin *plugin;
     rift_lua_host *host;
+    rift_lua_conf *conf; /* owned */
     const rift_mem *mem;
     /* Memory budget (the lua_Alloc). */
     size_t mem_used;
@@ -178,26 +180,31 @@ struct rift_lua_vm {
 };
 
 /* A configured plugin; survives reloads (its vm is replaced). */
-struct rift_lua_plugin {
-    rift_lua_host *host;
-    char *name;
-    char *dir;      /* as configured */
-    char *dir_real; /* realpath, for require containment; NULL until load */
-    bool is_compat; /* the configuration's root handlers */
-    char *source;   /* is_compat: the configuration source */
+/* What one state of a plugin was built from: a plugin's spec, or the
+ * configuration's source. Owned by the state (a reload builds a new one,
+ * so a rejected reload leaves the running state's untouched). */
+struct rift_lua_conf {
+    char *dir;      /* folder holding init.lua; NULL for the configuration */
+    char *dir_real; /* its realpath, for require containment */
+    char *source;   /* the configuration's source (compat) */
     size_t source_len;
     size_t mem_limit;
     uint64_t instr_limit;
     uint64_t deadline_ns;
     bool restricted;
     rift_identity identity;
-    rift_lua_vm *vm;   /* NULL when disabled or failed */
+};
+
+struct rift_lua_plugin {
+    rift_lua_host *host;
+    char *name;
+    bool is_compat;    /* the configuration's root handlers */
+    rift_lua_vm *vm;   /* NULL when disabled */
     unsigned failures; /* consecutive, owner thread */
     /* host->lock */
     int state; /* rift_plugin_state */
     int sched;
     unsigned held;
-    bool seen; /* apply's mark */
     rift_lua_plugin *rq_prev, *rq_next;
     rift_lua_binding *ready_head, *ready_tail;
     rift_lua_timer *due_head, *due_tail;
@@ -248,12 +255,17 @@ static inline rift_lua_vm *rift_lua_vm_of(lua_State *L) {
 }
 
 /*
- * rift_lua_vm_new creates a sandboxed state for |p| with its memory cap,
- * the safe standard libraries and the rift table (api.c). The state is
- * idle: nothing of the plugin has run yet.
- * Errors: RIFT_ERR_NOMEM (text filled).
+ * rift_lua_vm_new creates a sandboxed state for |p| built from |conf|
+ * (which it owns from now on, also on failure): its memory cap, the safe
+ * standard libraries and the rift table (api.c). The state is idle:
+ * nothing of the plugin has run yet.
+ * Errors: RIFT_ERR_NOMEM, RIFT_ERR_LUA (text filled).
  */
-int rift_lua_vm_new(rift_lua_vm **pvm, rift_lua_plugin *p, rift_error *err);
+int rift_lua_vm_new(rift_lua_vm **pvm, rift_lua_plugin *p, rift_lua_conf *conf,
+                    rift_error *err);
+
+/* rift_lua_conf_free releases a configuration. NULL is a no-op. */
+void rift_lua_conf_free(const rift_mem *mem, rift_lua_conf *c);
 
 /*
  * rift_lua_vm_del closes every binding, timer and request of |vm| (taking

@@ -296,6 +296,77 @@ void rift_lua_plugin_run(rift_lua_plugin *p) {
     atomic_store_explicit(&p->mem_snapshot, vm->mem_used, memory_order_relaxed);
 }
 
+/* ---- Configurations of a state ---- */
+
+static void set_budgets(rift_lua_conf *c, size_t mem, uint64_t instr,
+                        uint32_t deadline_ms) {
+    c->mem_limit = mem != 0 ? mem : RIFT_PLUGIN_DEFAULT_MEMORY;
+    c->instr_limit = instr != 0 ? instr : RIFT_PLUGIN_DEFAULT_INSTRUCTIONS;
+    c->deadline_ns =
+        (uint64_t)(deadline_ms != 0 ? deadline_ms
+                                    : RIFT_PLUGIN_DEFAULT_DEADLINE_MS) *
+        1000000u;
+}
+
+/* A plugin's configuration from its spec. */
+static int conf_from_spec(rift_lua_host *h, const rift_plugin_spec *s,
+                          rift_lua_conf **pc, rift_error *err) {
+    rift_lua_conf *c = rift_calloc(h->mem, 1, sizeof(*c));
+    if (c == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    rift_identity_init(&c->identity, h->mem);
+    if (s->path != NULL) {
+        c->dir = rift_strndup(h->mem, s->path, strlen(s->path));
+    } else {
+        size_t n = strlen(s->name) + sizeof("plugins/");
+        c->dir = rift_malloc(h->mem, n);
+        if (c->dir != NULL) {
+            snprintf(c->dir, n, "plugins/%s", s->name);
+        }
+    }
+    int rc = c->dir != NULL ? 0 : RIFT_ERR_NOMEM;
+    set_budgets(c, s->memory_bytes, s->instructions, s->deadline_ms);
+    c->restricted = s->restricted;
+    if (rc == 0 && s->restricted) {
+        rc = rift_identity_set_name(&c->identity, s->name, strlen(s->name));
+        for (size_t i = 0; rc == 0 && i < s->n_publish; i++) {
+            rc = rift_identity_allow_publish(&c->identity, s->publish[i],
+                                             strlen(s->publish[i]));
+        }
+        for (size_t i = 0; rc == 0 && i < s->n_subscribe; i++) {
+            rc = rift_identity_allow_subscribe(&c->identity, s->subscribe[i],
+                                               strlen(s->subscribe[i]));
+        }
+        c->identity.control = s->control;
+    }
+    if (rc != 0) {
+        rift_lua_conf_free(h->mem, c);
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    *pc = c;
+    return 0;
+}
+
+/* The configuration state's: its source and the handlers' budgets. */
+static int conf_from_compat(rift_lua_host *h, const rift_plugin_compat *cc,
+                            rift_lua_conf **pc, rift_error *err) {
+    rift_lua_conf *c = rift_calloc(h->mem, 1, sizeof(*c));
+    if (c == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    rift_identity_init(&c->identity, h->mem);
+    c->source = rift_strndup(h->mem, cc->source, cc->source_len);
+    if (c->source == NULL) {
+        rift_lua_conf_free(h->mem, c);
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    c->source_len = cc->source_len;
+    set_budgets(c, cc->memory_bytes, cc->instructions, cc->deadline_ms);
+    *pc = c;
+    return 0;
+}
+
 /* ---- Loading ---- */
 
 /* Takes the configuration's on_message (from the returned table, or from
@@ -330,9 +401,10 @@ static int compat_collect(lua_State *L) {
 }
 
 static int load_compat(rift_lua_plugin *p, rift_lua_vm *vm, rift_error *err) {
+    const rift_lua_conf *c = vm->conf;
     char chunk[256];
     snprintf(chunk, sizeof(chunk), "@%s", p->name);
-    int rc = rift_lua_vm_load(vm, p->source, p->source_len, chunk, 1, err);
+    int rc = rift_lua_vm_load(vm, c->source, c->source_len, chunk, 1, err);
     if (rc != 0) {
         return rc;
     }
@@ -348,24 +420,22 @@ static int load_compat(rift_lua_plugin *p, rift_lua_vm *vm, rift_error *err) {
     return 0;
 }
 
-static int load_folder(rift_lua_plugin *p, rift_lua_vm *vm, rift_error *err) {
-    rift_lua_host *h = p->host;
+static int load_folder(rift_lua_vm *vm, rift_error *err) {
+    rift_lua_conf *c = vm->conf;
     char path[PATH_MAX];
-    int w = snprintf(path, sizeof(path), "%s/init.lua", p->dir);
+    int w = snprintf(path, sizeof(path), "%s/init.lua", c->dir);
     if (w < 0 || (size_t)w >= sizeof(path)) {
         return rift_error_set(err, RIFT_ERR_LUA, "plugin path too long");
     }
-    char *real = realpath(p->dir, NULL);
-    if (real == NULL) {
+    c->dir_real = realpath(c->dir, NULL);
+    if (c->dir_real == NULL) {
         int e = errno;
         return rift_error_set(err, RIFT_ERR_LUA, "cannot read %s: %s", path,
                               strerror(e));
     }
-    free(p->dir_real);
-    p->dir_real = real;
     char *buf = NULL;
     size_t len = 0;
-    int rc = rift_lua_read_file(h->mem, path, p->dir_real, &buf, &len);
+    int rc = rift_lua_read_file(vm->mem, path, c->dir_real, &buf, &len);
     if (rc != 0) {
         return rift_error_set(err, RIFT_ERR_LUA, "cannot read %s: %s", path,
                               rc == RIFT_ERR_LIMIT ? "file exceeds 1 MiB"
@@ -377,7 +447,7 @@ static int load_folder(rift_lua_plugin *p, rift_lua_vm *vm, rift_error *err) {
     char chunk[PATH_MAX + 2];
     snprintf(chunk, sizeof(chunk), "@%s", path);
     rc = rift_lua_vm_load(vm, buf, len, chunk, 0, err);
-    rift_free(h->mem, buf);
+    rift_free(vm->mem, buf);
     return rc;
 }
 
@@ -404,18 +474,21 @@ static void adoption_commit(rift_lua_vm *vm) {
 }
 
 /*
- * Loads |p|'s code into a new state and makes it current (apply thread,
- * |p| held). On failure the previous state, if any, stays.
+ * Builds a new state for |p| from |conf| (owned from now on) and runs its
+ * code, adopting the current state's subscriptions where the new code
+ * repeats them (apply thread, |p| held). Nothing is switched yet: the
+ * caller commits with plugin_commit or undoes with plugin_discard.
  */
-static int plugin_load(rift_lua_plugin *p, rift_error *err) {
+static int plugin_prepare(rift_lua_plugin *p, rift_lua_conf *conf,
+                          rift_lua_vm **pvm, rift_error *err) {
     rift_lua_host *h = p->host;
-    rift_lua_vm *old = p->vm, *vm = NULL;
-    int rc = rift_lua_vm_new(&vm, p, err);
+    rift_lua_vm *vm = NULL;
+    int rc = rift_lua_vm_new(&vm, p, conf, err);
     if (rc != 0) {
         return rc;
     }
-    vm->adopt_from = old;
-    rc = p->is_compat ? load_compat(p, vm, err) : load_folder(p, vm, err);
+    vm->adopt_from = p->vm;
+    rc = p->is_compat ? load_compat(p, vm, err) : load_folder(vm, err);
     vm->adopt_from = NULL;
     if (rc == 0 && vm->has_handlers && p->cq == NULL) {
         p->cq = rift_calloc(h->mem, h->sub_capacity, sizeof(*p->cq));
@@ -428,6 +501,21 @@ static int plugin_load(rift_lua_plugin *p, rift_error *err) {
         rift_lua_vm_del(vm);
         return rc;
     }
+    *pvm = vm;
+    return 0;
+}
+
+static void plugin_discard(rift_lua_vm *vm) {
+    adoption_rollback(vm);
+    rift_lua_vm_del(vm);
+}
+
+/* Makes |vm| the plugin's state and closes the previous one with
+ * everything it did not hand over. */
+static void plugin_commit(rift_lua_plugin *p, rift_lua_vm *vm) {
+    rift_lua_host *h = p->host;
+    rift_lua_vm *old = p->vm;
+    bool was_running = old != NULL;
     adoption_commit(vm);
     rift_lua_host_lock(h);
     p->vm = vm;
@@ -437,7 +525,11 @@ static int plugin_load(rift_lua_plugin *p, rift_error *err) {
     p->failures = 0;
     rift_lua_vm_del(old);
     atomic_store_explicit(&p->mem_snapshot, vm->mem_used, memory_order_relaxed);
-    return 0;
+    if (!p->is_compat || vm->has_handlers) {
+        rift_log(RIFT_LOG_INFO, "%s: %s", p->name,
+                 was_running ? "reloaded" : "loaded");
+        rift_lua_host_event(h, p, "running", NULL);
+    }
 }
 
 /* ---- Plugin objects ---- */
@@ -464,11 +556,7 @@ static void plugin_free(rift_lua_plugin *p) {
     if (p->cq != NULL) {
         rift_lua_host_compat_flush(h, p);
     }
-    rift_identity_free(&p->identity);
     rift_free(h->mem, p->name);
-    rift_free(h->mem, p->dir);
-    free(p->dir_real);
-    rift_free(h->mem, p->source);
     rift_free(h->mem, p->cq);
     rift_free(h->mem, p->last_error);
     rift_free(h->mem, p);
@@ -482,67 +570,14 @@ static rift_lua_plugin *plugin_new(rift_lua_host *h, const char *name,
     }
     p->host = h;
     p->is_compat = compat;
-    p->state = RIFT_PLUGIN_FAILED;
+    p->state = RIFT_PLUGIN_RUNNING;
     p->held = 1; /* released once it is in the host's list */
-    rift_identity_init(&p->identity, h->mem);
     p->name = rift_strndup(h->mem, name, strlen(name));
     if (p->name == NULL) {
         plugin_free(p);
         return NULL;
     }
     return p;
-}
-
-static void set_budgets(rift_lua_plugin *p, size_t mem, uint64_t instr,
-                        uint32_t deadline_ms) {
-    p->mem_limit = mem != 0 ? mem : RIFT_PLUGIN_DEFAULT_MEMORY;
-    p->instr_limit = instr != 0 ? instr : RIFT_PLUGIN_DEFAULT_INSTRUCTIONS;
-    p->deadline_ns =
-        (uint64_t)(deadline_ms != 0 ? deadline_ms
-                                    : RIFT_PLUGIN_DEFAULT_DEADLINE_MS) *
-        1000000u;
-}
-
-/* Applies a spec to |p| (held or new). */
-static int configure(rift_lua_plugin *p, const rift_plugin_spec *s,
-                     rift_error *err) {
-    rift_lua_host *h = p->host;
-    char *dir;
-    if (s->path != NULL) {
-        dir = rift_strndup(h->mem, s->path, strlen(s->path));
-    } else {
-        size_t n = strlen(s->name) + sizeof("plugins/");
-        dir = rift_malloc(h->mem, n);
-        if (dir != NULL) {
-            snprintf(dir, n, "plugins/%s", s->name);
-        }
-    }
-    if (dir == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    rift_free(h->mem, p->dir);
-    p->dir = dir;
-    set_budgets(p, s->memory_bytes, s->instructions, s->deadline_ms);
-    rift_identity_free(&p->identity);
-    rift_identity_init(&p->identity, h->mem);
-    p->restricted = s->restricted;
-    int rc = 0;
-    if (s->restricted) {
-        rc = rift_identity_set_name(&p->identity, s->name, strlen(s->name));
-        for (size_t i = 0; rc == 0 && i < s->n_publish; i++) {
-            rc = rift_identity_allow_publish(&p->identity, s->publish[i],
-                                             strlen(s->publish[i]));
-        }
-        for (size_t i = 0; rc == 0 && i < s->n_subscribe; i++) {
-            rc = rift_identity_allow_subscribe(&p->identity, s->subscribe[i],
-                                               strlen(s->subscribe[i]));
-        }
-        p->identity.control = s->control;
-    }
-    if (rc != 0) {
-        return rift_error_set(err, rc, "out of memory");
-    }
-    return 0;
 }
 
 /* ---- Compatibility subscriptions ---- */
@@ -650,32 +685,29 @@ static rift_lua_plugin *find_plugin(rift_lua_host *h, const char *name,
     return NULL;
 }
 
-/* Loads (or reloads) one plugin; logs and reports failures. */
-static int load_reporting(rift_lua_plugin *p, rift_error *first) {
+/* One plugin of the configuration being applied. */
+typedef struct staged {
+    rift_lua_plugin *p;
+    bool fresh;      /* created by this apply */
+    rift_lua_vm *vm; /* its new state, until committed */
+} staged;
+
+/* Stages |p| (held) with a new state built from |conf|; on failure fills
+ * |err| with "<name>: init: <error>". */
+static int stage(staged *st, rift_lua_plugin *p, bool fresh,
+                 rift_lua_conf *conf, rift_error *err) {
+    st->p = p;
+    st->fresh = fresh;
+    st->vm = NULL;
     rift_error e;
-    bool had = p->vm != NULL;
-    int rc = plugin_load(p, &e);
-    if (rc == 0) {
-        if (!p->is_compat || p->vm->has_handlers) {
-            rift_log(RIFT_LOG_INFO, "%s: %s", p->name,
-                     had ? "reloaded" : "loaded");
-            rift_lua_host_event(p->host, p, "running", NULL);
-        }
-        return 0;
+    int rc = plugin_prepare(p, conf, &st->vm, &e);
+    if (rc != 0) {
+        rift_log(RIFT_LOG_ERROR, "%s: init: %s", p->name, e.text);
+        set_last_error(p, "init", e.text);
+        return rift_error_set(err, rc == RIFT_ERR_NOMEM ? rc : RIFT_ERR_LUA,
+                              "%s: init: %s", p->name, e.text);
     }
-    rift_log(RIFT_LOG_ERROR, "%s: init: %s%s", p->name, e.text,
-             had ? " (previous code kept)" : "");
-    set_last_error(p, "init", e.text);
-    rift_lua_host_lock(p->host);
-    if (!had) {
-        p->state = RIFT_PLUGIN_FAILED;
-    }
-    rift_lua_host_unlock(p->host);
-    rift_lua_host_event(p->host, p, had ? "running" : "failed", e.text);
-    if (first != NULL && first->code == 0) {
-        rift_error_set(first, RIFT_ERR_LUA, "%s: init: %s", p->name, e.text);
-    }
-    return rc;
+    return 0;
 }
 
 /* Takes |p| out of the host and frees it (apply thread). */
@@ -700,19 +732,20 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
         }
     }
     pthread_mutex_lock(&h->apply_lock);
-    rift_error first = {0};
-    int rc = 0;
-    size_t n_new = n_specs + 1;
-    rift_lua_plugin **order = rift_calloc(h->mem, n_new, sizeof(*order));
-    if (order == NULL) {
+    staged *st = rift_calloc(h->mem, n_specs + 1, sizeof(*st));
+    if (st == NULL) {
         pthread_mutex_unlock(&h->apply_lock);
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     size_t k = 0;
+    int rc = 0;
+    rift_lua_conf *conf = NULL;
 
-    /* The configuration's own handlers. */
-    rift_lua_plugin *cp = find_plugin(h, NULL, true);
-    if (compat != NULL && compat->source != NULL) {
+    /* 1. Build every new state; the running ones keep going meanwhile,
+     * except each plugin being reloaded, held from here to the end. */
+    bool with_compat = compat != NULL && compat->source != NULL;
+    if (with_compat) {
+        rift_lua_plugin *cp = find_plugin(h, NULL, true);
         bool fresh = cp == NULL;
         if (fresh) {
             cp = plugin_new(h, compat->name != NULL ? compat->name : "config",
@@ -720,103 +753,91 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
         } else {
             rift_lua_host_hold(h, cp);
         }
-        char *src = cp != NULL ? rift_strndup(h->mem, compat->source,
-                                              compat->source_len)
-                               : NULL;
-        if (src == NULL) {
-            if (fresh && cp != NULL) {
-                plugin_free(cp);
-            } else if (cp != NULL) {
-                rift_lua_host_release(h, cp);
-            }
-            cp = NULL;
-            rc = rift_error_set(&first, RIFT_ERR_NOMEM, "out of memory");
-        } else {
-            rift_free(h->mem, cp->source);
-            cp->source = src;
-            cp->source_len = compat->source_len;
-            set_budgets(cp, compat->memory_bytes, compat->instructions,
-                        compat->deadline_ms);
-            (void)load_reporting(cp, &first);
-            if (cp->vm != NULL && !cp->vm->has_handlers) {
-                /* A configuration without message handlers needs no state
-                 * of its own; an existing one goes with the old list. */
-                if (fresh) {
-                    plugin_free(cp);
-                }
-                cp = NULL;
-            }
+        if (cp == NULL) {
+            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            goto fail;
         }
-        if (cp != NULL) {
-            order[k++] = cp;
+        if ((rc = conf_from_compat(h, compat, &conf, err)) != 0 ||
+            (rc = stage(&st[k], cp, fresh, conf, err)) != 0) {
+            st[k].p = cp;
+            st[k++].fresh = fresh;
+            goto fail;
         }
-    } else {
-        cp = NULL;
+        k++;
     }
-
     for (size_t i = 0; i < n_specs; i++) {
         rift_lua_plugin *p = find_plugin(h, specs[i].name, false);
         bool fresh = p == NULL;
         if (fresh) {
             p = plugin_new(h, specs[i].name, false);
-            if (p == NULL) {
-                if (first.code == 0) {
-                    rift_error_set(&first, RIFT_ERR_NOMEM, "out of memory");
-                }
-                continue;
-            }
         } else {
             rift_lua_host_hold(h, p);
         }
-        rift_error e;
-        if (configure(p, &specs[i], &e) != 0) {
-            if (first.code == 0) {
-                rift_error_copy(&first, &e);
-            }
-            if (fresh) {
-                plugin_free(p);
-                continue;
-            }
-        } else {
-            (void)load_reporting(p, &first);
+        if (p == NULL) {
+            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            goto fail;
         }
-        order[k++] = p;
+        if ((rc = conf_from_spec(h, &specs[i], &conf, err)) != 0 ||
+            (rc = stage(&st[k], p, fresh, conf, err)) != 0) {
+            st[k].p = p;
+            st[k++].fresh = fresh;
+            goto fail;
+        }
+        k++;
     }
 
-    /* Plugins no longer configured go; the list takes the new order. */
+    /* 2. The pairing rule of the original, over every new state. */
+    bool handlers = false;
+    for (size_t i = 0; i < k; i++) {
+        handlers = handlers || st[i].vm->has_handlers;
+    }
+    if (handlers != (compat != NULL && compat->n_subs > 0)) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            RIFT_LUA_TEXT_TOGETHER);
+        goto fail;
+    }
+
+    /* 3. Switch. A configuration without handlers needs no state. */
+    size_t n = 0;
+    for (size_t i = 0; i < k; i++) {
+        rift_lua_plugin *p = st[i].p;
+        if (p->is_compat && !st[i].vm->has_handlers) {
+            rift_lua_vm_del(st[i].vm);
+            if (st[i].fresh) {
+                plugin_free(p);
+            } /* else it leaves with the old list below */
+            continue;
+        }
+        plugin_commit(p, st[i].vm);
+        st[n++] = st[i];
+    }
     rift_lua_host_lock(h);
-    rift_lua_plugin *gone = h->plugins;
+    rift_lua_plugin *old = h->plugins;
     h->plugins = NULL;
-    for (size_t i = k; i-- > 0;) {
-        order[i]->next = h->plugins;
-        h->plugins = order[i];
+    for (size_t i = n; i-- > 0;) {
+        st[i].p->next = h->plugins;
+        h->plugins = st[i].p;
     }
     rift_lua_host_unlock(h);
-    while (gone != NULL) {
-        rift_lua_plugin *next = gone->next;
+    while (old != NULL) {
+        rift_lua_plugin *next = old->next;
         bool kept = false;
-        for (size_t i = 0; i < k; i++) {
-            kept = kept || order[i] == gone;
+        for (size_t i = 0; i < n; i++) {
+            kept = kept || st[i].p == old;
         }
         if (!kept) {
-            plugin_remove(h, gone);
+            plugin_remove(h, old);
         }
-        gone = next;
+        old = next;
     }
 
-    /* Compatibility subscriptions, then who receives their messages. */
-    rift_error e;
-    if (compat_apply(h, compat != NULL ? compat->subs : NULL,
-                     compat != NULL ? compat->n_subs : 0, &e) != 0 &&
-        first.code == 0) {
-        rift_error_copy(&first, &e);
-    }
-    bool handlers = false;
+    /* 4. Compatibility subscriptions, then who receives their messages. */
+    rc = compat_apply(h, compat != NULL ? compat->subs : NULL,
+                      compat != NULL ? compat->n_subs : 0, err);
     rift_lua_host_lock(h);
     for (rift_lua_plugin *p = h->plugins; p != NULL; p = p->next) {
-        bool target = p->vm != NULL && p->vm->has_handlers;
-        handlers = handlers || target;
-        p->compat_target = target && h->n_compat > 0;
+        p->compat_target =
+            p->vm != NULL && p->vm->has_handlers && h->n_compat > 0;
         if (!p->compat_target && p->cq_len > 0) {
             /* No handler left to run them. */
             while (p->cq_len > 0) {
@@ -827,25 +848,29 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
             }
         }
     }
-    bool together = handlers == (h->n_compat > 0);
     rift_lua_host_unlock(h);
-
-    for (size_t i = 0; i < k; i++) {
-        rift_lua_host_release(h, order[i]);
+    for (size_t i = 0; i < n; i++) {
+        rift_lua_host_release(h, st[i].p);
     }
-    rift_free(h->mem, order);
+    rift_free(h->mem, st);
     pthread_mutex_unlock(&h->apply_lock);
+    return rc;
 
-    if (!together) {
-        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                              RIFT_LUA_TEXT_TOGETHER);
+fail:
+    /* Nothing changes: new states go, adopted subscriptions go back. */
+    for (size_t i = k; i-- > 0;) {
+        if (st[i].vm != NULL) {
+            plugin_discard(st[i].vm);
+        }
+        if (st[i].fresh) {
+            plugin_free(st[i].p);
+        } else {
+            rift_lua_host_release(h, st[i].p);
+        }
     }
-    if (first.code != 0) {
-        rift_error_copy(err, &first);
-        return first.code;
-    }
-    (void)rc;
-    return 0;
+    rift_free(h->mem, st);
+    pthread_mutex_unlock(&h->apply_lock);
+    return rc;
 }
 
 void rift_lua_host_remove_all(rift_lua_host *h) {

@@ -130,18 +130,23 @@ int rift_plugin_host_new(rift_plugin_host **phost, rift_broker *broker,
 
 /**
  * rift_plugin_host_apply makes the host run exactly |specs| (and |compat|,
- * which may be NULL for none). Plugins already running under the same name
- * are reloaded from disk; a plugin whose new code fails to load keeps its
- * previous code running (a disabled or failed plugin stays failed). The
- * compatibility subscriptions are diffed by (subject, queue); unchanged
- * ones keep their queue. Every plugin is attempted; failures are logged,
- * published on rift.events.plugin and visible in the status.
+ * which may be NULL for none), all or nothing: every plugin's code is
+ * (re)read from disk and loaded into a new state first; only when all of
+ * them load does the host switch to the new states (plugins already
+ * running under the same name keep, per subscription whose pattern and
+ * queue the new code repeats, the broker subscription and its queued
+ * messages), stop the plugins no longer listed and diff the compatibility
+ * subscriptions by (subject, queue). Otherwise nothing changes: the
+ * previous code keeps running (a disabled plugin stays disabled). Blocks
+ * while each running plugin finishes its current callback.
  *
- * Errors: RIFT_ERR_INVALID_CONFIG "on_message and messaging.subscriptions
- * must be configured together" (handlers without subscriptions or the
- * reverse; nothing is changed in that case); RIFT_ERR_LUA "<plugin>: init:
- * <error>" for the first plugin that failed to load (the others are
- * applied); broker errors of the subscriptions; RIFT_ERR_NOMEM.
+ * Errors (nothing changed): RIFT_ERR_LUA "<plugin>: init: <error>" for the
+ * first plugin that failed to load; RIFT_ERR_INVALID_CONFIG "on_message
+ * and messaging.subscriptions must be configured together" (message
+ * handlers without subscriptions or the reverse);
+ * RIFT_ERR_INVALID_ARGUMENT for invalid or duplicate names;
+ * RIFT_ERR_NOMEM. After the switch: "messaging.subscriptions: <broker
+ * error>" when a compatibility subscription cannot be made.
  */
 int rift_plugin_host_apply(rift_plugin_host *host,
                            const rift_plugin_spec *specs, size_t n_specs,
@@ -150,10 +155,9 @@ int rift_plugin_host_apply(rift_plugin_host *host,
 typedef enum rift_plugin_state {
     RIFT_PLUGIN_RUNNING = 0,
     RIFT_PLUGIN_DISABLED = 1, /* kept failing; `reload` re-enables */
-    RIFT_PLUGIN_FAILED = 2,   /* its code did not load */
 } rift_plugin_state;
 
-/** "running", "disabled" or "failed". */
+/** "running" or "disabled". */
 const char *rift_plugin_state_name(rift_plugin_state state);
 
 typedef struct rift_plugin_status {

@@ -375,7 +375,7 @@ static int l_require(lua_State *L) {
     }
     lua_pop(L, 1);
     rift_lua_vm *vm = rift_lua_vm_of(L);
-    const rift_lua_plugin *p = vm->plugin;
+    const rift_lua_conf *p = vm->conf;
     if (!module_name_valid(name, len)) {
         return luaL_error(L,
                           "module '%s' not found: module names are "
@@ -552,23 +552,37 @@ static int setup(lua_State *L) {
     return 0;
 }
 
-int rift_lua_vm_new(rift_lua_vm **pvm, rift_lua_plugin *p, rift_error *err) {
+void rift_lua_conf_free(const rift_mem *mem, rift_lua_conf *c) {
+    if (c == NULL) {
+        return;
+    }
+    rift_free(mem, c->dir);
+    free(c->dir_real); /* from realpath */
+    rift_free(mem, c->source);
+    rift_identity_free(&c->identity);
+    rift_free(mem, c);
+}
+
+int rift_lua_vm_new(rift_lua_vm **pvm, rift_lua_plugin *p, rift_lua_conf *conf,
+                    rift_error *err) {
     rift_lua_host *h = p->host;
     rift_lua_vm *vm = rift_calloc(h->mem, 1, sizeof(*vm));
     if (vm == NULL) {
+        rift_lua_conf_free(h->mem, conf);
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     vm->plugin = p;
     vm->host = h;
+    vm->conf = conf;
     vm->mem = h->mem;
-    vm->mem_limit = p->mem_limit;
+    vm->mem_limit = conf->mem_limit;
     vm->msg_mt_ref = vm->co_ref = vm->handlers_ref = vm->chain_ref = LUA_NOREF;
     vm->L = lua_newstate(vm_alloc, vm);
     if (vm->L == NULL) {
-        rift_free(h->mem, vm);
+        rift_lua_vm_del(vm);
         return rift_error_set(err, RIFT_ERR_NOMEM,
-                              "%s: cannot create a Lua state within %zu KiB",
-                              p->name, p->mem_limit / 1024);
+                              "cannot create a Lua state within %zu KiB",
+                              conf->mem_limit / 1024);
     }
     *(rift_lua_vm **)lua_getextraspace(vm->L) = vm;
     /* Installed before anything runs: every coroutine inherits it. */
@@ -607,6 +621,7 @@ void rift_lua_vm_del(rift_lua_vm *vm) {
          * closing runs only the host's own C finalizers. */
         lua_close(vm->L);
     }
+    rift_lua_conf_free(vm->mem, vm->conf);
     rift_free(vm->mem, vm);
 }
 
@@ -615,7 +630,7 @@ void rift_lua_vm_del(rift_lua_vm *vm) {
 int rift_lua_vm_load(rift_lua_vm *vm, const char *src, size_t len,
                      const char *chunkname, int nret, rift_error *err) {
     lua_State *L = vm->L;
-    const rift_lua_plugin *p = vm->plugin;
+    const rift_lua_conf *p = vm->conf;
     char text[RIFT_LUA_ERROR_MAX + 1];
     int status = luaL_loadbufferx(L, src, len, chunkname, "t");
     if (status == LUA_OK) {
@@ -737,7 +752,7 @@ static int call_protected(lua_State *L) {
 int rift_lua_vm_call(rift_lua_vm *vm, const rift_lua_call *call,
                      char *errtext) {
     lua_State *L = vm->L;
-    const rift_lua_plugin *p = vm->plugin;
+    const rift_lua_conf *p = vm->conf;
     call_body b = {.vm = vm, .call = call, .status = -1, .errtext = errtext};
     errtext[0] = '\0';
     rift_lua_vm_arm(vm, p->instr_limit, p->deadline_ns, true);

@@ -155,10 +155,8 @@ RIFT_TEST(init_failures_are_reported) {
     CHECK_EQ_INT(fx_load(&fx, "error('broken')", NULL, &err), RIFT_ERR_LUA);
     CHECK_CONTAINS(err.text, "p: init: ");
     CHECK_CONTAINS(err.text, "broken");
-    lt_status s = lt_get(fx.h, "p");
-    CHECK(s.found);
-    CHECK_EQ_INT(s.state, RIFT_PLUGIN_FAILED);
-    CHECK_CONTAINS(s.err, "broken");
+    /* All or nothing: a plugin that does not load is not added. */
+    CHECK(!lt_get(fx.h, "p").found);
     CHECK_EQ_INT(fx_load(&fx, "syntax error here", NULL, &err), RIFT_ERR_LUA);
     rift_plugin_spec missing = {.name = "nope", .path = "/nonexistent/x"};
     CHECK_EQ_INT(rift_plugin_host_apply(fx.h, &missing, 1, NULL, &err),
@@ -460,6 +458,41 @@ RIFT_TEST(json_round_trip) {
         "local big = {} for i = 1, 1000 do big[i] = {k = i} end\n"
         "assert(#j.decode(j.encode(big)) == 1000)\n",
         NULL);
+    fx_close(&fx);
+}
+
+RIFT_TEST(apply_is_all_or_nothing) {
+    fixture fx;
+    CHECK(fx_open(&fx, 0));
+    lt_plugin(fx.root, "a", "rift.every(1, function() error('a1', 0) end)\n");
+    lt_plugin(fx.root, "b", "rift.every(1, function() end)\n");
+    rift_plugin_spec specs[] = {lt_spec(fx.root, "a"), lt_spec(fx.root, "b")};
+    rift_error err;
+    CHECK_OK(rift_plugin_host_apply(fx.h, specs, 2, NULL, &err));
+    lt_status s = lt_await(fx.h, "a", 1, 1, -1);
+    CHECK_EQ_STR(s.err, "every: a1");
+    /* New code for a, broken code for b, and a third plugin: nothing of it
+     * is applied. */
+    lt_plugin(fx.root, "a", "rift.every(1, function() error('a2', 0) end)\n");
+    lt_plugin(fx.root, "b", "error('b is broken', 0)\n");
+    lt_plugin(fx.root, "c", "\n");
+    rift_plugin_spec three[] = {lt_spec(fx.root, "a"), lt_spec(fx.root, "b"),
+                                lt_spec(fx.root, "c")};
+    CHECK_EQ_INT(rift_plugin_host_apply(fx.h, three, 3, NULL, &err),
+                 RIFT_ERR_LUA);
+    CHECK_EQ_STR(err.text, "b: init: b is broken");
+    CHECK(!lt_get(fx.h, "c").found);
+    CHECK_CONTAINS(lt_get(fx.h, "b").err, "b is broken");
+    uint64_t before = lt_get(fx.h, "a").errors;
+    s = lt_await(fx.h, "a", before + 2, 0, -1);
+    CHECK_EQ_STR(s.err, "every: a1");
+    /* Fixed: everything switches at once. */
+    lt_plugin(fx.root, "b", "\n");
+    CHECK_OK(rift_plugin_host_apply(fx.h, three, 3, NULL, &err));
+    before = lt_get(fx.h, "a").errors;
+    s = lt_await(fx.h, "a", before + 1, 0, -1);
+    CHECK_EQ_STR(s.err, "every: a2");
+    CHECK(lt_get(fx.h, "c").found);
     fx_close(&fx);
 }
 
