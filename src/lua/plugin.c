@@ -6,12 +6,13 @@
  * adoption, and rift_plugin_host_apply, which makes the host run a given
  * configuration.
  *
- * Reload builds a new state from the new code while the plugin is held
- * (no worker runs it). rift.subscribe calls of the new code that repeat a
- * (pattern, queue) of the old code adopt the old binding, broker
- * subscription and queued messages included. On success the old state is
- * closed with everything it did not hand over; on failure the adopted
- * bindings go back and the old code keeps running.
+ * Apply is all or nothing. It builds a new state for every plugin first,
+ * each while the plugin is held (no worker runs it); rift.subscribe calls
+ * of the new code that repeat a (pattern, queue) of the old code adopt the
+ * old binding, broker subscription and queued messages included. Only when
+ * every state loaded does it switch them all, closing each old state with
+ * everything it did not hand over; otherwise the new states go, adopted
+ * bindings return, and the old code keeps running everywhere.
  */
 #include "lua/internal.h"
 
