@@ -770,6 +770,11 @@ int rift_lua_vm_call(rift_lua_vm *vm, const rift_lua_call *call,
         }
         budget_text(vm, status, errtext, RIFT_LUA_ERROR_MAX + 1);
         outcome = RIFT_LUA_FAILED;
+    } else if (b.status == LUA_OK && vm->stop != RIFT_LUA_STOP_NONE) {
+        /* It returned, but only because a coroutine of its own absorbed the
+         * stop: the callback still overran its budget. */
+        budget_text(vm, b.status, errtext, RIFT_LUA_ERROR_MAX + 1);
+        outcome = RIFT_LUA_FAILED;
     } else if (b.status == LUA_OK) {
         outcome = RIFT_LUA_DONE;
     } else if (b.status == LUA_YIELD && errtext[0] == '\0') {
