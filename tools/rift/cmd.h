@@ -13,5 +13,6 @@ int rift_cmd_pub(int argc, char **argv);
 int rift_cmd_sub(int argc, char **argv);
 int rift_cmd_req(int argc, char **argv);
 int rift_cmd_reply(int argc, char **argv);
+int rift_cmd_store(int argc, char **argv);
 
 #endif /* RIFT_TOOLS_CMD_H */

@@ -19,6 +19,7 @@ static const struct {
     {"sub", rift_cmd_sub, "print the messages of a subscription"},
     {"req", rift_cmd_req, "send a request and print the reply"},
     {"reply", rift_cmd_reply, "answer requests on a subject"},
+    {"store", rift_cmd_store, "verify or repair a stream directory"},
 };
 
 static void usage(FILE *out) {

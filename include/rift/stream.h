@@ -1,0 +1,511 @@
+/*
+ * stream.h — retained (durable) streams and durable pull consumers: an
+ * append-only, sequence-numbered record log kept in memory or in a
+ * directory of checksummed segment files, with pull consumers that fetch,
+ * acknowledge and get redeliveries after an ack wait.
+ *
+ * Semantics follow rift-v1-behaviour.md §4 (limits, retention, sequence
+ * numbers, fetch order, error texts); the extensions (age retention,
+ * consumer delete, start positions, group commit, segmented storage) are
+ * documented where they appear and in docs/storage-format.md.
+ *
+ * Threading: every function on a rift_stream or a rift_consumer may be
+ * called from any thread; operations on one stream are serialized by the
+ * stream (32 concurrent publishes get sequences 1..32). rift_stream_close
+ * must not race with other calls on the same stream.
+ *
+ * Durability: with sync_on_write (the default) a mutation — publish,
+ * consumer open/delete, a fetch that delivers or moves the cursor, an ack —
+ * is reported successful only after an fdatasync covers it. Concurrent
+ * mutations share one sync (group commit). The sync always runs on the
+ * stream's own writer thread, never on the caller's: the blocking calls
+ * wait for it, the _async calls return at once and report through a
+ * callback on the writer thread.
+ *
+ * Strings are pointer + length and need not be NUL-terminated; they are
+ * borrowed for the duration of the call. Errors fill |err| (if not NULL)
+ * with the reference's exact text.
+ */
+#ifndef RIFT_STREAM_H
+#define RIFT_STREAM_H
+
+#include "rift/rift.h"
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rift_stream rift_stream;
+typedef struct rift_consumer rift_consumer;
+/* The file-system table (src/store/vfs.h); NULL selects POSIX. */
+typedef struct rift_vfs rift_vfs;
+
+/* ---- Settings ---- */
+
+typedef struct rift_stream_settings {
+    /** Subject patterns a publish must match (wildcards allowed, each at
+     * most 1,024 bytes, NUL-terminated). NULL or 0 patterns = {">"}. */
+    const char *const *subjects;
+    size_t subjects_count;
+    /** Retention by count. Default 100,000. */
+    uint64_t max_messages;
+    /** Retention by retained size (payload + subject + reply + 32).
+     * Default 67,108,864 (64 MiB). */
+    uint64_t max_bytes;
+    /** Largest payload. Default 1,048,576; at most 4,294,963,199. */
+    uint64_t max_payload_bytes;
+    /** Durable consumers per stream. Default 128. */
+    uint32_t max_consumers;
+    /** fdatasync before a mutation is reported done. Default true. With
+     * false a mutation returns once it is queued for the writer thread,
+     * which hands it to the OS promptly; a crash of the process or the
+     * machine can lose the latest ones. */
+    bool sync_on_write;
+    /** Extension: records older than this many milliseconds are evicted
+     * (on every operation and by the writer thread). 0 = no age limit,
+     * the default and the original's behaviour. */
+    uint64_t max_age_ms;
+    /** Directory for file storage, created (with missing ancestors) if
+     * absent. NULL = memory storage: records and consumers live as long as
+     * the stream object and are lost when it is closed. */
+    const char *storage_path;
+    /** File storage: size at which a segment file is sealed and a new one
+     * started. Default 64 MiB; 4 KiB .. 1 GiB. */
+    uint64_t segment_bytes;
+    /** File storage: memory for recently appended records, served to
+     * fetch and replay without reading the disk. Default 8 MiB. */
+    uint64_t cache_bytes;
+    /** File storage: the consumer-state log is rewritten as a snapshot
+     * once it exceeds max(this, 2 × the last snapshot). Default 8 MiB. */
+    uint64_t state_snapshot_bytes;
+    /** File system and wall clock; NULL = POSIX and CLOCK_REALTIME. Must
+     * outlive the stream. Memory streams use only its clock. */
+    const rift_vfs *vfs;
+    /** Allocator; NULL = malloc. Must outlive the stream. */
+    const rift_mem *mem;
+} rift_stream_settings;
+
+/** rift_stream_settings_default fills |s| with the defaults above. */
+RIFT_EXTERN void rift_stream_settings_default(rift_stream_settings *s);
+
+/* ---- Records and batches ---- */
+
+/** A retained record. Subject and reply are NUL-terminated copies; the
+ * reply is NULL with reply_len 0 when there is none. */
+typedef struct rift_record {
+    uint64_t sequence;
+    /** Wall-clock milliseconds since the Unix epoch, taken at append. */
+    uint64_t timestamp_ms;
+    const char *subject;
+    size_t subject_len;
+    const char *reply;
+    size_t reply_len;
+    const uint8_t *payload;
+    size_t payload_len;
+} rift_record;
+
+/** One record handed out by a fetch (delivery_count >= 1) or a replay
+ * (delivery_count 0). */
+typedef struct rift_delivery {
+    rift_record record;
+    uint32_t delivery_count;
+} rift_delivery;
+
+/**
+ * rift_batch holds the result of a fetch or a replay. The caller owns it
+ * and releases it with rift_batch_free; the records stay valid until then
+ * (also after the stream is closed). Initialise with {0} or let the
+ * producing call do it; it is filled only on success.
+ */
+typedef struct rift_batch {
+    size_t count;
+    rift_delivery *items;
+    void *priv_;
+} rift_batch;
+
+/** rift_batch_free releases |b| and zeroes it. Safe on a zeroed batch. */
+RIFT_EXTERN void rift_batch_free(rift_batch *b);
+
+/* ---- Completion callbacks ---- */
+
+/** Returned by the _async functions when the operation is already
+ * complete (durable): the callback is then NOT called. */
+#define RIFT_STREAM_DONE 1
+
+/**
+ * rift_stream_done_cb reports the completion of an _async operation:
+ * |status| 0 once it is durable, or the error (with its text in |err|,
+ * valid during the call) when the write or sync covering it failed; the
+ * stream is then poisoned. It runs on one of the stream's I/O threads (the
+ * writer or a sync helper), possibly before the submitting function has
+ * returned, never under a stream lock. Callbacks of different operations
+ * may run concurrently on different threads (each thread runs its batch
+ * in submission order): post the result to your own loop rather than rely
+ * on their order. It may call _async functions and non-blocking
+ * calls (info, replay) but must not call the blocking mutators of the same
+ * stream (publish, fetch, ack, consumer open or delete, checkpoint), which
+ * would wait for the threads running it; they fail with
+ * RIFT_ERR_INVALID_ARGUMENT if tried. Nor may it close the stream.
+ */
+typedef void (*rift_stream_done_cb)(void *user_data, int status,
+                                    const rift_error *err);
+
+/* ---- Streams ---- */
+
+/**
+ * rift_stream_open opens a stream: in memory, or in |settings|'s
+ * storage_path, recovering its records and consumers (a torn tail of the
+ * newest segment or of the state log is truncated). |settings| is copied
+ * (NULL = defaults); *|pstream| is set on success.
+ *
+ * Errors: RIFT_ERR_INVALID_CONFIG ("invalid messaging configuration: stream
+ * limits must be positive and payload must fit a frame");
+ * RIFT_ERR_INVALID_SUBJECT ("invalid subject: <pattern>");
+ * RIFT_ERR_STORAGE ("stream storage: stream directory is already open or
+ * cannot be locked: <os error>", "stream storage: checksum mismatch in
+ * <file> at offset <n>" and other corruption reports naming the file and
+ * offset, "stream storage: stored payload exceeds configured limit",
+ * "stream storage: stored consumers exceed configured limit");
+ * RIFT_ERR_IO ("messaging I/O: <file>: <os error>"); RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_stream_open(rift_stream **pstream,
+                                 const rift_stream_settings *settings,
+                                 rift_error *err);
+
+/**
+ * rift_stream_close waits for queued writes, syncs file storage (also when
+ * sync_on_write is false), stops the writer thread, closes the files and
+ * releases the directory lock. Pending _async callbacks run before it
+ * returns. Consumer handles stay valid objects but their operations then
+ * fail with "stream storage: stream is closed"; each must still be closed.
+ * NULL is a no-op. Must not be called from a completion callback.
+ */
+RIFT_EXTERN void rift_stream_close(rift_stream *stream);
+
+/** The result of a publish. */
+typedef struct rift_stored {
+    uint64_t sequence;
+    uint64_t timestamp_ms;
+} rift_stored;
+
+/**
+ * rift_stream_publish appends a record and returns (fills |out|, may be
+ * NULL) once it is durable. |reply| may be NULL/0 for none. Retention then
+ * evicts the oldest records beyond the limits, acknowledged or not.
+ *
+ * Errors: RIFT_ERR_INVALID_SUBJECT ("invalid subject: <s>", the subject or
+ * reply is not a valid literal subject); RIFT_ERR_STREAM_NOT_MATCHED
+ * ("subject does not match this stream"); RIFT_ERR_PAYLOAD_TOO_LARGE
+ * ("payload size <n> exceeds limit <m>", m = min(max_payload_bytes,
+ * max_bytes); or n = retained size, m = max_bytes); RIFT_ERR_STORAGE
+ * ("stream storage: stream sequence exhausted", "stream storage: journal
+ * write previously failed; reopen the stream", "stream storage: stream is
+ * closed"); RIFT_ERR_IO ("messaging I/O: ...", the write or sync of this
+ * very operation failed; the record may or may not survive a reopen);
+ * RIFT_ERR_NOMEM; RIFT_ERR_INVALID_ARGUMENT (called from a callback).
+ */
+RIFT_EXTERN int rift_stream_publish(rift_stream *stream, const char *subject,
+                                    size_t subject_len, const char *reply,
+                                    size_t reply_len, const uint8_t *payload,
+                                    size_t payload_len, rift_stored *out,
+                                    rift_error *err);
+
+/**
+ * rift_stream_publish_async is rift_stream_publish without waiting: the
+ * record is appended and |out| filled before it returns, and the sequence
+ * is taken even if nobody waits for the callback. Returns 0 when |cb| will
+ * report durability, RIFT_STREAM_DONE when nothing remains to wait for
+ * (memory storage, or sync_on_write false) and |cb| is not called, or an
+ * error as rift_stream_publish (|cb| not called). STORED must be sent only
+ * after RIFT_STREAM_DONE or a callback with status 0.
+ */
+RIFT_EXTERN int rift_stream_publish_async(
+    rift_stream *stream, const char *subject, size_t subject_len,
+    const char *reply, size_t reply_len, const uint8_t *payload,
+    size_t payload_len, rift_stored *out, rift_stream_done_cb cb,
+    void *user_data, rift_error *err);
+
+/**
+ * rift_stream_replay reads up to |limit| (0..65,536) retained records from
+ * |from_sequence| on (or from the first retained one) without consumer
+ * state. Only durable records are returned. Fills |out| (delivery_count 0).
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("replay limit must be 0..65536");
+ * RIFT_ERR_STORAGE (poisoned or closed stream, a record failing its
+ * checksum when read back); RIFT_ERR_IO; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_stream_replay(rift_stream *stream, uint64_t from_sequence,
+                                   size_t limit, rift_batch *out,
+                                   rift_error *err);
+
+typedef struct rift_stream_info {
+    uint64_t messages;
+    /** Sum of retained sizes. */
+    uint64_t bytes;
+    /** last_sequence + 1 when the stream is empty. */
+    uint64_t first_sequence;
+    /** 0 before the first publish. */
+    uint64_t last_sequence;
+    size_t consumer_count;
+    /** consumer_count NUL-terminated names in byte order, owned by the
+     * info (rift_stream_info_free). */
+    char **consumer_names;
+    bool durable;
+    /** A write or sync failed; mutations fail until the stream is
+     * reopened. */
+    bool poisoned;
+    /** File storage: segment files and their total size on disk. */
+    size_t segments;
+    uint64_t disk_bytes;
+    /** File storage: fdatasync calls made so far (group-commit gauge). */
+    uint64_t syncs;
+    const void *priv_;
+} rift_stream_info;
+
+/**
+ * rift_stream_info fills |out|, which the caller releases with
+ * rift_stream_info_free. Errors: RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_stream_get_info(rift_stream *stream, rift_stream_info *out,
+                                     rift_error *err);
+RIFT_EXTERN void rift_stream_info_free(rift_stream_info *info);
+
+/**
+ * rift_stream_checkpoint (file storage) writes a snapshot of the consumer
+ * state, deletes segments retention has emptied and syncs everything,
+ * returning when done. A no-op for memory streams.
+ *
+ * Errors: RIFT_ERR_STORAGE, RIFT_ERR_IO, RIFT_ERR_NOMEM,
+ * RIFT_ERR_INVALID_ARGUMENT (called from a callback).
+ */
+RIFT_EXTERN int rift_stream_checkpoint(rift_stream *stream, rift_error *err);
+
+/* ---- Consumers ---- */
+
+/**
+ * Where a new consumer starts (extension; NATS Streaming's start
+ * positions). Each resolves, when the consumer is created, to a start
+ * sequence, which becomes the cursor; the original's semantics then apply
+ * (a start below the first retained record is clamped to it, a start
+ * beyond the end waits for that sequence).
+ */
+typedef enum rift_consumer_start {
+    /** start_sequence as given (>= 1). The original's, and the wire's. */
+    RIFT_START_SEQUENCE = 0,
+    /** The first retained record (start sequence 1, clamped). */
+    RIFT_START_FIRST = 1,
+    /** The newest record stored at creation (or the next one when the
+     * stream is empty). */
+    RIFT_START_LAST_RECEIVED = 2,
+    /** Only records published after creation: last sequence + 1. */
+    RIFT_START_NEW_ONLY = 3,
+    /** The first retained record whose timestamp is >= start_time_ms
+     * (absolute wall-clock ms), else the next record. */
+    RIFT_START_TIME = 4,
+    /** As RIFT_START_TIME with now - start_time_ms (a delta in ms). */
+    RIFT_START_TIME_DELTA = 5,
+} rift_consumer_start;
+
+/**
+ * Consumer configuration. Reopening an existing consumer requires exact
+ * equality with the stored configuration: filter, ack_wait_ms,
+ * max_ack_pending and start, plus start_sequence for RIFT_START_SEQUENCE or
+ * start_time_ms for the two time modes (the FIRST, LAST_RECEIVED and
+ * NEW_ONLY modes have no argument; the sequence a mode resolved to is never
+ * compared).
+ */
+typedef struct rift_consumer_config {
+    /** Subject pattern; NULL/0 = ">". */
+    const char *filter;
+    size_t filter_len;
+    /** RIFT_START_SEQUENCE only: >= 1. Default 1. */
+    uint64_t start_sequence;
+    /** Redelivery delay, > 0. Default 30,000. */
+    uint64_t ack_wait_ms;
+    /** 1..65,536. Default 128. */
+    uint32_t max_ack_pending;
+    rift_consumer_start start;
+    /** RIFT_START_TIME: absolute ms; RIFT_START_TIME_DELTA: delta ms. */
+    uint64_t start_time_ms;
+} rift_consumer_config;
+
+/** rift_consumer_config_default fills |c| with the defaults above. */
+RIFT_EXTERN void rift_consumer_config_default(rift_consumer_config *c);
+
+/**
+ * rift_stream_consumer_open opens the durable consumer |name| (1..128
+ * bytes of UTF-8 with no whitespace or control character; the QUIC layer
+ * passes its already-scoped "remote_<sha256 hex>" names here unchanged),
+ * creating it when absent, and returns a handle in *|pconsumer| that the
+ * caller releases with rift_consumer_close. |config| NULL = defaults.
+ * Reopening with an equal configuration keeps the cursor and pending set.
+ *
+ * Errors: RIFT_ERR_INVALID_CONFIG ("invalid messaging configuration:
+ * invalid consumer name or limits", "invalid messaging configuration:
+ * consumer already exists with different settings", "invalid messaging
+ * configuration: stream consumer limit reached"); RIFT_ERR_STORAGE;
+ * RIFT_ERR_IO; RIFT_ERR_NOMEM; RIFT_ERR_INVALID_ARGUMENT (from a callback).
+ */
+RIFT_EXTERN int rift_stream_consumer_open(rift_stream *stream, const char *name,
+                                          size_t name_len,
+                                          const rift_consumer_config *config,
+                                          rift_consumer **pconsumer,
+                                          rift_error *err);
+
+/** rift_stream_consumer_open_async: as rift_stream_consumer_open, the
+ * handle usable at once; returns 0 / RIFT_STREAM_DONE / error as
+ * rift_stream_publish_async (DONE when the consumer already existed). */
+RIFT_EXTERN int rift_stream_consumer_open_async(
+    rift_stream *stream, const char *name, size_t name_len,
+    const rift_consumer_config *config, rift_consumer **pconsumer,
+    rift_stream_done_cb cb, void *user_data, rift_error *err);
+
+/**
+ * rift_stream_consumer_get returns a handle to the existing consumer
+ * |name| (no I/O, never waits).
+ *
+ * Errors: RIFT_ERR_CONSUMER_NOT_FOUND ("consumer does not exist");
+ * RIFT_ERR_STORAGE (closed stream); RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_stream_consumer_get(rift_stream *stream, const char *name,
+                                         size_t name_len,
+                                         rift_consumer **pconsumer,
+                                         rift_error *err);
+
+/**
+ * rift_stream_consumer_delete removes the consumer |name| and its durable
+ * state (extension; NATS Streaming's unsubscribe). Open handles to it then
+ * fail with RIFT_ERR_CONSUMER_NOT_FOUND; a later open creates a fresh
+ * consumer.
+ *
+ * Errors: RIFT_ERR_CONSUMER_NOT_FOUND; RIFT_ERR_STORAGE; RIFT_ERR_IO;
+ * RIFT_ERR_NOMEM; RIFT_ERR_INVALID_ARGUMENT (from a callback).
+ */
+RIFT_EXTERN int rift_stream_consumer_delete(rift_stream *stream,
+                                            const char *name, size_t name_len,
+                                            rift_error *err);
+RIFT_EXTERN int
+rift_stream_consumer_delete_async(rift_stream *stream, const char *name,
+                                  size_t name_len, rift_stream_done_cb cb,
+                                  void *user_data, rift_error *err);
+
+/**
+ * rift_consumer_close releases a handle; the consumer's durable state is
+ * kept (NATS Streaming's close). NULL is a no-op.
+ */
+RIFT_EXTERN void rift_consumer_close(rift_consumer *consumer);
+
+/**
+ * rift_consumer_fetch delivers up to |limit| (0..65,536) records and never
+ * waits for new ones: first the pending deliveries whose ack wait has
+ * expired (or that a reopen made eligible), ascending, with delivery_count
+ * = attempts + 1; then new records from the cursor that match the filter,
+ * stopping once pending + new ones reach max_ack_pending. The cursor moves
+ * past non-matching records. Returns once the new delivery state is
+ * durable. Fills |out|.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("fetch limit must be 0..65536", or
+ * called from a callback); RIFT_ERR_CONSUMER_NOT_FOUND (deleted);
+ * RIFT_ERR_STORAGE; RIFT_ERR_IO; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_consumer_fetch(rift_consumer *consumer, size_t limit,
+                                    rift_batch *out, rift_error *err);
+
+/** rift_consumer_fetch_async fills |out| at once; the records must not be
+ * handed out before RIFT_STREAM_DONE or a callback with status 0 (on
+ * failure the caller just frees |out|). Returns as
+ * rift_stream_publish_async. */
+RIFT_EXTERN int rift_consumer_fetch_async(rift_consumer *consumer, size_t limit,
+                                          rift_batch *out,
+                                          rift_stream_done_cb cb,
+                                          void *user_data, rift_error *err);
+
+/**
+ * rift_consumer_ack acknowledges |sequence|, removing it from the pending
+ * set (acks may come in any order).
+ *
+ * Errors: RIFT_ERR_INVALID_ACK ("sequence is not pending acknowledgement":
+ * unknown, already acked, never delivered or evicted by retention);
+ * RIFT_ERR_CONSUMER_NOT_FOUND; RIFT_ERR_STORAGE; RIFT_ERR_IO;
+ * RIFT_ERR_NOMEM; RIFT_ERR_INVALID_ARGUMENT (from a callback).
+ */
+RIFT_EXTERN int rift_consumer_ack(rift_consumer *consumer, uint64_t sequence,
+                                  rift_error *err);
+RIFT_EXTERN int rift_consumer_ack_async(rift_consumer *consumer,
+                                        uint64_t sequence,
+                                        rift_stream_done_cb cb, void *user_data,
+                                        rift_error *err);
+
+typedef struct rift_consumer_info {
+    /** The consumer's name (NUL-terminated, owned by the handle). */
+    const char *name;
+    size_t name_len;
+    /** The configuration; filter points into the handle. */
+    rift_consumer_config config;
+    /** The sequence its start position resolved to at creation. */
+    uint64_t start_sequence;
+    /** The cursor: the next new record to examine. */
+    uint64_t next_sequence;
+    /** Deliveries awaiting acknowledgement. */
+    size_t pending;
+} rift_consumer_info;
+
+/** rift_consumer_get_info fills |out|. Errors: RIFT_ERR_CONSUMER_NOT_FOUND,
+ * RIFT_ERR_STORAGE (closed stream). */
+RIFT_EXTERN int rift_consumer_get_info(rift_consumer *consumer,
+                                       rift_consumer_info *out,
+                                       rift_error *err);
+
+/* ---- Offline verification and repair of a stream directory ---- */
+
+typedef struct rift_store_report {
+    size_t segments;
+    uint64_t records;
+    uint64_t first_sequence;
+    uint64_t last_sequence;
+    uint64_t segment_bytes;
+    uint64_t state_events;
+    size_t consumers;
+    /** A torn tail (incomplete last record) was found (verify) or cut
+     * (repair): the file and the offset it ends at. */
+    bool torn;
+    char torn_file[256];
+    uint64_t torn_offset;
+    /** Repair only: bytes removed and segment files deleted. */
+    uint64_t repaired_bytes;
+    size_t deleted_segments;
+} rift_store_report;
+
+/**
+ * rift_store_verify checks every record and state event of the stream
+ * directory |path| (checksums, structure, sequence continuity) without
+ * changing anything, taking the directory lock while it runs. Returns 0
+ * when the directory opens cleanly (a torn tail, which open truncates, is
+ * reported in |report| but is not an error).
+ *
+ * Errors: RIFT_ERR_STORAGE (the first corruption, naming its file and
+ * offset; or the lock is held); RIFT_ERR_IO; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_store_verify(const char *path, rift_store_report *report,
+                                  rift_error *err);
+
+/**
+ * rift_store_repair is rift_store_verify that also fixes what it finds:
+ * it truncates the file holding the first bad record at that record (and
+ * deletes every later segment), or truncates a torn tail. Records after the
+ * cut are lost; sequence numbers after it will be reused. Returns 0 once
+ * the directory verifies clean.
+ *
+ * Errors: as rift_store_verify (for problems it cannot fix, such as a bad
+ * segment header in the middle of the log).
+ */
+RIFT_EXTERN int rift_store_repair(const char *path, rift_store_report *report,
+                                  rift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIFT_STREAM_H */
