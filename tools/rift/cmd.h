@@ -10,5 +10,9 @@ typedef int (*rift_cmd_fn)(int argc, char **argv);
 
 int rift_cmd_version(int argc, char **argv);
 int rift_cmd_store(int argc, char **argv);
+int rift_cmd_pub(int argc, char **argv);
+int rift_cmd_sub(int argc, char **argv);
+int rift_cmd_req(int argc, char **argv);
+int rift_cmd_reply(int argc, char **argv);
 
 #endif /* RIFT_TOOLS_CMD_H */

@@ -16,6 +16,10 @@ static const struct {
 } commands[] = {
     {"version", rift_cmd_version, "print the version"},
     {"store", rift_cmd_store, "verify or repair a stream directory"},
+    {"pub", rift_cmd_pub, "publish a message"},
+    {"sub", rift_cmd_sub, "print the messages of a subscription"},
+    {"req", rift_cmd_req, "send a request and print the reply"},
+    {"reply", rift_cmd_reply, "answer requests on a subject"},
 };
 
 static void usage(FILE *out) {

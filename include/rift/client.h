@@ -1,0 +1,434 @@
+/*
+ * client.h — the Rift messaging client: one authenticated QUIC connection
+ * to a Rift server (riftd) and the operations of protocol v1 over it:
+ * publishing (shared, or through dedicated ordered publishers),
+ * subscriptions, request/reply, retained streams and durable consumers.
+ *
+ * Behaviour mirrors the original Rust client (rift-v1-behaviour.md §6.2):
+ * the same frames, the same deadlines and the same error texts.
+ *
+ * Threading: every function here is thread-safe. A client owns one
+ * internal thread that runs the QUIC connection; calls hand their work to
+ * it and wait for the answer, so any number of application threads may
+ * share one client, one publisher or one subscription. Blocking calls are
+ * bounded by deadlines (30 s by default, see rift_client_settings), never
+ * by the peer alone.
+ *
+ * Strings: subjects, replies, queue groups, stream and consumer names are
+ * length-delimited (pointer + length, no NUL needed) and borrowed for the
+ * call. Payloads are (const uint8_t *, size_t) and borrowed for the call:
+ * every function copies what it sends before returning.
+ *
+ * Errors: functions return 0 or a negative RIFT_ERR_* code and fill the
+ * optional |err| with the code and the exact text. Errors the server sent
+ * in an ERROR frame are RIFT_ERR_PERMISSION (wire code 1) or RIFT_ERR_REMOTE
+ * (wire code 2) with the server's text. Client-side texts are those of the
+ * original client:
+ *   "unexpected response opcode"   the server answered with a wrong frame
+ *                                  (RIFT_ERR_PROTOCOL)
+ *   "string exceeds protocol limit" a string over 4,096 bytes
+ *                                  (RIFT_ERR_INVALID_ARGUMENT)
+ *   "frame exceeds limit"          a frame body over 1,114,112 bytes
+ *                                  (RIFT_ERR_PAYLOAD_TOO_LARGE)
+ *   "QUIC operation timed out"     a deadline passed (RIFT_ERR_TIMEOUT)
+ *   "QUIC stream closed"           the server ended or reset the stream
+ *                                  before answering (RIFT_ERR_CLOSED)
+ *   "payload exceeds 1 MiB transport limit" (RIFT_ERR_PAYLOAD_TOO_LARGE)
+ *   "publisher closed or a previous operation was cancelled"
+ *                                  (RIFT_ERR_UNUSABLE)
+ * Local subject checks use the server's texts ("invalid subject length",
+ * "invalid subject pattern", "publication subject must be literal"; code
+ * RIFT_ERR_PROTOCOL). When the connection ends, operations fail with
+ * RIFT_ERR_CONNECTION and the reason ("server shutdown", "client closed",
+ * ...), RIFT_ERR_PERMISSION for "authentication failed", or RIFT_ERR_TLS.
+ */
+#ifndef RIFT_CLIENT_H
+#define RIFT_CLIENT_H
+
+#include "rift/broker.h"
+#include "rift/rift.h"
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rift_client rift_client;
+typedef struct rift_publisher rift_publisher;
+typedef struct rift_subscription rift_subscription;
+
+/* ---- Connecting ---- */
+
+typedef struct rift_client_settings {
+    /** Server address "HOST:PORT" (an IPv4 literal, "[IPv6]:PORT" or a
+     * host name resolved with getaddrinfo, whose first IPv4 address is
+     * used when it has one, else its first address). */
+    const char *address;
+    /** PEM file with the CA (or server) certificates to trust. No system
+     * roots are used. */
+    const char *ca_file;
+    /** DNS name or IP literal the server certificate must carry. */
+    const char *server_name;
+    /** Authentication token (at most 4,096 bytes, UTF-8). */
+    const char *token;
+    /** Deadline of the whole connect (handshake and AUTH), ms. 30,000. */
+    uint32_t connect_timeout_ms;
+    /** Deadline of each operation, ms (the original's CLIENT_TIMEOUT).
+     * 30,000. Requests use their own timeout plus 5 s instead. */
+    uint32_t op_timeout_ms;
+    /** Allocator; NULL for malloc. Must outlive the client. */
+    const rift_mem *mem;
+} rift_client_settings;
+
+/** rift_client_settings_default zeroes |s| and sets the defaults above. */
+RIFT_EXTERN void rift_client_settings_default(rift_client_settings *s);
+
+/**
+ * rift_client_connect opens a QUIC connection to settings->address from a
+ * UDP socket bound to the unspecified address of the same family, verifies
+ * the server certificate against settings->ca_file and ->server_name,
+ * negotiates ALPN "rift-messaging/1", then authenticates: AUTH with the
+ * token on the first stream, FIN, and the server's OK. The whole sequence
+ * has the connect deadline. On success *pc is a connected client owned by
+ * the caller (release it with rift_client_close). |settings| is read during
+ * the call only.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT (a missing setting, "invalid server
+ * address ...", "string exceeds protocol limit"); RIFT_ERR_TLS (CA file
+ * unreadable, certificate or name verification failed, ALPN refused);
+ * RIFT_ERR_PERMISSION ("authentication failed": the server rejected the
+ * token); RIFT_ERR_TIMEOUT ("QUIC operation timed out"); RIFT_ERR_CONNECTION
+ * (refused, closed, network unreachable); RIFT_ERR_CLOSED ("QUIC stream
+ * closed"); RIFT_ERR_PROTOCOL ("unexpected response opcode" and frame
+ * decoding texts); RIFT_ERR_IO (socket); RIFT_ERR_NOMEM; -errno (thread or
+ * loop creation).
+ */
+RIFT_EXTERN int rift_client_connect(rift_client **pc,
+                                    const rift_client_settings *settings,
+                                    rift_error *err);
+
+/**
+ * rift_client_close closes the connection (application code 0, reason
+ * "client closed"), stops the client thread and releases the caller's
+ * handle. Operations still waiting in other threads fail with
+ * RIFT_ERR_CONNECTION "client closed". Publishers and subscriptions stay
+ * valid handles whose operations fail until each is closed. |c| must not
+ * be used after this call. NULL is a no-op.
+ */
+RIFT_EXTERN void rift_client_close(rift_client *c);
+
+/**
+ * rift_client_local_addr copies the local UDP address of the connection.
+ */
+RIFT_EXTERN void rift_client_local_addr(const rift_client *c,
+                                        struct sockaddr_storage *ss,
+                                        socklen_t *len);
+
+/**
+ * rift_client_is_connected returns true until the connection has ended
+ * (closed by either side, idle timeout, network failure).
+ */
+RIFT_EXTERN bool rift_client_is_connected(rift_client *c);
+
+/* ---- Messages ---- */
+
+/*
+ * Received messages are the library's rift_msg (rift/broker.h): immutable
+ * and reference-counted, read with rift_msg_subject, rift_msg_reply and
+ * rift_msg_payload, released with rift_msg_unref from any thread. A
+ * message received from a server can be handed to an in-process broker
+ * (rift_broker_publish_msg) without a copy. Payloads are copied at most
+ * once on their way from the network.
+ */
+
+/** One record of a consumer fetch (rift_client_fetch). */
+typedef struct rift_client_delivery {
+    rift_msg *msg; /**< the record; the caller owns one reference */
+    uint64_t sequence;
+    uint64_t timestamp_ms;   /**< when it was stored, ms since the epoch */
+    uint32_t delivery_count; /**< 1 on the first delivery */
+} rift_client_delivery;
+
+/* ---- Publishing ---- */
+
+/**
+ * rift_client_publish publishes |payload| to the literal |subject| over
+ * the client's shared publisher stream with PUBLISH_ACK and waits for the
+ * server's OK (the broker accepted and routed it; nothing is promised about
+ * subscribers or disk). Local checks run first and fail without touching
+ * the stream. A failed publication is never retried: it may or may not
+ * have reached the broker. The shared stream is reopened on the next call
+ * after a failure. Concurrent callers pipeline on the one stream.
+ *
+ * Errors: RIFT_ERR_PROTOCOL (local subject texts);
+ * RIFT_ERR_PAYLOAD_TOO_LARGE ("payload exceeds 1 MiB transport limit");
+ * RIFT_ERR_PERMISSION, RIFT_ERR_REMOTE (server texts); RIFT_ERR_TIMEOUT;
+ * RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_UNUSABLE (another
+ * thread's publication broke the shared stream just before this one was
+ * queued: nothing was sent); RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_publish(rift_client *c, const char *subject,
+                                    size_t subject_len, const uint8_t *payload,
+                                    size_t payload_len, rift_error *err);
+
+/**
+ * rift_client_publish_with_reply is rift_client_publish with a reply
+ * subject (|reply_len| 0 for none); the reply must be literal as well.
+ * Errors: those of rift_client_publish.
+ */
+RIFT_EXTERN int
+rift_client_publish_with_reply(rift_client *c, const char *subject,
+                               size_t subject_len, const char *reply,
+                               size_t reply_len, const uint8_t *payload,
+                               size_t payload_len, rift_error *err);
+
+/**
+ * rift_client_publisher opens a dedicated publisher: one stream on which
+ * publications keep their order. *pp is owned by the caller (release it
+ * with rift_publisher_close). Waits for stream credit when the server's
+ * stream limit is reached (operation deadline).
+ *
+ * Errors: RIFT_ERR_TIMEOUT; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_publisher(rift_client *c, rift_publisher **pp,
+                                      rift_error *err);
+
+/**
+ * rift_publisher_publish queues a PUBLISH without waiting for any answer.
+ * Publications are buffered and written by the client thread in batches,
+ * so a burst costs one wakeup, not one per message; call
+ * rift_publisher_flush to learn that they were all routed. A server error
+ * about one of them surfaces in a later call. When more than 8 MiB are
+ * buffered or unacknowledged the call waits for room (operation deadline).
+ * Local checks (subject, reply, payload size) fail without affecting the
+ * publisher. Any other failure makes the publisher unusable: the failing
+ * call (or the next one, when the failure arrived in between) reports it,
+ * later calls return RIFT_ERR_UNUSABLE "publisher closed or a previous
+ * operation was cancelled".
+ *
+ * Errors: RIFT_ERR_PROTOCOL (local subject texts);
+ * RIFT_ERR_PAYLOAD_TOO_LARGE ("payload exceeds 1 MiB transport limit");
+ * RIFT_ERR_UNUSABLE; RIFT_ERR_PERMISSION, RIFT_ERR_REMOTE (a server error
+ * about an earlier publication); RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED;
+ * RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_publisher_publish(rift_publisher *p, const char *subject,
+                                       size_t subject_len, const char *reply,
+                                       size_t reply_len, const uint8_t *payload,
+                                       size_t payload_len, rift_error *err);
+
+/**
+ * rift_publisher_publish_confirmed sends a PUBLISH_ACK after everything
+ * queued before it and waits for its OK. Errors: those of
+ * rift_publisher_publish, plus RIFT_ERR_PROTOCOL ("unexpected response
+ * opcode").
+ */
+RIFT_EXTERN int
+rift_publisher_publish_confirmed(rift_publisher *p, const char *subject,
+                                 size_t subject_len, const char *reply,
+                                 size_t reply_len, const uint8_t *payload,
+                                 size_t payload_len, rift_error *err);
+
+/**
+ * rift_publisher_flush is the barrier: it sends PING after everything
+ * queued and waits for OK, which the server writes only after routing
+ * every earlier publication of this publisher. If one of them failed, the
+ * server's error is returned instead.
+ *
+ * Errors: RIFT_ERR_UNUSABLE; RIFT_ERR_PERMISSION, RIFT_ERR_REMOTE;
+ * RIFT_ERR_PROTOCOL; RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION;
+ * RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_publisher_flush(rift_publisher *p, rift_error *err);
+
+/**
+ * rift_publisher_close resets the publisher's stream (RESET_STREAM(0) and
+ * STOP_SENDING(0)) and releases the handle. Publications not yet flushed
+ * may be lost: flush first. Calls waiting in other threads (for an OK or
+ * for room) return RIFT_ERR_UNUSABLE; no call may start after this one.
+ * NULL is a no-op.
+ */
+RIFT_EXTERN void rift_publisher_close(rift_publisher *p);
+
+/* ---- Subscriptions ---- */
+
+/**
+ * rift_client_subscribe subscribes to |pattern| ('*' and terminal '>'
+ * wildcards), in queue group |queue| when |queue_len| > 0, and waits for
+ * the server's OK: the subscription receives every message routed after
+ * this returns. Messages are buffered inside the client up to the
+ * stream's flow-control window (2 MiB); received bytes are credited back
+ * to the server as the application takes messages, so a slow reader
+ * pushes back on the server (which disconnects it as a slow consumer when
+ * its own bounded queue overflows). Unread messages also count against the
+ * connection's 8 MiB window, which every stream shares: a client should
+ * not leave several subscriptions unread for long.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol limit",
+ * "string must be UTF-8"); RIFT_ERR_PERMISSION ("subscription not
+ * permitted"); RIFT_ERR_REMOTE ("invalid subject pattern", "invalid queue
+ * group", ...); RIFT_ERR_PROTOCOL; RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED;
+ * RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
+                                      size_t pattern_len, const char *queue,
+                                      size_t queue_len,
+                                      rift_subscription **psub,
+                                      rift_error *err);
+
+/**
+ * rift_subscription_recv takes the next message: |timeout_ns| 0 polls, a
+ * negative value waits without limit, otherwise at most that long. On
+ * success the caller owns one reference to *pmsg (rift_msg_unref).
+ * Messages queued before a failure are delivered first; then the failure
+ * is returned by every later call.
+ *
+ * Errors: RIFT_ERR_AGAIN (nothing arrived in time); RIFT_ERR_PERMISSION,
+ * RIFT_ERR_REMOTE (the server's ERROR, e.g. "subscriber exceeded its
+ * bounded queue and was disconnected"); RIFT_ERR_CLOSED ("QUIC stream
+ * closed"); RIFT_ERR_PROTOCOL (a malformed frame); RIFT_ERR_CONNECTION;
+ * RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_subscription_recv(rift_subscription *sub,
+                                       int64_t timeout_ns, rift_msg **pmsg,
+                                       rift_error *err);
+
+/**
+ * rift_subscription_fd returns a descriptor (an eventfd, created on first
+ * call, owned by the subscription) that is readable while a message or a
+ * failure is waiting: level-triggered, it stays readable until
+ * rift_subscription_recv has taken every message. Use it with poll or
+ * epoll, then call rift_subscription_recv with timeout 0.
+ *
+ * Errors: -errno from eventfd.
+ */
+RIFT_EXTERN int rift_subscription_fd(rift_subscription *sub);
+
+/** rift_subscription_pending returns the number of messages queued. */
+RIFT_EXTERN size_t rift_subscription_pending(rift_subscription *sub);
+
+/**
+ * rift_subscription_close cancels the subscription (STOP_SENDING(0) and
+ * RESET_STREAM(0); the server drops it), discards queued messages and
+ * releases the handle. A rift_subscription_recv blocked in another thread
+ * returns RIFT_ERR_CLOSED ("subscription closed"); no call may start after
+ * this one. NULL is a no-op.
+ */
+RIFT_EXTERN void rift_subscription_close(rift_subscription *sub);
+
+/* ---- Request/reply ---- */
+
+/** Request timeouts accepted by the protocol, ms. */
+#define RIFT_CLIENT_REQUEST_TIMEOUT_MAX 120000u
+
+/**
+ * rift_client_request publishes |payload| to |subject| with a fresh inbox
+ * chosen by the server, waits up to |timeout_ms| (1..120,000) for the first
+ * reply and returns it in *preply (the caller owns one reference; its
+ * subject is the inbox, its reply the responder's reply subject if any). The
+ * whole call has a deadline of timeout + 5 s.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("request timeout must be 1..120000 ms",
+ * "request timeout too large" above 2^32-1 ms); RIFT_ERR_PROTOCOL (local
+ * subject texts); RIFT_ERR_PAYLOAD_TOO_LARGE; RIFT_ERR_REMOTE ("no
+ * responders available", "request timed out", ...); RIFT_ERR_PERMISSION;
+ * RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_request(rift_client *c, const char *subject,
+                                    size_t subject_len, const uint8_t *payload,
+                                    size_t payload_len, uint64_t timeout_ms,
+                                    rift_msg **preply, rift_error *err);
+
+/* ---- Retained streams and durable consumers ---- */
+
+/** Where a stream publication was stored. */
+typedef struct rift_client_stored {
+    uint64_t sequence;
+    uint64_t timestamp_ms; /**< milliseconds since the Unix epoch */
+} rift_client_stored;
+
+/**
+ * rift_client_stream_publish appends a record to the server's retained
+ * stream |stream| and waits for STORED (the record passed the stream's
+ * durability boundary). |stored| may be NULL.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol limit",
+ * "string must be UTF-8"); RIFT_ERR_PROTOCOL (local subject texts, frame
+ * texts); RIFT_ERR_PAYLOAD_TOO_LARGE; RIFT_ERR_REMOTE ("unknown stream",
+ * "subject does not match this stream", ...); RIFT_ERR_PERMISSION;
+ * RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_stream_publish(
+    rift_client *c, const char *stream, size_t stream_len, const char *subject,
+    size_t subject_len, const char *reply, size_t reply_len,
+    const uint8_t *payload, size_t payload_len, rift_client_stored *stored,
+    rift_error *err);
+
+/** Durable consumer settings (rift_client_consumer_open). */
+typedef struct rift_client_consumer_config {
+    /** Subject filter (a pattern); the server checks it. */
+    const char *filter;
+    size_t filter_len;
+    /** First sequence to deliver (1 = the beginning). */
+    uint64_t start_sequence;
+    /** Redelivery delay of unacknowledged records, ms (1..3,600,000). */
+    uint64_t ack_wait_ms;
+    /** Most records delivered and not yet acknowledged (1..65,536). */
+    uint64_t max_ack_pending;
+} rift_client_consumer_config;
+
+/**
+ * rift_client_consumer_open creates (or reopens with identical settings)
+ * the durable consumer |name| of |stream| and waits for OK.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol limit",
+ * "string must be UTF-8", "ack wait too large", "ack pending too large");
+ * RIFT_ERR_REMOTE ("unknown stream", "invalid consumer name", "invalid
+ * consumer limits", ...); RIFT_ERR_PERMISSION; RIFT_ERR_PROTOCOL;
+ * RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int
+rift_client_consumer_open(rift_client *c, const char *stream, size_t stream_len,
+                          const char *name, size_t name_len,
+                          const rift_client_consumer_config *config,
+                          rift_error *err);
+
+/**
+ * rift_client_fetch fetches up to |limit| (1..256) records for consumer
+ * |name|: the server commits them as pending and sends one DELIVERY each,
+ * then OK. Fetch never waits for new records. On success |out| (room for
+ * |limit| entries) holds *count deliveries whose messages the caller owns
+ * (rift_msg_unref each); on failure nothing is returned.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("fetch limit must be 1..256", string
+ * texts); RIFT_ERR_PROTOCOL ("server exceeded fetch limit", "unexpected
+ * response opcode", frame texts); RIFT_ERR_REMOTE ("consumer does not
+ * exist", ...); RIFT_ERR_PERMISSION; RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED;
+ * RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_fetch(rift_client *c, const char *stream,
+                                  size_t stream_len, const char *name,
+                                  size_t name_len, uint32_t limit,
+                                  rift_client_delivery *out, size_t *count,
+                                  rift_error *err);
+
+/**
+ * rift_client_ack acknowledges record |sequence| of consumer |name| and
+ * waits for OK.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT (string texts); RIFT_ERR_REMOTE
+ * ("sequence is not pending acknowledgement", ...); RIFT_ERR_PROTOCOL;
+ * RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
+                                size_t stream_len, const char *name,
+                                size_t name_len, uint64_t sequence,
+                                rift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIFT_CLIENT_H */

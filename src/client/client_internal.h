@@ -1,0 +1,352 @@
+/*
+ * client_internal.h — private structures of the Rift client (client layer),
+ * shared by its files: client.c (connection, client thread, QUIC
+ * callbacks, teardown), call.c (one-shot operations: request, stream
+ * publish, consumer calls, subscribe and publisher opening),
+ * publisher.c (dedicated and shared publishers), subscription.c (receive
+ * queues), msg.c (received messages) and check.c (local validation and
+ * response decoding).
+ *
+ * Threads. The client thread runs a rift_loop that owns the QUIC endpoint,
+ * its connection and every stream; QUIC is touched nowhere else. API
+ * threads hand work over with client_post and wait on condition variables.
+ * Shared state is guarded by one mutex per object: rift_client.mu (closing
+ * flag, connection state, call completion), rift_publisher.mu and
+ * rift_subscription.mu. Lock order: an object's mutex may be held while
+ * taking rift_client.mu (client_post does), never the reverse.
+ *
+ * Lifetimes. The client is reference-counted: the application's handle
+ * and every publisher and subscription hold one, so those handles stay
+ * safe to use (their operations fail) after rift_client_close. Publishers
+ * and subscriptions are reference-counted between the application and the
+ * client thread (while a stream is attached, and while a post is queued).
+ * Calls live on the calling thread's stack: the client thread touches a
+ * call only until it completes it.
+ */
+#ifndef RIFT_CLIENT_CLIENT_INTERNAL_H
+#define RIFT_CLIENT_CLIENT_INTERNAL_H
+
+#include "codec/frame.h"
+#include "common/common.h"
+#include "net/loop.h"
+#include "quic/quic.h"
+#include "rift/client.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Client-side texts of the original (§6.2). */
+#define RIFT_CLIENT_ERR_OPCODE  "unexpected response opcode"
+#define RIFT_CLIENT_ERR_STRING  "string exceeds protocol limit"
+#define RIFT_CLIENT_ERR_FRAME   "frame exceeds limit"
+#define RIFT_CLIENT_ERR_TIMEOUT "QUIC operation timed out"
+#define RIFT_CLIENT_ERR_CLOSED  "QUIC stream closed"
+#define RIFT_CLIENT_ERR_PAYLOAD "payload exceeds 1 MiB transport limit"
+#define RIFT_CLIENT_ERR_UNUSABLE                                               \
+ "publisher closed or a previous operation was cancelled"
+#define RIFT_CLIENT_ERR_FETCH    "server exceeded fetch limit"
+#define RIFT_CLIENT_ERR_SHUTDOWN "client closed"
+
+/* Bytes a publisher may have buffered or unacknowledged before publish
+ * waits for room. */
+#define RIFT_CLIENT_PUB_WINDOW (8u << 20)
+/* Size of a publisher's batch block; larger frames get their own. */
+#define RIFT_CLIENT_PUB_BLOCK (64u << 10)
+/* A subscription returns consumed bytes to the server in batches of this
+ * size: well below the 2 MiB stream window, so the server never stalls
+ * on a reader that keeps up, and one post per batch instead of per
+ * message. */
+#define RIFT_CLIENT_CREDIT_BATCH (64u << 10)
+/* Extra deadline of a request over its own timeout (§2.9). */
+#define RIFT_CLIENT_REQUEST_GRACE_MS 5000u
+
+typedef struct rift_client_stream rift_client_stream;
+typedef struct rift_client_call rift_client_call;
+
+/* ---- Received messages (msg.c) ---- */
+
+/*
+ * rift_client_msg_build makes a rift_msg from decoded fields. |detached|,
+ * when not NULL, is the heap buffer of the frame body they point into
+ * (rift_frame_reader_detach, allocated through |mem|): with the default
+ * allocator the message adopts it instead of copying the payload; it is
+ * freed in every case. Errors: RIFT_ERR_NOMEM.
+ */
+int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
+                          const rift_frame_msg *f, uint8_t *detached);
+
+/* One queued subscription message and the flow-control bytes it holds. */
+typedef struct rift_client_entry {
+    rift_msg *msg;
+    uint32_t wire_len;
+} rift_client_entry;
+
+/* A growable FIFO of entries (one thread at a time). */
+typedef struct rift_client_ring {
+    const rift_mem *mem;
+    rift_client_entry *v;
+    size_t cap; /* a power of two, or 0 */
+    size_t head;
+    size_t count;
+} rift_client_ring;
+
+void rift_client_ring_init(rift_client_ring *r, const rift_mem *mem);
+/* Unrefs every message and frees the storage. */
+void rift_client_ring_free(rift_client_ring *r);
+/* Errors: RIFT_ERR_NOMEM (nothing changed). */
+int rift_client_ring_push(rift_client_ring *r, rift_client_entry e);
+/* Returns false when empty. */
+bool rift_client_ring_pop(rift_client_ring *r, rift_client_entry *e);
+/* Moves every entry of |from| to the end of |to|, leaving |from| empty
+ * (its storage kept). Errors: RIFT_ERR_NOMEM (nothing moved). */
+int rift_client_ring_move(rift_client_ring *to, rift_client_ring *from);
+
+/* ---- Local checks and response decoding (check.c) ---- */
+
+/* Subject literal, reply literal (when non-empty), payload at most 1 MiB,
+ * in the server's order. */
+int rift_client_check_publish(const char *subject, size_t subject_len,
+                              const char *reply, size_t reply_len,
+                              size_t payload_len, rift_error *err);
+/* A `str` field: at most 4,096 bytes of UTF-8. */
+int rift_client_check_string(const char *s, size_t len, rift_error *err);
+/* 1..120,000 ms (or "request timeout too large" above u32). */
+int rift_client_check_request_timeout(uint64_t timeout_ms, rift_error *err);
+/* ERROR frame body -> RIFT_ERR_PERMISSION (code 1) or RIFT_ERR_REMOTE with
+ * the server's text; a malformed ERROR gives its decoding error. Returns
+ * the code. */
+int rift_client_error_from_frame(const uint8_t *body, size_t len,
+                                 rift_error *err);
+/* The answer to a request that expects a bare OK: 0 for OK, the mapped
+ * error for ERROR, "unexpected response opcode" otherwise. */
+int rift_client_expect_ok(const uint8_t *body, size_t len, rift_error *err);
+
+/* ---- Streams (client.c) ---- */
+
+typedef enum rift_cs_kind {
+    RIFT_CS_NONE = 0, /* detached: reset, waiting for stream_close */
+    RIFT_CS_AUTH,
+    RIFT_CS_CALL,
+    RIFT_CS_PUB,
+    RIFT_CS_SUB,
+} rift_cs_kind;
+
+/* Client-thread state of one QUIC stream. Freed at stream_close (or at
+ * teardown, when the endpoint goes without callbacks). */
+struct rift_client_stream {
+    rift_client *c;
+    rift_quic_stream *qs;
+    rift_frame_reader rd;
+    rift_cs_kind kind;
+    union {
+        rift_client_call *call;
+        rift_publisher *pub;
+        rift_subscription *sub;
+    } u;
+    bool fin;      /* the server finished its side */
+    bool read_end; /* FIN or reset: nothing more will arrive */
+    rift_client_stream *prev, *next;
+};
+
+/* ---- Calls (call.c) ---- */
+
+typedef enum rift_call_kind {
+    RIFT_CALL_REQUEST = 1,
+    RIFT_CALL_STREAM_PUBLISH,
+    RIFT_CALL_CONSUMER_OPEN,
+    RIFT_CALL_FETCH,
+    RIFT_CALL_ACK,
+    RIFT_CALL_SUBSCRIBE,
+    RIFT_CALL_PUBLISHER,
+} rift_call_kind;
+
+/* One blocking operation on its own stream. The caller fills the request
+ * part and runs it with rift_client_call_run. */
+struct rift_client_call {
+    rift_client *c;
+    rift_call_kind kind;
+    /* Request: header bytes and payload, copied into the stream. */
+    const uint8_t *hdr;
+    size_t hdr_len;
+    const uint8_t *payload;
+    size_t payload_len;
+    bool fin;
+    uint64_t timeout_ns;
+    /* Results. */
+    rift_msg *msg;             /* REQUEST */
+    rift_client_delivery *out; /* FETCH: caller array of |limit| */
+    size_t nmsgs;
+    uint32_t limit;
+    rift_client_stored stored; /* STREAM_PUBLISH */
+    rift_subscription *sub;    /* SUBSCRIBE: attached on OK */
+    rift_publisher *pub;       /* PUBLISHER: attached on open */
+    /* Completion, under c->mu. */
+    pthread_cond_t cond;
+    bool done;
+    int rc;
+    rift_error err;
+    /* Client thread. */
+    rift_timer timer;
+    rift_client_stream *cs;
+    rift_client_call *next_open; /* waiting for stream credit */
+    bool queued;                 /* on the client's open queue */
+};
+
+/* Runs |call| on the client thread and waits for it. Returns call->rc
+ * (the error in |err|). */
+int rift_client_call_run(rift_client_call *call, rift_error *err);
+/* Client thread: stream events of a call's stream. */
+void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b);
+/* Client thread: completes |call| with |rc| (|e| may be NULL when rc is
+ * 0) and lets its caller go. Stops the stream of a failed call. */
+void rift_client_call_finish(rift_client_call *call, int rc,
+                             const rift_error *e);
+/* Client thread: opens the streams of calls waiting for credit. */
+void rift_client_calls_retry_open(rift_client *c);
+
+/* ---- Publishers (publisher.c) ---- */
+
+typedef struct rift_pub_block rift_pub_block;
+typedef struct rift_pub_waiter rift_pub_waiter;
+
+struct rift_publisher {
+    rift_client *c;
+    bool shared; /* the client's shared publisher: holds no client ref */
+    atomic_int refs;
+    pthread_mutex_t mu;
+    /* Frames not yet handed to the client thread. */
+    rift_pub_block *head, *tail;
+    size_t buffered;
+    bool scheduled; /* a flush post is queued */
+    /* Handed to the stream and not yet acknowledged (written by the
+     * client thread without the mutex, see rift_client_pub_acked). */
+    _Atomic uint64_t inflight;
+    atomic_int blocked; /* threads waiting for room */
+    pthread_cond_t room;
+    /* Operations waiting for OK, in stream order; they sleep on `done`
+     * until their own flag is set. */
+    rift_pub_waiter *wq_head, *wq_tail;
+    pthread_cond_t done;
+    /* Failure: once failed, never usable again. */
+    bool failed;
+    bool reported; /* the failure was returned to some call */
+    rift_error fail;
+    bool stopped; /* client thread: the server stopped our writes */
+    /* Client thread. */
+    rift_client_stream *cs;
+    rift_timer timer;
+};
+
+void rift_client_pub_frame(rift_client_stream *cs, const uint8_t *body,
+                           size_t len);
+void rift_client_pub_read_end(rift_client_stream *cs, bool reset);
+void rift_client_pub_stopped(rift_client_stream *cs);
+void rift_client_pub_acked(rift_client_stream *cs, uint64_t unacked);
+/* Client thread: the publisher's stream is gone or must go; fails every
+ * waiter with |e| and detaches (resetting the stream when |reset|). */
+void rift_client_pub_fail(rift_publisher *p, const rift_error *e, bool reset);
+/* Any thread: drops a reference; the last frees. */
+void rift_client_pub_unref(rift_publisher *p);
+/* Attaches a freshly opened stream (client thread). */
+void rift_client_pub_attach(rift_publisher *p, rift_client_stream *cs);
+
+/* ---- Subscriptions (subscription.c) ---- */
+
+struct rift_subscription {
+    rift_client *c;
+    atomic_int refs;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    rift_client_ring q;
+    int waiters;
+    int efd; /* -1 until rift_subscription_fd */
+    bool failed;
+    rift_error fail;
+    uint64_t credit; /* consumed bytes not yet returned */
+    bool credit_posted;
+    /* Client thread. */
+    rift_client_stream *cs;
+    rift_client_ring pend; /* decoded during this callback, not yet queued */
+};
+
+void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs);
+/* Returns true when the frame became a queued message (which keeps its
+ * flow-control bytes until the application takes it). */
+bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b);
+/* Client thread: queues the messages decoded during this callback. */
+void rift_client_sub_flush(rift_subscription *s);
+/* Client thread: fails the subscription with |e| and detaches it. */
+void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
+                          bool reset);
+void rift_client_sub_unref(rift_subscription *s);
+
+/* ---- Client (client.c) ---- */
+
+struct rift_client {
+    const rift_mem *mem;
+    atomic_int refs;
+    uint64_t op_timeout_ns;
+    uint64_t connect_timeout_ns;
+    struct sockaddr_storage local;
+    socklen_t local_len;
+
+    pthread_mutex_t mu;
+    /* Under mu. */
+    bool closing;   /* rift_client_close began: no more posts */
+    bool conn_dead; /* the connection ended */
+    rift_error conn_err;
+    bool connect_done;
+    int connect_rc;
+    rift_error connect_err;
+    pthread_cond_t connect_cond;
+
+    rift_loop *loop;
+    pthread_t thread;
+    bool thread_started;
+
+    /* Client thread. */
+    rift_quic_endpoint *ep;
+    rift_quic_conn *conn;
+    bool authed;
+    bool dead; /* no QUIC objects any more (teardown or connection end) */
+    char *token;
+    size_t token_len;
+    rift_timer connect_timer;
+    rift_client_stream *streams;
+    rift_client_call *open_head, *open_tail;
+
+    /* The shared publisher (rift_client_publish). */
+    pthread_mutex_t shared_mu;
+    rift_publisher *shared;
+};
+
+/*
+ * rift_client_post runs |cb|(|arg|) on the client thread, unless the
+ * client is closing or its connection is gone: then it fails with the
+ * reason in |err| and |cb| never runs.
+ * Errors: RIFT_ERR_CONNECTION (and the close reason's code); NOMEM.
+ */
+int rift_client_post(rift_client *c, rift_post_cb cb, void *arg,
+                     rift_error *err);
+/* Fills |err| with why the client cannot run operations; returns the code.
+ * Takes c->mu. */
+int rift_client_dead_error(rift_client *c, rift_error *err);
+/* Client thread: opens a stream for |kind| with |owner| as its user.
+ * Errors: RIFT_ERR_AGAIN (stream limit), RIFT_ERR_CLOSED, NOMEM. */
+int rift_client_stream_open(rift_client *c, rift_cs_kind kind, void *owner,
+                            rift_client_stream **pcs);
+/* Client thread: resets both directions of |cs| with code 0 and detaches
+ * its owner (the state lives until stream_close). */
+void rift_client_stream_abort(rift_client_stream *cs);
+/* Client thread: credits |n| received bytes back. */
+void rift_client_stream_credit(rift_client_stream *cs, uint64_t n);
+
+void rift_client_ref(rift_client *c);
+void rift_client_unref(rift_client *c);
+
+/* Monotonic clock plus a timeout, for pthread_cond_timedwait on
+ * condition variables made by rift_client_cond_init. */
+int rift_client_cond_init(pthread_cond_t *cond);
+void rift_client_deadline_ts(struct timespec *ts, uint64_t timeout_ns);
+
+#endif /* RIFT_CLIENT_CLIENT_INTERNAL_H */

@@ -1,0 +1,148 @@
+/*
+ * io.c — input and output helpers of the rift CLI (tools layer). See io.h.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One byte more than the transport carries, so an oversized body reaches
+ * the library and draws its exact error. */
+#define BODY_MAX (1048576u + 1u)
+
+int rift_cli_read_data(const char *cmd, const char *arg, uint8_t **pbuf,
+                       size_t *plen, bool *owned) {
+    *owned = false;
+    if (arg == NULL) {
+        *pbuf = NULL;
+        *plen = 0;
+        return 0;
+    }
+    if (strcmp(arg, "-") != 0) {
+        *pbuf = (uint8_t *)arg;
+        *plen = strlen(arg);
+        return 0;
+    }
+    uint8_t *buf = malloc(BODY_MAX);
+    if (buf == NULL) {
+        fprintf(stderr, "rift %s: out of memory\n", cmd);
+        return 1;
+    }
+    size_t len = 0;
+    while (len < BODY_MAX) {
+        ssize_t n = read(STDIN_FILENO, buf + len, BODY_MAX - len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            fprintf(stderr, "rift %s: reading stdin: %s\n", cmd,
+                    strerror(errno));
+            free(buf);
+            return 1;
+        }
+        if (n == 0) {
+            break;
+        }
+        len += (size_t)n;
+    }
+    *pbuf = buf;
+    *plen = len;
+    *owned = true;
+    return 0;
+}
+
+int rift_cli_opt_value(const char *cmd, const char *name, int argc, char **argv,
+                       int *i, const char **value) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '=')) {
+        return 0;
+    }
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        (*i)++;
+        return 1;
+    }
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "rift %s: %s needs a value\n", cmd, name);
+        return -1;
+    }
+    *value = argv[*i + 1];
+    *i += 2;
+    return 1;
+}
+
+bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
+                        uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0) {
+        fprintf(stderr, "rift %s: %s expects a number, not '%s'\n", cmd, opt,
+                s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static void print_escaped(FILE *out, const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        if (b == '\\') {
+            fputs("\\\\", out);
+        } else if (b >= 0x20 && b < 0x7f) {
+            fputc(b, out);
+        } else {
+            fprintf(out, "\\x%02x", b);
+        }
+    }
+}
+
+void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw) {
+    size_t len;
+    const uint8_t *p = rift_msg_payload(m, &len);
+    if (raw) {
+        if (len > 0) {
+            fwrite(p, 1, len, out);
+        }
+        fflush(out);
+        return;
+    }
+    size_t slen, rlen;
+    const char *subject = rift_msg_subject(m, &slen);
+    const char *reply = rift_msg_reply(m, &rlen);
+    print_escaped(out, (const uint8_t *)subject, slen);
+    if (reply != NULL) {
+        fputs(" (reply ", out);
+        print_escaped(out, (const uint8_t *)reply, rlen);
+        fputc(')', out);
+    }
+    fputs(": ", out);
+    print_escaped(out, p, len);
+    fputc('\n', out);
+    fflush(out);
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+void rift_cli_catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+bool rift_cli_stop_requested(void) {
+    return stop_flag != 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * io.h — input and output helpers of the rift CLI's client commands (tools
+ * layer): message bodies from arguments or stdin, number options, message
+ * printing, and SIGINT/SIGTERM as a stop request.
+ */
+#ifndef RIFT_TOOLS_IO_H
+#define RIFT_TOOLS_IO_H
+
+#include "rift/client.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/*
+ * rift_cli_read_data reads a message body: |arg| itself, or all of stdin
+ * when |arg| is "-" (binary-safe; at most 1 MiB + 1 bytes are kept, so an
+ * oversized body draws the library's "payload exceeds 1 MiB transport
+ * limit"). When *owned is set, *pbuf was malloc'ed: free() it.
+ * Returns 0, or prints why and returns 1.
+ */
+int rift_cli_read_data(const char *cmd, const char *arg, uint8_t **pbuf,
+                       size_t *plen, bool *owned);
+
+/*
+ * rift_cli_opt_value consumes option |name| at argv[*i] ("--name VALUE" or
+ * "--name=VALUE"), storing the value in *value and advancing *i. Returns 1
+ * when consumed, 0 when argv[*i] is another argument, -1 (after printing
+ * why) when the value is missing.
+ */
+int rift_cli_opt_value(const char *cmd, const char *name, int argc, char **argv,
+                       int *i, const char **value);
+
+/*
+ * rift_cli_parse_u64 parses a decimal number for option |opt|; prints why
+ * and returns false when it is not one.
+ */
+bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
+                        uint64_t *out);
+
+/*
+ * rift_cli_print_msg writes a received message: "SUBJECT: PAYLOAD\n" or
+ * "SUBJECT (reply REPLY): PAYLOAD\n" with the payload's non-printable
+ * bytes escaped as \xHH (and '\' as \\), or with |raw| only the payload
+ * bytes, unchanged.
+ */
+void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw);
+
+/* rift_cli_stop_requested is true once SIGINT or SIGTERM arrived (after
+ * rift_cli_catch_signals). */
+void rift_cli_catch_signals(void);
+bool rift_cli_stop_requested(void);
+
+#endif /* RIFT_TOOLS_IO_H */
