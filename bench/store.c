@@ -6,7 +6,8 @@
  *   store [--dir DIR] [--runs N] [--seconds S] [--recovery-mib MIB]
  *         [--only NAME]
  *
- * NAME: sync1, sync64, async64, unsynced, memory, fetchack, recovery.
+ * NAME: disk, sync1, sync64, async64, unsynced, memory, fetchack,
+ * recovery ("disk" measures raw append + fdatasync for context).
  * Files go to a fresh directory under --dir (default $TMPDIR or /tmp) and
  * are removed at the end. The recovery figure builds a stream of
  * --recovery-mib MiB (default 1024) once and times opening it (page cache
@@ -16,6 +17,7 @@
 #include "common/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -116,6 +118,59 @@ static void line(const char *what, double value, const char *unit,
                  const char *target) {
     printf("%-44s %12.0f %-8s %s\n", what, value, unit, target);
     fflush(stdout);
+}
+
+/* ---- The disk itself: append + fdatasync, as context for the synced
+ * figures (the targets assume about 1.2 ms per fdatasync). ---- */
+
+typedef struct raw_sync {
+    int fd;
+    double until;
+    atomic_llong *off;
+    uint64_t count;
+} raw_sync;
+
+static void *raw_sync_main(void *p) {
+    raw_sync *r = p;
+    uint8_t buf[128];
+    memset(buf, 'r', sizeof(buf));
+    while (now_s() < r->until) {
+        long long off = atomic_fetch_add(r->off, (long long)sizeof(buf));
+        if (pwrite(r->fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf) ||
+            fdatasync(r->fd) != 0) {
+            perror("raw sync");
+            exit(1);
+        }
+        r->count++;
+    }
+    return NULL;
+}
+
+static double raw_syncs(int nthreads, double secs) {
+    char *dir = fresh_dir("raw");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/raw", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        perror(path);
+        exit(1);
+    }
+    atomic_llong off = 0;
+    raw_sync r[16];
+    pthread_t th[16];
+    double start = now_s();
+    for (int i = 0; i < nthreads; i++) {
+        r[i] = (raw_sync){.fd = fd, .until = start + secs, .off = &off};
+        pthread_create(&th[i], NULL, raw_sync_main, &r[i]);
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(th[i], NULL);
+        total += r[i].count;
+    }
+    close(fd);
+    drop_dir(dir);
+    return (double)total / (now_s() - start);
 }
 
 /* ---- Synced publishers (blocking) ---- */
@@ -412,6 +467,12 @@ int main(int argc, char **argv) {
            PAYLOAD, runs, seconds, base_dir);
     double a[MAX_RUNS], b[MAX_RUNS];
 
+    if (want("disk")) {
+        double one = raw_syncs(1, 1.0), four = raw_syncs(4, 1.0);
+        printf("disk: %.0f append+fdatasync/s from 1 thread (%.2f ms each), "
+               "%.0f/s from 4 threads\n\n",
+               one, 1000.0 / one, four);
+    }
     if (want("sync1")) {
         for (int r = 0; r < runs; r++) {
             synced_publishers(1, &a[r], &b[r]);

@@ -3,6 +3,29 @@
  */
 #include "store/buf.h"
 
+#include <sys/mman.h>
+
+/* Index rings of big streams reach hundreds of MB. First touches of 4 KiB
+ * pages dominate building them (page faults are costly, in VMs above all),
+ * so large rings ask for transparent huge pages where the system allows
+ * it. Advice only: failure changes nothing. */
+static void advise_huge(void *p, size_t size) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = 2u << 20;
+    if (size < 4 * huge) {
+        return;
+    }
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)p + size) & ~(huge - 1);
+    if (end > start) {
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+    }
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 void rift_sbuf_free(rift_sbuf *b) {
     rift_free(b->mem, b->data);
     b->data = NULL;
@@ -66,10 +89,24 @@ int rift_ring_reserve(rift_ring *r, size_t n) {
         }
         ncap *= 2;
     }
+    if (r->head + r->len <= r->cap) {
+        /* Not wrapped: realloc keeps every index valid, and for large
+         * blocks it remaps pages instead of copying them (recovery grows
+         * the index to millions of entries). */
+        uint8_t *nd = rift_realloc(r->mem, r->data, ncap * r->esize);
+        if (nd == NULL) {
+            return RIFT_ERR_NOMEM;
+        }
+        advise_huge(nd, ncap * r->esize);
+        r->data = nd;
+        r->cap = ncap;
+        return 0;
+    }
     uint8_t *nd = rift_malloc(r->mem, ncap * r->esize);
     if (nd == NULL) {
         return RIFT_ERR_NOMEM;
     }
+    advise_huge(nd, ncap * r->esize);
     /* Unwrap into the new storage (at most two runs) so head becomes 0. */
     if (r->len > 0) {
         size_t first = RIFT_MIN(r->len, r->cap - r->head);

@@ -603,15 +603,21 @@ static uint64_t resolve_start(rift_stream *st, const norm_config *n,
         if (n->mode == RIFT_START_TIME_DELTA) {
             t = now > n->arg ? now - n->arg : 0;
         }
-        /* Timestamps are wall-clock and may step back, so this is a scan
-         * for the first one at or after t, not a binary search. */
-        for (size_t i = 0; i < st->ents.len; i++) {
-            const rift_ent *e = rift_ring_at(&st->ents, i);
-            if (e->ts >= t) {
-                return st->first_seq + i;
+        /* A binary search over the retained records: exact while the
+         * wall clock did not step back between appends (the original's
+         * timestamps can), else it lands near the step. An unreadable
+         * timestamp counts as later. */
+        uint64_t lo = st->first_seq, hi = st->last_seq + 1;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            uint64_t ts;
+            if (rift_stream_ts(st, mid, &ts) && ts < t) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
         }
-        return st->last_seq + 1;
+        return lo;
     }
     }
 }

@@ -496,7 +496,6 @@ static int scan_records(scanner *s, rift_seg *seg, uint64_t *stop,
         if (e == NULL) {
             return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         }
-        e->ts = rift_get_u64(t + 8);
         e->off = (uint32_t)pos;
         e->len = len;
         st->bytes += len;
@@ -566,6 +565,29 @@ static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
     rift_sbuf buf;
     rift_sbuf_init(&buf, st->mem);
     int rc = 0;
+    /* Size the index once for the largest number of records the segments
+     * can hold (every record is at least 33 bytes): memory never touched
+     * costs nothing, while regrowing and copying millions of entries, with
+     * a page fault per page, costs more than the whole scan. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        char name[RIFT_SEG_NAME_LEN + 1];
+        rift_seg_name(name, sizeof(name), bases[i]);
+        char *p = join(st, name);
+        int fd = p ? v->open(v->user_data, p, O_RDONLY, 0) : -1;
+        uint64_t size;
+        if (fd >= 0 && v->fsize(v->user_data, fd, &size) == 0) {
+            total += size;
+        }
+        if (fd >= 0) {
+            v->close(v->user_data, fd);
+        }
+        rift_free(st->mem, p);
+    }
+    if (total / (RIFT_REC_OVERHEAD + 1) < SIZE_MAX / sizeof(rift_ent)) {
+        (void)rift_ring_reserve(&st->ents,
+                                (size_t)(total / (RIFT_REC_OVERHEAD + 1)));
+    }
     for (size_t i = 0; i < n; i++) {
         bool last = i + 1 == n;
         char name[RIFT_SEG_NAME_LEN + 1];

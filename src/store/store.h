@@ -57,9 +57,10 @@ static inline const uint8_t *rift_srec_payload(const rift_srec *r) {
 int rift_batch_build(rift_batch *out, const rift_mem *mem, rift_srec **recs,
                      const uint32_t *counts, size_t n);
 
-/* Index entry of one retained record. For memory streams off is unused. */
+/* Index entry of one retained record: 8 bytes, since a big stream has
+ * millions (timestamps come from the cache or the record's trailer). For
+ * memory streams off is unused. */
 typedef struct rift_ent {
-    uint64_t ts;
     uint32_t off;
     uint32_t len;
 } rift_ent;
@@ -191,6 +192,10 @@ struct rift_stream {
     rift_ring cache; /* rift_srec * for cache_first.. (all, in memory) */
     uint64_t cache_first;
     uint64_t cache_used;
+    /* Timestamp of the first retained record when front_ts_seq ==
+     * first_seq (age retention reads it once per record, not per call). */
+    uint64_t front_ts;
+    uint64_t front_ts_seq;
 
     rift_consumer **cons; /* sorted by name */
     size_t ncons;
@@ -227,6 +232,8 @@ struct rift_stream {
     bool state_dirty;      /* writer-owned */
     rift_ring wfire;       /* writer-owned: completions to run */
     uint32_t last_ops;     /* writer-owned: mutations in the last cycle */
+    uint32_t gather_want;  /* under lock: group size the writer waits for */
+    bool fill_kicked;      /* under lock: the writer was woken for |fill| */
     uint64_t last_sync_ns; /* under lock: duration of the last sync */
     /* Sync helpers: in-flight segment syncs, oldest first (under lock). */
     rift_sync_job jobs[RIFT_SYNC_HELPERS];
@@ -247,6 +254,9 @@ struct rift_stream {
 uint64_t rift_stream_now(const rift_stream *st);
 /* Evicts by count, bytes and age; raises consumers. Under lock. */
 void rift_stream_retain(rift_stream *st, uint64_t now);
+/* The timestamp of retained record |seq| (cache or trailer); false when
+ * it cannot be read. */
+bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts);
 /* Loads the record |seq| (retained): a new reference or an error. */
 int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
                      rift_error *err);

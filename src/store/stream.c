@@ -360,14 +360,29 @@ void rift_stream_cache_trim(rift_stream *st) {
     }
 }
 
+/* Whether the first retained record is at least max_age_ms old. */
+static bool front_expired(rift_stream *st, uint64_t now) {
+    uint64_t max_age = st->cfg.max_age_ms;
+    if (max_age == 0) {
+        return false;
+    }
+    if (st->front_ts_seq != st->first_seq) {
+        uint64_t ts;
+        if (!rift_stream_ts(st, st->first_seq, &ts)) {
+            return false; /* unreadable: the next load reports it */
+        }
+        st->front_ts = ts;
+        st->front_ts_seq = st->first_seq;
+    }
+    return now >= st->front_ts && now - st->front_ts >= max_age;
+}
+
 void rift_stream_retain(rift_stream *st, uint64_t now) {
     uint64_t before = st->first_seq;
-    uint64_t max_age = st->cfg.max_age_ms;
     while (st->ents.len > 0) {
         rift_ent *e = rift_ring_at(&st->ents, 0);
-        bool expired = max_age > 0 && now >= e->ts && now - e->ts >= max_age;
         if (st->ents.len <= st->cfg.max_messages &&
-            st->bytes <= st->cfg.max_bytes && !expired) {
+            st->bytes <= st->cfg.max_bytes && !front_expired(st, now)) {
             break;
         }
         st->bytes -= e->len;
@@ -467,6 +482,33 @@ static int read_at(rift_stream *st, rift_seg *s, uint64_t off, uint32_t len,
     st->roff = off;
     *out = st->rbuf.data;
     return 0;
+}
+
+bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts) {
+    if (seq < st->first_seq || seq > st->last_seq) {
+        return false;
+    }
+    if (seq >= st->cache_first && seq - st->cache_first < st->cache.len) {
+        *ts = (*(rift_srec **)rift_ring_at(&st->cache, seq - st->cache_first))
+                  ->ts;
+        return true;
+    }
+    rift_ent *e = rift_ring_at(&st->ents, seq - st->first_seq);
+    rift_seg *s = seg_of(st, seq);
+    if (!st->file || s == NULL) {
+        return false;
+    }
+    /* The record was checksummed when it was recovered or written; eight
+     * bytes of its trailer are all that is needed here. */
+    uint8_t b[8];
+    const rift_vfs *v = st->vfs;
+    rift_ssize n = v->pread(v->user_data, atomic_load(&s->fd), b, sizeof(b),
+                            (uint64_t)e->off + e->len - 8);
+    if (n != (rift_ssize)sizeof(b)) {
+        return false;
+    }
+    *ts = rift_get_u64(b);
+    return true;
 }
 
 int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
@@ -627,7 +669,6 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
     }
     r->seq = seq;
     r->ts = now;
-    e->ts = now;
     e->off = off;
     e->len = (uint32_t)size;
     *slot = r;

@@ -227,8 +227,19 @@ void rift_writer_drop_segments(rift_stream *st) {
     }
 }
 
+/*
+ * One wake-up per stage is enough: once signalled the writer will find
+ * everything staged after it. While the writer gathers a group it wants a
+ * wake-up only when the group is complete. A futex call per publish would
+ * otherwise cost more than the publish.
+ */
 void rift_writer_kick(rift_stream *st) {
-    if (st->writer_idle) {
+    if (!st->writer_idle) {
+        return;
+    }
+    if (st->gather_want > 0 ? st->fill.nops >= st->gather_want
+                            : !st->fill_kicked) {
+        st->fill_kicked = true;
         pthread_cond_signal(&st->work_cv);
     }
 }
@@ -759,10 +770,24 @@ static void drain_jobs(rift_stream *st) {
     }
 }
 
-/* Queues the sync of generation |gen| (its writes are done). Under lock. */
-static void dispatch(rift_stream *st, uint64_t gen, rift_seg *s,
+/*
+ * Queues the sync of generation |gen| (its writes are done). Helpers are
+ * started on demand, up to RIFT_SYNC_HELPERS, so an idle or lightly used
+ * stream keeps a single I/O thread. Returns false when no helper can be
+ * started at all: the caller then syncs inline. Under lock.
+ */
+static bool dispatch(rift_stream *st, uint64_t gen, rift_seg *s,
                      uint64_t last_seq) {
     while (st->jlen == st->nhelpers) {
+        if (st->nhelpers < RIFT_SYNC_HELPERS &&
+            pthread_create(&st->helpers[st->nhelpers], NULL, helper_main, st) ==
+                0) {
+            st->nhelpers++;
+            break;
+        }
+        if (st->nhelpers == 0) {
+            return false;
+        }
         pthread_cond_wait(&st->done_cv, &st->lock);
     }
     rift_sync_job *j = &st->jobs[(st->jhead + st->jlen) % RIFT_SYNC_HELPERS];
@@ -774,13 +799,14 @@ static void dispatch(rift_stream *st, uint64_t gen, rift_seg *s,
     j->state = 0;
     j->rc = 0;
     pthread_cond_signal(&st->job_cv);
+    return true;
 }
 
 /* A stage that only appends to one existing segment and needs a sync. */
 static rift_seg *simple_stage(rift_stream *st, const rift_stage *io) {
-    if (st->nhelpers == 0 || !io->need_sync || io->full_sync ||
-        io->state_data.len > 0 || io->has_snapshot || io->dead.len > 0 ||
-        io->extents.len == 0 || st->wdirty.len > 0) {
+    if (!io->need_sync || io->full_sync || io->state_data.len > 0 ||
+        io->has_snapshot || io->dead.len > 0 || io->extents.len == 0 ||
+        st->wdirty.len > 0) {
         return NULL;
     }
     rift_seg *s = ((rift_extent *)rift_ring_at(&io->extents, 0))->seg;
@@ -822,6 +848,7 @@ static void *writer_main(void *arg) {
         rift_stage tmp = st->fill;
         st->fill = st->io;
         st->io = tmp;
+        st->fill_kicked = false;
         rift_stage *io = &st->io;
         uint64_t gen = st->fill_gen++;
         rift_seg *simple = st->poison == 0 ? simple_stage(st, io) : NULL;
@@ -855,9 +882,23 @@ static void *writer_main(void *arg) {
             if (io->last_seq > st->written_seq) {
                 st->written_seq = io->last_seq;
             }
+            bool settled_here = true;
             if (simple != NULL) {
-                dispatch(st, gen, simple, io->last_seq);
-            } else {
+                if (dispatch(st, gen, simple, io->last_seq)) {
+                    settled_here = false;
+                } else {
+                    /* No helper could start (and so none is busy): sync
+                     * here. */
+                    pthread_mutex_unlock(&st->lock);
+                    rc = do_sync(st, atomic_load(&simple->fd), true,
+                                 simple->path, &cerr);
+                    dt = rift_now_ns() - t0;
+                    pthread_mutex_lock(&st->lock);
+                }
+            }
+            if (rc != 0) {
+                set_poison(st, rc, gen, &cerr);
+            } else if (settled_here) {
                 st->last_sync_ns = dt;
                 if ((io->need_sync || io->full_sync) &&
                     io->last_seq > st->durable_seq) {
@@ -892,28 +933,10 @@ int rift_writer_start(rift_stream *st, rift_error *err) {
     st->writer_idle = false;
     st->stopping = false;
     st->helpers_stop = false;
+    st->nhelpers = 0;
     pthread_cond_init(&st->job_cv, NULL);
-    int rc = 0;
-    /* Helpers only pay off when every mutation waits for a sync. */
-    size_t want = st->cfg.sync_on_write ? RIFT_SYNC_HELPERS : 0;
-    for (st->nhelpers = 0; st->nhelpers < want; st->nhelpers++) {
-        rc = pthread_create(&st->helpers[st->nhelpers], NULL, helper_main, st);
-        if (rc != 0) {
-            break;
-        }
-    }
-    if (rc == 0) {
-        rc = pthread_create(&st->writer, NULL, writer_main, st);
-    }
+    int rc = pthread_create(&st->writer, NULL, writer_main, st);
     if (rc != 0) {
-        pthread_mutex_lock(&st->lock);
-        st->helpers_stop = true;
-        pthread_cond_broadcast(&st->job_cv);
-        pthread_mutex_unlock(&st->lock);
-        for (size_t i = 0; i < st->nhelpers; i++) {
-            pthread_join(st->helpers[i], NULL);
-        }
-        st->nhelpers = 0;
         pthread_cond_destroy(&st->job_cv);
         return rift_error_set(err, RIFT_ERR_IO,
                               "messaging I/O: cannot start writer thread: %s",

@@ -24,6 +24,10 @@
 
 /* ---- A counting, failing vfs ---- */
 
+/* Set by test threads that play a caller (a network thread): a sync made
+ * while it is set is counted in test_vfs.caller_syncs. */
+static _Thread_local int test_thread_is_caller;
+
 typedef struct test_vfs {
     rift_vfs vfs;
     /* Counters. */
@@ -44,6 +48,7 @@ typedef struct test_vfs {
     int sync_delay_us;
     /* Clock: when nonzero, wall_ms returns it. */
     atomic_ullong now_ms;
+    atomic_int caller_syncs;
     /* Threads that called fdatasync (a small set). */
     pthread_mutex_t mu;
     pthread_t sync_threads[8];
@@ -93,6 +98,9 @@ static inline rift_ssize tv_pwrite(void *ud, int fd, const void *buf,
 }
 
 static inline void tv_note_sync(test_vfs *t) {
+    if (test_thread_is_caller) {
+        atomic_fetch_add(&t->caller_syncs, 1);
+    }
     pthread_t self = pthread_self();
     pthread_mutex_lock(&t->mu);
     int known = 0;
