@@ -24,6 +24,9 @@
  *   hs    sequential connect + AUTH + OK + close, 200 times: per second.
  *   rss   CONNS (1,000) idle authenticated connections: the server's RSS
  *         growth divided by CONNS.
+ *   lib   rtt and pipe again, through the C client library
+ *         (include/rift/client.h) instead of the minimal client (not in
+ *         the default set).
  * Every received payload is checked (64 bytes of 0x2A).
  */
 #include "bench_csv.h"
@@ -34,6 +37,7 @@
 #include "quic/certgen.h"
 #include "quic/quic.h"
 #include "rift/broker.h"
+#include "rift/client.h"
 #include "rift/server.h"
 
 #include <arpa/inet.h>
@@ -608,6 +612,115 @@ static bool rss(rift_loop *loop, const child *ch, int n, double *per_conn,
     return true;
 }
 
+/* ---- The same scenarios through the C client library ---- */
+
+typedef struct lib {
+    rift_client *c;
+    rift_publisher *p;
+    rift_subscription *s;
+} lib;
+
+static bool lib_open(lib *l, const child *ch) {
+    char addr[80], host[INET_ADDRSTRLEN];
+    const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ch->addr;
+    inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+    snprintf(addr, sizeof(addr), "%s:%u", host, ntohs(s4->sin_port));
+    rift_client_settings s;
+    rift_client_settings_default(&s);
+    s.address = addr;
+    s.ca_file = ch->ca;
+    s.server_name = "localhost";
+    s.token = TOKEN;
+    rift_error err;
+    if (rift_client_connect(&l->c, &s, &err) != 0 ||
+        rift_client_publisher(l->c, &l->p, &err) != 0 ||
+        rift_client_subscribe(l->c, "bench.quic", 10, NULL, 0, &l->s, &err) !=
+            0) {
+        fprintf(stderr, "client library: %s\n", err.text);
+        return false;
+    }
+    return true;
+}
+
+static void lib_close(lib *l) {
+    rift_subscription_close(l->s);
+    rift_publisher_close(l->p);
+    rift_client_close(l->c);
+}
+
+static bool lib_recv(lib *l, uint64_t *bad) {
+    rift_msg *m;
+    if (rift_subscription_recv(l->s, 5000000000, &m, NULL) != 0) {
+        return false;
+    }
+    size_t n;
+    const uint8_t *p = rift_msg_payload(m, &n);
+    if (n != PAYLOAD || memcmp(p, g_payload, PAYLOAD) != 0) {
+        (*bad)++;
+    }
+    rift_msg_unref(m);
+    return true;
+}
+
+static bool lib_rtt(const child *ch, size_t count, result *r) {
+    lib l;
+    if (!lib_open(&l, ch)) {
+        return false;
+    }
+    size_t total = count + 1000;
+    uint64_t *lat = malloc(total * sizeof(*lat));
+    double cpu0 = bench_cpu_seconds(), scpu0 = child_cpu(ch);
+    bool ok = true;
+    for (size_t i = 0; i < total && ok; i++) {
+        rift_tstamp t0 = rift_now_ns();
+        ok = rift_publisher_publish(l.p, "bench.quic", 10, NULL, 0, g_payload,
+                                    PAYLOAD, NULL) == 0 &&
+             lib_recv(&l, &r->errors);
+        lat[i] = rift_now_ns() - t0;
+    }
+    r->client_cpu = bench_cpu_seconds() - cpu0;
+    r->server_cpu = child_cpu(ch) - scpu0;
+    if (ok) {
+        qsort(lat + 1000, count, sizeof(*lat), cmp_u64);
+        r->p50 = pct(lat + 1000, count, 50);
+        r->p95 = pct(lat + 1000, count, 95);
+        r->p99 = pct(lat + 1000, count, 99);
+        r->msgs = count;
+    }
+    free(lat);
+    lib_close(&l);
+    return ok && r->errors == 0;
+}
+
+static bool lib_pipe(const child *ch, size_t count, result *r) {
+    lib l;
+    if (!lib_open(&l, ch)) {
+        return false;
+    }
+    double cpu0 = bench_cpu_seconds(), scpu0 = child_cpu(ch);
+    rift_tstamp start = rift_now_ns();
+    bool ok = true;
+    for (size_t sent = 0; sent < count && ok;) {
+        size_t k = count - sent < BATCH ? count - sent : BATCH;
+        for (size_t i = 0; i < k && ok; i++) {
+            ok = rift_publisher_publish(l.p, "bench.quic", 10, NULL, 0,
+                                        g_payload, PAYLOAD, NULL) == 0;
+        }
+        ok = ok && rift_publisher_flush(l.p, NULL) == 0;
+        for (size_t i = 0; i < k && ok; i++) {
+            ok = lib_recv(&l, &r->errors);
+        }
+        sent += k;
+    }
+    r->seconds = (double)(rift_now_ns() - start) / 1e9;
+    r->client_cpu = bench_cpu_seconds() - cpu0;
+    r->server_cpu = child_cpu(ch) - scpu0;
+    r->msgs = count;
+    r->rate = (double)count / r->seconds;
+    lib_close(&l);
+    return ok && r->errors == 0;
+}
+
 /* ---- Main ---- */
 
 static int cmp_double(const void *a, const void *b) {
@@ -667,9 +780,9 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--pin") == 0) {
             pin = true;
         } else {
-            fprintf(stderr,
-                    "usage: quic_server [-n COUNT] [-r RUNS] [-s "
-                    "rtt,pipe,hs,rss] [-c CONNS] [--csv FILE] [--pin]\n");
+            fprintf(stderr, "usage: quic_server [-n COUNT] [-r RUNS] [-s "
+                            "rtt,pipe,hs,rss,lib] [-c CONNS] [--csv FILE] "
+                            "[--pin]\n");
             return 2;
         }
     }
@@ -742,6 +855,43 @@ int main(int argc, char **argv) {
             printf("  median of %d runs: %.0f messages/s, server cpu %.3f "
                    "us/msg\n",
                    runs, median(a, runs), median(b, runs));
+        }
+    }
+    if (rc == 0 && strstr(scen, "lib")) {
+        for (int i = 0; i < runs; i++) {
+            result r = {0};
+            if (!lib_rtt(&ch, count, &r)) {
+                fprintf(stderr, "client library rtt run failed\n");
+                rc = 1;
+                break;
+            }
+            printf("C client library, round trip (64 B): p50=%.3f us "
+                   "p95=%.3f us p99=%.3f us (%zu samples)\n",
+                   r.p50, r.p95, r.p99, count);
+            a[i] = r.p50;
+            b[i] = r.p95;
+            c[i] = r.p99;
+        }
+        if (rc == 0) {
+            printf("  median of %d runs: p50=%.3f us p95=%.3f us p99=%.3f "
+                   "us\n",
+                   runs, median(a, runs), median(b, runs), median(c, runs));
+        }
+        for (int i = 0; rc == 0 && i < runs; i++) {
+            result r = {0};
+            if (!lib_pipe(&ch, count * 10, &r)) {
+                fprintf(stderr, "client library pipelined run failed\n");
+                rc = 1;
+                break;
+            }
+            printf("C client library, pipelined (64 B, batches of 256): %.0f "
+                   "messages/s\n",
+                   r.rate);
+            a[i] = r.rate;
+        }
+        if (rc == 0) {
+            printf("  median of %d runs: %.0f messages/s\n", runs,
+                   median(a, runs));
         }
     }
     if (rc == 0 && strstr(scen, "hs")) {

@@ -165,14 +165,28 @@ static int out_add(srv_stream *ss, out_batch *ob, const char *subject,
         rift_msg_unref(msg);
         return (int)h;
     }
+    /* Copied bytes that follow the previous copied chunk in the scratch
+     * extend it: one chunk for a run of small frames. */
+    rift_quic_chunk *last = ob->n > 0 ? &ob->ch[ob->n - 1] : NULL;
+    bool extend =
+        last != NULL && last->release == NULL && last->data + last->len == p;
     if (copy) {
         if (plen > 0) {
             memcpy(p + h, payload, plen);
         }
-        ob->ch[ob->n++] = (rift_quic_chunk){p, (size_t)h + plen, NULL, NULL};
+        if (extend) {
+            last->len += (size_t)h + plen;
+        } else {
+            ob->ch[ob->n++] =
+                (rift_quic_chunk){p, (size_t)h + plen, NULL, NULL};
+        }
         rift_msg_unref(msg);
     } else {
-        ob->ch[ob->n++] = (rift_quic_chunk){p, (size_t)h, NULL, NULL};
+        if (extend) {
+            last->len += (size_t)h;
+        } else {
+            ob->ch[ob->n++] = (rift_quic_chunk){p, (size_t)h, NULL, NULL};
+        }
         ob->ch[ob->n++] = (rift_quic_chunk){payload, plen, msg_release, msg};
     }
     ob->used += (size_t)h + (copy ? plen : 0);
