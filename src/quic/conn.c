@@ -191,6 +191,9 @@ static int handshake_completed_cb(ngtcp2_conn *qc, void *ud) {
     }
     c->state = CONN_ESTABLISHED;
     if (ep->server) {
+        /* ngtcp2 reports confirmation to clients only: a server's
+         * handshake is confirmed when it completes (RFC 9001 §4.1.2). */
+        c->confirmed = true;
         /* The client now uses our CIDs; its first DCID served only to
          * route retransmitted Initials. */
         if (c->odcid_registered) {
@@ -230,6 +233,7 @@ static int recv_stream_data_cb(ngtcp2_conn *qc, uint32_t flags,
     rift_quic_stream *s = sud;
     (void)offset;
     bool fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0;
+    c->rx_data_seen = true;
     if (s == NULL || (s->flags & STREAM_RD_SHUT)) {
         /* Nobody reads it: give the credit straight back. */
         ngtcp2_conn_extend_max_stream_offset(qc, stream_id, datalen);
@@ -344,6 +348,13 @@ static int extend_max_local_streams_bidi_cb(ngtcp2_conn *qc,
     return 0;
 }
 
+static int handshake_confirmed_cb(ngtcp2_conn *qc, void *ud) {
+    rift_quic_conn *c = ud;
+    (void)qc;
+    c->confirmed = true;
+    return 0;
+}
+
 static int recv_stateless_reset_cb(ngtcp2_conn *qc,
                                    const ngtcp2_pkt_stateless_reset *sr,
                                    void *ud) {
@@ -370,6 +381,7 @@ static const ngtcp2_callbacks server_callbacks = {
     .recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
     .recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
     .handshake_completed = handshake_completed_cb,
+    .handshake_confirmed = handshake_confirmed_cb,
     .encrypt = ngtcp2_crypto_encrypt_cb,
     .decrypt = ngtcp2_crypto_decrypt_cb,
     .hp_mask = ngtcp2_crypto_hp_mask_cb,
@@ -393,6 +405,7 @@ static const ngtcp2_callbacks client_callbacks = {
     .client_initial = ngtcp2_crypto_client_initial_cb,
     .recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
     .handshake_completed = handshake_completed_cb,
+    .handshake_confirmed = handshake_confirmed_cb,
     .encrypt = ngtcp2_crypto_encrypt_cb,
     .decrypt = ngtcp2_crypto_decrypt_cb,
     .hp_mask = ngtcp2_crypto_hp_mask_cb,
@@ -473,6 +486,13 @@ int rift_quic_conn_new(rift_quic_conn **pc, rift_quic_endpoint *ep,
     settings.max_window = 0;
     settings.max_stream_window = 0;
     settings.max_tx_udp_payload_size = 1452;
+    if (st->ack_hold > 0) {
+        /* Every write carries the ACK of what arrived before it (ngtcp2
+         * otherwise leaves it out until srtt/8 has passed, a few µs on
+         * loopback, and sends it alone a moment later); the hold below
+         * decides when a connection with nothing else to say writes. */
+        settings.ack_thresh = 1;
+    }
     if (st->debug) {
         settings.log_printf = log_printf;
     }
@@ -857,8 +877,13 @@ void rift_quic_conn_read(rift_quic_conn *c, const rift_udp_addr *local,
         NULL,
     };
     ngtcp2_pkt_info pi = {0};
-    int rv = ngtcp2_conn_read_pkt(c->qc, &path, &pi, data, len, rift_now_ns());
+    rift_tstamp ts = rift_now_ns();
+    c->rx_data_seen = false;
+    int rv = ngtcp2_conn_read_pkt(c->qc, &path, &pi, data, len, ts);
     if (rv == 0) {
+        if (c->rx_data_seen && c->rx_data_pkts++ == 0) {
+            c->hold_until = ts + ep->settings.ack_hold;
+        }
         rift_quic_ep_mark_dirty(ep, c);
         return;
     }
@@ -1056,10 +1081,43 @@ static bool write_pkts(rift_quic_conn *c) {
     return true;
 }
 
-void rift_quic_conn_write(rift_quic_conn *c) {
+/* True when the connection has nothing to send but the ACK of one packet
+ * that carried stream data, less than ack_hold ago: that packet probably
+ * asked for an answer, which will carry the ACK (settings.ack_hold).
+ * Shutdowns, a close, stream data to send or a second data packet end
+ * the hold; credit does not (it rides along). The timer waits for the end
+ * of the hold: whatever else ngtcp2 wanted it for (the ACK itself; a
+ * pacing slot with nothing to pace; loss detection, whose PTO includes
+ * the peer's 25 ms max_ack_delay allowance) can wait that long too. */
+static bool hold_ack(rift_quic_conn *c) {
+    if (c->rx_data_pkts != 1 || !c->confirmed || c->close_requested ||
+        c->ready_head != NULL || c->events != NULL) {
+        return false;
+    }
+    for (rift_quic_stream *s = c->ops; s; s = s->ops_next) {
+        if (s->flags & (STREAM_DO_RESET | STREAM_DO_STOP)) {
+            return false;
+        }
+    }
+    if (rift_now_ns() >= c->hold_until) {
+        return false;
+    }
+    apply_ops(c);
+    ngtcp2_tstamp exp = ngtcp2_conn_get_expiry(c->qc);
+    rift_timer_start(&c->timer, exp > c->hold_until ? exp : c->hold_until);
+    return true;
+}
+
+/* Writes whatever the connection has to send; |may_hold|: unless only an
+ * ACK that may wait (hold_ack). */
+static void conn_write(rift_quic_conn *c, bool may_hold) {
     if (c->state >= CONN_CLOSING) {
         return;
     }
+    if (may_hold && hold_ack(c)) {
+        return;
+    }
+    c->rx_data_pkts = 0;
     apply_ops(c);
     if (c->close_requested) {
         enter_closing(c);
@@ -1075,6 +1133,10 @@ void rift_quic_conn_write(rift_quic_conn *c) {
         return;
     }
     arm_timer(c);
+}
+
+void rift_quic_conn_write(rift_quic_conn *c) {
+    conn_write(c, c->ep->settings.ack_hold > 0);
 }
 
 /* ---- Timer ---- */
@@ -1104,7 +1166,7 @@ static void conn_timer_cb(rift_timer *t, void *arg) {
     default: {
         int rv = ngtcp2_conn_handle_expiry(c->qc, now);
         if (rv == 0) {
-            rift_quic_conn_write(c);
+            conn_write(c, false);
         } else if (rv == NGTCP2_ERR_IDLE_CLOSE) {
             set_info(c, RIFT_QUIC_CLOSE_IDLE, 0, RIFT_ERR_TIMEOUT,
                      "connection idle timeout");

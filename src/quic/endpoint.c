@@ -35,6 +35,7 @@ void rift_quic_settings_default(rift_quic_settings *s) {
     s->max_connections = 1024;
     s->gso = true;
     s->gro = true;
+    s->ack_hold = 2 * NGTCP2_MILLISECONDS;
 }
 
 void rift_quic_settings_default_client(rift_quic_settings *s) {

@@ -88,6 +88,14 @@ struct rift_quic_conn {
     bool reset_received;  /* recv_stateless_reset fired */
     bool alpn_failed;     /* client: the server picked another ALPN */
     bool in_write;        /* inside the writev loop */
+    bool confirmed;       /* the handshake is confirmed */
+
+    /* ACK hold (settings.ack_hold): packets with stream data read since
+     * the connection last wrote, whether the packet being read has any,
+     * and until when the ACK of a lone one may wait. */
+    uint32_t rx_data_pkts;
+    bool rx_data_seen;
+    rift_tstamp hold_until;
 
     ngtcp2_path_storage ps; /* current path (local, remote) */
     rift_timer timer;

@@ -78,6 +78,14 @@ typedef struct rift_quic_settings {
     /** Credit received bytes back at once instead of waiting for
      * rift_quic_stream_consumed. Default off. */
     bool auto_credit;
+    /** ACK hold, ns; 0 disables. Default 2 ms. A lone packet carrying
+     * stream data usually asks for an answer (a request, a reply, a
+     * PING); its ACK waits up to this long for that answer to carry it
+     * instead of leaving in a packet of its own, which would cost both
+     * sides a send and a wake-up. Several data packets in a row are
+     * acknowledged at once, as usual. (Must stay well below the 25 ms
+     * max_ack_delay the peer assumes.) */
+    uint64_t ack_hold;
 
     /** Server: certificate chain and private key, PEM files. */
     const char *cert_file;
