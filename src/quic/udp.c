@@ -167,7 +167,7 @@ int rift_udp_open(rift_udp *u, const struct sockaddr *bind_addr,
     if (s->gro && setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0) {
         u->gro = true;
     }
-    u->txcap = RIFT_UDP_TX_MSGS * RIFT_UDP_MAX_PKT * 2;
+    u->txcap = 16 * RIFT_UDP_MAX_TX_PKT;
     u->txbuf = rift_malloc(mem, u->txcap);
     u->rxslot = RX_SLOT_BYTES;
     u->rxbuf = rift_malloc(mem, u->rxslot * RIFT_UDP_RX_BATCH);
@@ -371,6 +371,9 @@ static int send_plain(rift_udp *u, const txview *v, size_t *done) {
             u->inject_eagain--;
             errno = EAGAIN;
             r = -1;
+        } else if (u->inject_mtu > 0 && k > u->inject_mtu) {
+            errno = EMSGSIZE;
+            r = -1;
         } else {
             do {
                 r = sendmsg(u->fd, &mh, 0);
@@ -429,9 +432,19 @@ static size_t send_views(rift_udp *u, const txview *v, size_t n,
             continue;
         }
         int r;
+        size_t fit = k;
+        for (size_t j = 0; u->inject_mtu > 0 && j < k; j++) {
+            if (v[i + j].seg > u->inject_mtu) {
+                fit = j;
+                break;
+            }
+        }
         if (u->inject_eagain > 0) {
             u->inject_eagain--;
             errno = EAGAIN;
+            r = -1;
+        } else if (fit == 0) {
+            errno = v[i].len > v[i].seg ? EINVAL : EMSGSIZE;
             r = -1;
         } else if (u->inject_eio > 0 && v[i].len > v[i].seg) {
             u->inject_eio--;
@@ -439,7 +452,7 @@ static size_t send_views(rift_udp *u, const txview *v, size_t n,
             r = -1;
         } else {
             do {
-                r = sendmmsg(u->fd, mm, (unsigned)k, 0);
+                r = sendmmsg(u->fd, mm, (unsigned)fit, 0);
             } while (r < 0 && errno == EINTR);
         }
         u->stats.tx_calls++;
@@ -455,6 +468,18 @@ static size_t send_views(rift_udp *u, const txview *v, size_t n,
         if (transient(errno)) {
             u->stats.tx_eagain++;
             return i;
+        }
+        if ((errno == EMSGSIZE || errno == EINVAL) && x->len > x->seg) {
+            /* One segment is larger than the path allows (a path MTU
+             * probe, with the packets that followed it into the
+             * message): send them one by one so only the probe is lost. */
+            size_t done = 0;
+            if (send_plain(u, x, &done) != 0) {
+                *partial = done;
+                return i;
+            }
+            i++;
+            continue;
         }
         if (errno == EIO && x->len > x->seg && u->gso) {
             /* The path cannot segment (e.g. a device without GSO): plain

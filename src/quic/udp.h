@@ -29,8 +29,12 @@
 /* Messages per sendmmsg / recvmmsg call. */
 #define RIFT_UDP_TX_MSGS  64
 #define RIFT_UDP_RX_BATCH 32
-/* Largest packet we ever build, and the GSO byte budget per message. */
+/* Largest packet built outside a connection (stateless replies, a
+ * CONNECTION_CLOSE), the largest a connection ever builds (path MTU
+ * discovery can take it this far on loopback or jumbo-frame paths), and
+ * the GSO byte budget per message. */
 #define RIFT_UDP_MAX_PKT       1500
+#define RIFT_UDP_MAX_TX_PKT    16384
 #define RIFT_UDP_GSO_MAX_BYTES 65000
 #define RIFT_UDP_GSO_MAX_SEGS  64
 
@@ -90,9 +94,12 @@ typedef struct rift_udp {
     rift_udp_stats stats;
 
     /* Fault injection for tests: the next N send calls fail with EAGAIN,
-     * the next N GSO sends with EIO. Zero in production. */
+     * the next N GSO sends with EIO; a path MTU: larger datagrams fail
+     * as the kernel fails them (EMSGSIZE, or EINVAL for a GSO message
+     * whose segments are larger). Zero in production. */
     unsigned inject_eagain;
     unsigned inject_eio;
+    size_t inject_mtu;
 } rift_udp;
 
 typedef struct rift_udp_settings {
@@ -138,7 +145,7 @@ int rift_udp_recv_batch(rift_udp *u, rift_udp_recv_cb cb, void *arg);
 
 /**
  * rift_udp_tx_reserve returns room for one packet of up to |len| (<=
- * RIFT_UDP_MAX_PKT) bytes at the end of the transmit batch, flushing the
+ * RIFT_UDP_MAX_TX_PKT) bytes at the end of the transmit batch, flushing the
  * batch first when it is full.
  */
 uint8_t *rift_udp_tx_reserve(rift_udp *u, size_t len);

@@ -1,7 +1,8 @@
 /*
  * test_udp.c — unit tests of the UDP fast path (quic layer): GSO batching
  * by the equal-size rule, order and sizes at the receiver, the EAGAIN
- * queue (nothing dropped, order kept) and the EIO fallback to plain sends,
+ * queue (nothing dropped, order kept), the EIO fallback to plain sends and
+ * an oversized path MTU probe sharing a GSO message with normal packets,
  * using the socket's fault injection.
  */
 #include "common/common.h"
@@ -125,6 +126,30 @@ RIFT_TEST(gso_eio_falls_back_to_plain_sends) {
     rx_log log = {0};
     drain(&rx, &log, 6);
     CHECK_EQ_INT(log.n, 6);
+    rift_udp_close(&tx);
+    rift_udp_close(&rx);
+}
+
+RIFT_TEST(oversized_probe_in_a_gso_message_loses_only_itself) {
+    rift_udp tx, rx;
+    CHECK_OK(open_pair(&tx, &rx, true));
+    /* A path MTU probe larger than the path, then a normal packet that
+     * joins its GSO message (smaller: it seals it), then another message:
+     * only the probe may be lost, and GSO stays on. */
+    size_t sizes[] = {3000, 1000, 1200};
+    queue(&tx, &rx, sizes, 3);
+    CHECK_EQ_INT(tx.nmsgs, 2);
+    tx.inject_mtu = 1500;
+    CHECK_OK(rift_udp_tx_flush(&tx));
+    CHECK(tx.gso);
+    CHECK_EQ_U64(tx.stats.tx_errors, 1);
+    rx_log log = {0};
+    drain(&rx, &log, 2);
+    CHECK_EQ_INT(log.n, 2);
+    CHECK_EQ_INT(log.len[0], 1000);
+    CHECK_EQ_INT(log.first[0], 1);
+    CHECK_EQ_INT(log.len[1], 1200);
+    CHECK_EQ_INT(log.first[1], 2);
     rift_udp_close(&tx);
     rift_udp_close(&rx);
 }
