@@ -122,18 +122,20 @@ static int ring_grow(rift_sub *sub) {
     if (size > limit) {
         size = limit;
     }
-    rift_msg **ring = rift_malloc(sub->mem, size * sizeof(*ring));
+    /* Grown in place where the allocator can (a large ring is remapped,
+     * not copied into fresh pages that each fault in): the slots keep
+     * their positions, and those that wrapped round to the front move to
+     * just past the old end. The ring is full when it grows. */
+    size_t old = sub->ring_size;
+    rift_msg **ring = rift_realloc(sub->mem, sub->ring, size * sizeof(*ring));
     if (ring == NULL) {
         return RIFT_ERR_NOMEM;
     }
-    size_t n = atomic_load_explicit(&sub->count, memory_order_relaxed);
-    for (size_t i = 0; i < n; i++) {
-        ring[i] = sub->ring[(sub->head + i) & (sub->ring_size - 1)];
+    if (sub->head > 0) {
+        memcpy(ring + old, ring, sub->head * sizeof(*ring));
     }
-    rift_free(sub->mem, sub->ring);
     sub->ring = ring;
     sub->ring_size = size;
-    sub->head = 0;
     return 0;
 }
 
