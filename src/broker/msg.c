@@ -1,11 +1,99 @@
 /*
  * msg.c — immutable, reference-counted messages (broker layer). A message
  * is one allocation: header, subject, reply and (unless external) payload,
- * so fan-out to any number of receivers shares one buffer.
+ * so fan-out to any number of receivers shares one buffer. Threads that
+ * enabled it keep freed blocks in a cache (msg_cache.h).
  */
 #include "broker/internal.h"
+#include "broker/msg_cache.h"
 
+#include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* ---- Per-thread block cache ---- */
+
+#if defined(__SANITIZE_ADDRESS__)
+# define MSG_CACHE_OFF 1
+#elif defined(__has_feature)
+# if __has_feature(address_sanitizer)
+#  define MSG_CACHE_OFF 1
+# endif
+#endif
+
+/* Blocks are kept in size classes of CACHE_STEP bytes up to CACHE_MAX (a
+ * small message: header, subject and a payload of a few hundred bytes);
+ * a cached block is at least as large as its class. */
+#define CACHE_STEP    32
+#define CACHE_MAX     512
+#define CACHE_CLASSES (CACHE_MAX / CACHE_STEP)
+
+typedef struct msg_cache {
+    size_t cap; /* 0: disabled */
+    size_t bytes;
+    void *free[CACHE_CLASSES]; /* linked through each block's first word */
+} msg_cache;
+
+static _Thread_local msg_cache tls_cache;
+
+void rift_msg_cache_enable(size_t max_bytes) {
+#ifndef MSG_CACHE_OFF
+    tls_cache.cap = max_bytes;
+#else
+    (void)max_bytes;
+#endif
+}
+
+void rift_msg_cache_trim(void) {
+    for (size_t i = 0; i < CACHE_CLASSES; i++) {
+        while (tls_cache.free[i] != NULL) {
+            void *b = tls_cache.free[i];
+            tls_cache.free[i] = *(void **)b;
+            free(b);
+        }
+    }
+    tls_cache.bytes = 0;
+}
+
+void rift_msg_cache_disable(void) {
+    rift_msg_cache_trim();
+    tls_cache.cap = 0;
+}
+
+/* A block of at least |size| bytes for a message made with the C library
+ * allocator: a cached one, or a new one rounded up to its class so that
+ * it can serve any message of the class later. */
+static void *block_get(size_t size) {
+    if (tls_cache.cap == 0 || size > CACHE_MAX) {
+        return malloc(size);
+    }
+    size_t cls = (size + CACHE_STEP - 1) / CACHE_STEP;
+    void *b = tls_cache.free[cls - 1];
+    if (b == NULL) {
+        return malloc(cls * CACHE_STEP);
+    }
+    tls_cache.free[cls - 1] = *(void **)b;
+    tls_cache.bytes -= cls * CACHE_STEP;
+    return b;
+}
+
+/* Keeps the block of |msg| (C library allocator) when the cache has room;
+ * its class is what the block can hold, whoever allocated it. */
+static void block_put(void *b) {
+    if (tls_cache.cap > 0) {
+        size_t usable = malloc_usable_size(b);
+        size_t cls = (usable < CACHE_MAX ? usable : CACHE_MAX) / CACHE_STEP;
+        if (cls > 0 && tls_cache.bytes + cls * CACHE_STEP <= tls_cache.cap) {
+            *(void **)b = tls_cache.free[cls - 1];
+            tls_cache.free[cls - 1] = b;
+            tls_cache.bytes += cls * CACHE_STEP;
+            return;
+        }
+    }
+    free(b);
+}
+
+/* ---- Messages ---- */
 
 static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
                           size_t subject_len, const char *reply,
@@ -18,7 +106,8 @@ static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
         sizeof(rift_msg) > SIZE_MAX - extra - inline_payload) {
         return NULL;
     }
-    rift_msg *m = rift_malloc(mem, sizeof(rift_msg) + extra + inline_payload);
+    size_t size = sizeof(rift_msg) + extra + inline_payload;
+    rift_msg *m = mem == NULL ? block_get(size) : rift_malloc(mem, size);
     if (m == NULL) {
         return NULL;
     }
@@ -99,7 +188,11 @@ static void msg_free(rift_msg *msg) {
     if (msg->release != NULL) {
         msg->release(msg->release_ud);
     }
-    rift_free(msg->mem, msg);
+    if (msg->mem == NULL) {
+        block_put(msg);
+    } else {
+        rift_free(msg->mem, msg);
+    }
 }
 
 void rift_msg_unref_n(rift_msg *msg, size_t n) {

@@ -46,6 +46,12 @@
 /* Assembled bodies at least this large are published without a second
  * copy (the reader's buffer becomes the message payload). */
 #define SRV_EXTERNAL_MIN 16384
+/* Freed message blocks the server thread keeps for its next messages
+ * (broker/msg_cache.h): a backlog of this size is reused without page
+ * faults. They go back to the allocator after a period without remote
+ * publications. */
+#define SRV_MSG_CACHE_BYTES   (128u * 1024u * 1024u)
+#define SRV_MSG_CACHE_IDLE_NS (10ull * 1000000000ull)
 /* How long an unknown token's ERROR frame may take to be acknowledged
  * before the connection is closed anyway. */
 #define SRV_AUTH_ERROR_LINGER_NS 250000000ull
@@ -206,6 +212,8 @@ struct rift_server {
     size_t drain_every;
     rift_timer stop_timer;
     rift_tstamp stop_deadline;
+    rift_timer cache_timer; /* releases the message cache when idle */
+    uint64_t cache_msgs_in; /* msgs_in at its last tick */
     srv_conn *conns;
     srv_stream *all;
     srv_counters c;

@@ -10,6 +10,8 @@
  */
 #include "server/internal.h"
 
+#include "broker/msg_cache.h"
+
 #include "subject/name.h"
 
 #include <arpa/inet.h>
@@ -328,12 +330,32 @@ bool rift_server_is_running(rift_server *srv) {
 
 /* ---- Server thread ---- */
 
+/* Every SRV_MSG_CACHE_IDLE_NS: a period without remote publications
+ * gives the cached message blocks back to the allocator. */
+static void cache_timer_cb(rift_timer *t, void *arg) {
+    rift_server *srv = arg;
+    if (srv->c.msgs_in == srv->cache_msgs_in) {
+        rift_msg_cache_trim();
+    }
+    srv->cache_msgs_in = srv->c.msgs_in;
+    rift_timer_start(t, rift_loop_now(srv->loop) + SRV_MSG_CACHE_IDLE_NS);
+}
+
 static void *thread_main(void *arg) {
     rift_server *srv = arg;
     /* This thread polls the notifier after every batch of remote
      * publications (rift_srv_rx_batch_done). */
     rift_notifier_set_owner(srv->notifier);
+    /* Remote publications are made and dropped here: keep their blocks
+     * (broker/msg_cache.h). */
+    rift_msg_cache_enable(SRV_MSG_CACHE_BYTES);
+    rift_timer_init(srv->loop, &srv->cache_timer, cache_timer_cb, srv);
+    srv->cache_msgs_in = srv->c.msgs_in;
+    rift_timer_start(&srv->cache_timer,
+                     rift_loop_now(srv->loop) + SRV_MSG_CACHE_IDLE_NS);
     (void)rift_loop_run(srv->loop);
+    rift_timer_stop(&srv->cache_timer);
+    rift_msg_cache_disable();
     return NULL;
 }
 
