@@ -447,3 +447,40 @@ RIFT_TEST(lifecycle_ready_then_draining) {
     CHECK(ok);
     CHECK_EQ_INT(after, RIFT_ERR_NO_RESPONDERS);
 }
+
+RIFT_TEST(stream_and_consumer_command_errors) {
+    fixture f;
+    CHECK(setup(&f, 0));
+    /* Replay of an empty stream: no records, next = 1. */
+    CHECK_REPLY(&f, "rift.control.stream.replay", "{\"stream\":\"jobs\"}",
+                "{\"data\":{\"first_seq\":1,\"last_seq\":0,\"next\":1,"
+                "\"records\":[],\"stream\":\"jobs\"},\"ok\":true}");
+    CHECK_REPLY(&f, "rift.control.stream.replay",
+                "{\"stream\":\"jobs\",\"limit\":1001}",
+                "{\"error\":\"limit must be an integer in 1..=1000\","
+                "\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.replay",
+                "{\"stream\":\"jobs\",\"from\":0}",
+                "{\"error\":\"from must be an integer in "
+                "1..=9223372036854775807\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.replay", "{\"stream\":\"nope\"}",
+                "{\"error\":\"unknown stream \\\"nope\\\"; use streams to "
+                "list streams\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.replay", "{}",
+                "{\"error\":\"stream must be a nonempty string of at most 96 "
+                "bytes\",\"ok\":false}");
+    /* In process there is no QUIC requester to act for, and this
+     * configuration has no principals. */
+    CHECK_REPLY(&f, "rift.control.consumer.open",
+                "{\"stream\":\"jobs\",\"name\":\"w\"}",
+                "{\"error\":\"identity is required unless the request comes "
+                "from a QUIC client (REQUEST)\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.consumer.delete",
+                "{\"stream\":\"jobs\",\"name\":\"w\",\"identity\":\"x\"}",
+                "{\"error\":\"unknown identity \\\"x\\\"; use status to list "
+                "identities\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.consumer.info",
+                "{\"stream\":\"jobs\",\"name\":\"w\",\"filter\":\">\"}",
+                "{\"error\":\"unknown control payload field\",\"ok\":false}");
+    teardown(&f);
+}
