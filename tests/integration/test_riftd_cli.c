@@ -100,6 +100,21 @@ RIFT_TEST(dev_default_from_an_empty_directory) {
     pubsub ps = {&f, &sub};
     bool got = rift_test_wait_until(delivered, &ps, RIFT_PROC_WAIT_MS);
     int sub_rc = rift_proc_wait(&sub, RIFT_PROC_WAIT_MS);
+    /* The bundled echo plugin answers, and status lists both plugins. */
+    char *echo = NULL, *status = NULL;
+    int req_rc = CLI(&f, &echo, NULL, "req", "demo.echo", "hi");
+    int st_rc = CLI(&f, &status, NULL, "status");
+    bool plugins = status && strstr(status, "echo ") &&
+                   strstr(status, "stats ") && strstr(status, "running");
+    bool written =
+        mode_of(f.dir, "rift-data/plugins/echo/init.lua") > 0 &&
+        mode_of(f.dir, "rift-data/plugins/stats/lua/counter.lua") > 0;
+    if (!plugins) {
+        fprintf(stderr, "  status:\n%s\n", status);
+    }
+    bool echoed = echo && strcmp(echo, "hi\n") == 0;
+    free(echo);
+    free(status);
     int rc = dev_stop(&f);
     CHECK_EQ_INT(m_dir, 0700);
     CHECK_EQ_INT(m_tok, 0600);
@@ -109,6 +124,11 @@ RIFT_TEST(dev_default_from_an_empty_directory) {
     CHECK(banner);
     CHECK(got);
     CHECK_EQ_INT(sub_rc, 0);
+    CHECK_EQ_INT(req_rc, 0);
+    CHECK(echoed);
+    CHECK_EQ_INT(st_rc, 0);
+    CHECK(plugins);
+    CHECK(written);
     CHECK_EQ_INT(rc, 0);
 }
 

@@ -13,6 +13,7 @@
 #include "daemon/config.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #define SECOND 1000000000ll
 
@@ -247,4 +248,147 @@ RIFT_TEST(start_failures_are_one_line) {
     CHECK_EQ_INT(rc2, 1);
     CHECK(bind);
     CHECK_EQ_INT(rc, 0);
+}
+
+/* The original's end-to-end vector (§7.3): a Lua queue subscriber answers
+ * REQUESTs, a reload with edited Lua takes effect, a reload that changes
+ * messaging is refused and the old behaviour stays. */
+static const char lua_config_fmt[] =
+    "local publish = rift.publish\n"
+    "return {\n"
+    "  messaging = {\n"
+    "    listen = '127.0.0.1:0',\n"
+    "    certificate = 'tls/server.pem',\n"
+    "    private_key = 'tls/server.key',\n"
+    "    subscription_capacity = %d,\n"
+    "    principals = {\n"
+    "      { name = 'plugin', token_env = 'RIFT_TEST_TOKEN',\n"
+    "        publish = { 'plugin.>', 'rift.control.*', '_INBOX.>' },\n"
+    "        subscribe = { 'plugin.>', 'rift.events.>', '_INBOX.>' },\n"
+    "        control = true },\n"
+    "    },\n"
+    "    subscriptions = { { subject = 'plugin.echo', queue = 'echo' } },\n"
+    "  },\n"
+    "  on_message = function(msg)\n"
+    "    if msg.reply then publish(msg.reply, '%s' .. msg.payload) end\n"
+    "  end,\n"
+    "}\n";
+
+static char *echo_request(rift_client *c, const uint8_t *p, size_t len) {
+    rift_msg *reply = NULL;
+    rift_error err = {0};
+    if (rift_client_request(c, "plugin.echo", 11, p, len, 10000, &reply,
+                            &err) != 0) {
+        fprintf(stderr, "  request: %s\n", err.text);
+        return NULL;
+    }
+    size_t n;
+    const uint8_t *q = rift_msg_payload(reply, &n);
+    char *s = malloc(n + 1);
+    memcpy(s, q, n);
+    s[n] = '\0';
+    rift_msg_unref(reply);
+    return s;
+}
+
+RIFT_TEST(lua_responder_and_reload_over_the_wire) {
+    char cfg[2048];
+    snprintf(cfg, sizeof(cfg), lua_config_fmt, 1024, "");
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, cfg));
+    CHECK(riftd_fix_start(&f, NULL));
+    rift_client *c;
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
+    /* A binary payload comes back unchanged. */
+    static const uint8_t bin[] = {0, 1, 2, 0xff, 'x'};
+    rift_msg *reply = NULL;
+    rift_error err = {0};
+    int r1 = rift_client_request(c, "plugin.echo", 11, bin, sizeof(bin), 10000,
+                                 &reply, &err);
+    size_t n = 0;
+    const uint8_t *p = r1 == 0 ? rift_msg_payload(reply, &n) : NULL;
+    bool same = p != NULL && n == sizeof(bin) && memcmp(p, bin, n) == 0;
+    rift_msg_unref(reply);
+    /* Edited Lua: the reload is accepted and the new reply is used. */
+    snprintf(cfg, sizeof(cfg), lua_config_fmt, 1024, "v2:");
+    CHECK(rift_proc_write_file(f.dir, "rift.lua", cfg));
+    json_t *ok = riftd_fix_control(c, "reload", "{}", NULL);
+    char *v2 = echo_request(c, (const uint8_t *)"hi", 2);
+    /* A messaging change is refused; the old handler stays. */
+    snprintf(cfg, sizeof(cfg), lua_config_fmt, 2048, "v3:");
+    CHECK(rift_proc_write_file(f.dir, "rift.lua", cfg));
+    char *refused = NULL;
+    json_t *no = riftd_fix_control(c, "reload", "{}", &refused);
+    char *still = echo_request(c, (const uint8_t *)"hi", 2);
+    json_t *status = riftd_fix_control(c, "status", "{}", NULL);
+    json_t *plugin0 = json_array_get(
+        json_object_get(json_object_get(status, "data"), "plugins"), 0);
+    bool compat = json_is_true(json_object_get(plugin0, "compat")) &&
+                  json_integer_value(json_object_get(plugin0, "messages")) >= 3;
+    rift_client_close(c);
+    int rc = riftd_fix_stop(&f);
+    riftd_fix_free(&f);
+    bool reloaded = json_is_true(json_object_get(ok, "ok"));
+    bool ok_v2 = v2 && strcmp(v2, "v2:hi") == 0;
+    bool ok_refused =
+        refused && strcmp(refused, "{\"error\":\"reload rejected; previous "
+                                   "configuration retained: listener "
+                                   "names/addresses, admin and messaging "
+                                   "settings require a restart\",\"ok\":"
+                                   "false}") == 0;
+    bool ok_still = still && strcmp(still, "v2:hi") == 0;
+    if (!ok_v2 || !ok_still || !compat) {
+        char *st = json_dumps(status, 0);
+        fprintf(stderr, "  v2=%s still=%s status=%s\n", v2, still, st);
+        free(st);
+    }
+    json_decref(ok);
+    json_decref(no);
+    json_decref(status);
+    free(v2);
+    free(refused);
+    free(still);
+    CHECK_OK(r1);
+    CHECK(same);
+    CHECK(reloaded);
+    CHECK(ok_v2);
+    CHECK(ok_refused);
+    CHECK(ok_still);
+    CHECK(compat);
+    CHECK_EQ_INT(rc, 0);
+}
+
+RIFT_TEST(broken_plugin_stops_startup_with_one_line) {
+    char cfg[sizeof(config) + 64];
+    snprintf(cfg, sizeof(cfg), "%s", config);
+    /* Append a plugin whose init.lua fails. */
+    char *end = strrchr(cfg, '}');
+    CHECK(end != NULL);
+    snprintf(end, sizeof(cfg) - (size_t)(end - cfg),
+             "  plugins = { 'broken' },\n}\n");
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, cfg));
+    char dir[700];
+    snprintf(dir, sizeof(dir), "%s/plugins/broken", f.dir);
+    char plugins[700];
+    snprintf(plugins, sizeof(plugins), "%s/plugins", f.dir);
+    CHECK(mkdir(plugins, 0700) == 0 && mkdir(dir, 0700) == 0);
+    CHECK(rift_proc_write_file(dir, "init.lua", "error('nope')\n"));
+    rift_proc p;
+    const char *args[] = {"-c", "rift.lua", NULL};
+    const char *env[] = {"RIFT_TEST_TOKEN=" RIFTD_FIX_TOKEN,
+                         "RIFT_TEST_TOKEN2=" RIFTD_FIX_TOKEN2, NULL};
+    CHECK(rift_proc_start(&p, rift_proc_riftd(), f.dir, "broken", args, env,
+                          NULL, 0));
+    int rc = rift_proc_wait(&p, RIFT_PROC_WAIT_MS);
+    char *err = rift_proc_read(p.err);
+    riftd_fix_free(&f);
+    bool line = last_line_starts(err, "riftd: broken: init: ") &&
+                strstr(err, "nope") && !strstr(err, "rift: ready");
+    if (!line) {
+        fprintf(stderr, "  riftd said:\n%s\n", err);
+    }
+    free(err);
+    CHECK_EQ_INT(rc, 1);
+    CHECK(line);
 }
