@@ -12,8 +12,11 @@ int rift_cli_control(rift_client *c, const char *cmd, const char *command,
     *data = NULL;
     char subject[128];
     snprintf(subject, sizeof(subject), "rift.control.%s", command);
+    if (args == NULL) {
+        args = json_object();
+    }
     char *payload =
-        json_dumps(args ? args : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+        args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(args);
     if (payload == NULL) {
         fprintf(stderr, "rift %s: out of memory\n", cmd);
