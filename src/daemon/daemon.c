@@ -198,10 +198,13 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
                  rift_daemon_quic_address(d->quic));
     }
     rift_events_lifecycle(d->broker, "ready");
+    /* The bridge runs from here on, and a reload may replace cfg. */
+    pthread_mutex_lock(&d->lock);
     rift_log(RIFT_LOG_INFO, "rift: ready (revision %s)", d->cfg.revision);
     if (d->config_path == NULL) {
         banner(d);
     }
+    pthread_mutex_unlock(&d->lock);
     *pd = d;
     return 0;
 fail:

@@ -50,7 +50,15 @@ bool riftd_fix_start(riftd_fix *f, const char *const *extra) {
 
 int riftd_fix_stop(riftd_fix *f) {
     f->running = false;
-    return rift_proc_stop(&f->p, SIGTERM);
+    int rc = rift_proc_stop(&f->p, SIGTERM);
+    if (rc != 0) {
+        /* Sanitizer reports and failures end up here: show them. */
+        char *log = rift_proc_read(f->p.err);
+        fprintf(stderr, "  riftd exited with %d:\n%s\n", rc,
+                log ? log : "(no log)");
+        free(log);
+    }
+    return rc;
 }
 
 void riftd_fix_free(riftd_fix *f) {
