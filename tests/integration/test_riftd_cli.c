@@ -300,6 +300,10 @@ RIFT_TEST(consumer_commands_and_start_positions) {
                  "--start", "time:2999-01-01T00:00:00Z");
     int b6 = CLI(&f, NULL, NULL, "consumer", "open", "events", "past",
                  "--start", "time:0");
+    /* RFC 3339 with a fraction and an offset, kept in UTC milliseconds. */
+    int b7 = CLI(&f, NULL, NULL, "consumer", "open", "events", "offset",
+                 "--start", "time:2026-01-01T00:00:00.5+01:00");
+    long long offset_ms = consumer_field(&f, "offset", "start_time_ms");
     long long new_start = consumer_field(&f, "new", "start_sequence");
     long long first_start = consumer_field(&f, "first", "start_sequence");
     long long since_start = consumer_field(&f, "since", "start_sequence");
@@ -357,7 +361,8 @@ RIFT_TEST(consumer_commands_and_start_positions) {
     CHECK(ok_reack);
     CHECK_EQ_INT(pending, 1);
     CHECK_EQ_INT(next, 3);
-    CHECK_EQ_INT(b1 | b2 | b3 | b4 | b5 | b6, 0);
+    CHECK_EQ_INT(b1 | b2 | b3 | b4 | b5 | b6 | b7, 0);
+    CHECK_EQ_INT(offset_ms, 1767222000500LL);
     CHECK_EQ_INT(last_start, 3);
     CHECK_EQ_INT(new_start, 4);
     CHECK_EQ_INT(first_start, 1);
