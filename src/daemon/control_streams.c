@@ -286,10 +286,10 @@ int rift_daemon_cmd_stream_replay(void *ud, const rift_control_call *call,
     }
     /* The answer travels as one message: keep it within the broker's
      * payload limit and the transport's 1 MiB. */
-    size_t budget =
+    size_t cap =
         RIFT_MIN(rift_broker_get_settings(d->broker)->max_payload_bytes,
-                 (size_t)1048576) -
-        REPLAY_ENVELOPE;
+                 (size_t)1048576);
+    size_t budget = cap > REPLAY_ENVELOPE ? cap - REPLAY_ENVELOPE : 0;
     size_t used = 0, taken = 0;
     json_t *records = json_array();
     rc = records ? 0 : RIFT_ERR_NOMEM;
