@@ -395,6 +395,11 @@ EOF
         rift_status="skipped: riftd did not start: $(tail -3 "$d/riftd.log" | tr '\n' ' ')"
         return 1
     }
+    # listen = "127.0.0.1:0": only the bound port is of any use.
+    if [ "${rift_addr##*:}" = 0 ]; then
+        rift_status="skipped: riftd logged $rift_addr, not the port it bound"
+        return 1
+    fi
 }
 
 # The connection flags of `rift bench`: the only place to change if the CLI

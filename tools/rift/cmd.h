@@ -13,6 +13,7 @@ int rift_cmd_pub(int argc, char **argv);
 int rift_cmd_sub(int argc, char **argv);
 int rift_cmd_req(int argc, char **argv);
 int rift_cmd_reply(int argc, char **argv);
+int rift_cmd_bench(int argc, char **argv);
 int rift_cmd_store(int argc, char **argv);
 int rift_cmd_status(int argc, char **argv);
 int rift_cmd_stream(int argc, char **argv);

@@ -158,16 +158,24 @@ static int resolve(rift_cli_conn *cc, const char *cmd) {
     return 0;
 }
 
-int rift_cli_connect(rift_cli_conn *cc, const char *cmd, rift_client **pc) {
+int rift_cli_conn_settings(rift_cli_conn *cc, const char *cmd,
+                           rift_client_settings *s) {
     if (resolve(cc, cmd) != 0) {
         return 1;
     }
+    rift_client_settings_default(s);
+    s->address = cc->server;
+    s->ca_file = cc->ca;
+    s->server_name = cc->server_name;
+    s->token = cc->token;
+    return 0;
+}
+
+int rift_cli_connect(rift_cli_conn *cc, const char *cmd, rift_client **pc) {
     rift_client_settings s;
-    rift_client_settings_default(&s);
-    s.address = cc->server;
-    s.ca_file = cc->ca;
-    s.server_name = cc->server_name;
-    s.token = cc->token;
+    if (rift_cli_conn_settings(cc, cmd, &s) != 0) {
+        return 1;
+    }
     rift_error err;
     if (rift_client_connect(pc, &s, &err) != 0) {
         fprintf(stderr, "rift %s: %s: %s\n", cmd, cc->server, err.text);

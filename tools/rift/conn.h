@@ -48,6 +48,16 @@ int rift_cli_conn_flag(rift_cli_conn *cc, const char *cmd, int argc,
 void rift_cli_conn_usage(FILE *out);
 
 /*
+ * rift_cli_conn_settings fills in what the flags left open and writes the
+ * client settings (defaults plus address, CA, server name and token; the
+ * strings point into |cc| or the environment, so |cc| must outlive |s|).
+ * Returns 0, or prints "rift CMD: <why>" and returns the exit code (1).
+ * Commands that open several connections resolve once with this.
+ */
+int rift_cli_conn_settings(rift_cli_conn *cc, const char *cmd,
+                           rift_client_settings *s);
+
+/*
  * rift_cli_connect fills in what the flags left open, connects and
  * returns 0, or prints "rift CMD: <why>" to stderr and returns the exit
  * code (1).
