@@ -227,6 +227,10 @@ struct rift_stream {
     pthread_t writer;
     bool writer_started;
     bool writer_idle;
+    /* Under lock: the writer waits for work with nothing in flight (not
+     * merely gathering a group), so a caller may write |fill| itself. */
+    bool writer_parked;
+
     bool stopping;
     _Atomic int poison;
     rift_error poison_err;
@@ -338,8 +342,9 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
                               bool blocking, uint64_t *wait, rift_error *err);
-/* Waits, without the stream lock, until generation |ticket| is durable:
- * 0 or the poison error. 0 for |ticket| 0. */
+/* Waits, without the stream lock, until generation |ticket| is
+ * acknowledged (synced, or for an unsynced stream written): 0 or the
+ * poison error. 0 for |ticket| 0. */
 int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err);
 /* Makes room for one completion so registering one cannot fail later. */
 int rift_writer_reserve(rift_stream *st, rift_error *err);

@@ -245,7 +245,13 @@ int rift_stream_open_mode(rift_stream **pstream,
     st->vfs = settings->vfs ? settings->vfs : rift_vfs_posix();
     st->mode = mode;
     st->report = report;
-    pthread_mutex_init(&st->lock, NULL);
+    /* Callers hold the lock for microseconds (a blocking caller of an
+     * unsynced stream for one write()): a short spin beats sleeping. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&st->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_cond_init(&st->work_cv, NULL);
     pthread_cond_init(&st->done_cv, NULL);
     for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_wait); i++) {
@@ -736,9 +742,11 @@ int rift_stream_replay(rift_stream *st, uint64_t from, size_t limit,
         return rc;
     }
     rift_stream_retain(st, rift_stream_now(st));
-    /* A synced stream shows only what a completed publish reported. */
-    uint64_t cap =
-        st->file && st->cfg.sync_on_write ? st->durable_seq : st->last_seq;
+    /* A file stream shows only what a completed publish could have
+     * reported: records synced, or for an unsynced stream written. */
+    uint64_t cap = !st->file               ? st->last_seq
+                   : st->cfg.sync_on_write ? st->durable_seq
+                                           : st->written_seq;
     uint64_t start = RIFT_MAX(from, st->first_seq);
     size_t n = 0;
     if (start <= cap) {
