@@ -464,7 +464,13 @@ typedef struct rift_store_report {
     size_t segments;
     uint64_t records;
     uint64_t first_sequence;
+    /** The newest record's sequence (first_sequence - 1 when there is
+     * none). */
     uint64_t last_sequence;
+    /** The sequence the next publish gets: past the newest record, and
+     * past every sequence lost to a repair or a crash that consumers had
+     * seen (those are never reused). */
+    uint64_t next_sequence;
     uint64_t segment_bytes;
     uint64_t state_events;
     size_t consumers;
@@ -495,8 +501,11 @@ RIFT_EXTERN int rift_store_verify(const char *path, rift_store_report *report,
  * rift_store_repair is rift_store_verify that also fixes what it finds:
  * it truncates the file holding the first bad record at that record (and
  * deletes every later segment), or truncates a torn tail. Records after the
- * cut are lost; sequence numbers after it will be reused. Returns 0 once
- * the directory verifies clean.
+ * cut are lost, but their sequence numbers are never reused: the next
+ * publish gets a sequence past the bad record, past every record of the
+ * deleted segments it can still read, and past every consumer's cursor and
+ * pending deliveries (a hole logged in the state log; |report|'s
+ * next_sequence). Returns 0 once the directory verifies clean.
  *
  * Errors: as rift_store_verify (for problems it cannot fix, such as a bad
  * segment header in the middle of the log).

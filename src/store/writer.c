@@ -175,6 +175,16 @@ int rift_writer_snapshot(rift_stream *st) {
         return RIFT_ERR_NOMEM;
     }
     rift_ev_finish(b, start);
+    for (size_t i = 0; i < st->holes.len; i++) {
+        const rift_hole *hole = rift_ring_at(&st->holes, i);
+        start = rift_ev_begin(b, RIFT_EV_HOLE);
+        if (start < 0 || rift_ev_put_u64(b, hole->from) != 0 ||
+            rift_ev_put_u64(b, hole->to) != 0) {
+            b->len = 0;
+            return RIFT_ERR_NOMEM;
+        }
+        rift_ev_finish(b, start);
+    }
     for (size_t i = 0; i < st->ncons; i++) {
         if (rift_consumer_encode(st->cons[i], b) != 0) {
             b->len = 0;
