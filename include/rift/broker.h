@@ -275,6 +275,17 @@ RIFT_EXTERN void rift_sub_close(rift_sub *sub);
  */
 RIFT_EXTERN int rift_notifier_new(rift_notifier **pn, const rift_mem *mem);
 
+/**
+ * rift_notifier_set_owner declares the calling thread the notifier's
+ * poller: subscriptions that become ready because of a publication made on
+ * this very thread put themselves on the ready list without writing the
+ * eventfd, since the owner polls after its own publications anyway (an
+ * event loop that publishes into subscriptions it serves saves a write and
+ * a read syscall per message). Publications from other threads still
+ * signal the fd.
+ */
+RIFT_EXTERN void rift_notifier_set_owner(rift_notifier *n);
+
 /** rift_notifier_fd returns the notifier's readable fd. */
 RIFT_EXTERN int rift_notifier_fd(const rift_notifier *n);
 

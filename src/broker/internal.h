@@ -143,6 +143,9 @@ struct rift_notifier {
     pthread_mutex_t lock;
     rift_sub *head, *tail;
     bool signalled;
+    /* rift_notifier_set_owner: pushes from this thread skip the eventfd. */
+    bool has_owner;
+    pthread_t owner;
 };
 
 /* rift_notifier_push appends |sub| to the ready list (sub->lock held). */

@@ -30,6 +30,13 @@ int rift_notifier_new(rift_notifier **pn, const rift_mem *mem) {
     return 0;
 }
 
+void rift_notifier_set_owner(rift_notifier *n) {
+    pthread_mutex_lock(&n->lock);
+    n->owner = pthread_self();
+    n->has_owner = true;
+    pthread_mutex_unlock(&n->lock);
+}
+
 int rift_notifier_fd(const rift_notifier *n) {
     return n->efd;
 }
@@ -46,7 +53,10 @@ void rift_notifier_push(rift_notifier *n, rift_sub *sub) {
             n->head = sub;
         }
         n->tail = sub;
-        if (!n->signalled) {
+        /* The owner polls after its own publications: no wake-up (two
+         * syscalls per message for an event loop publishing to itself). */
+        if (!n->signalled &&
+            !(n->has_owner && pthread_equal(n->owner, pthread_self()))) {
             (void)eventfd_write(n->efd, 1);
             n->signalled = true;
         }

@@ -356,6 +356,9 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
             /* Flush (and with it ACK) after every batch, not after
              * draining the socket: late ACKs inflate the peer's RTT
              * estimate and its pacing slows down. */
+            if (ep->cbs.rx_batch_done) {
+                ep->cbs.rx_batch_done(ep->user_data);
+            }
             rift_quic_ep_flush(ep);
         }
     }

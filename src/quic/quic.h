@@ -180,6 +180,11 @@ typedef struct rift_quic_callbacks {
                          void *stream_ud);
     /** Client: the server allowed more streams; retry opening. */
     void (*streams_available)(rift_quic_conn *conn, void *conn_ud);
+    /** Optional: a batch of received datagrams has been processed and the
+     * endpoint is about to write (ACKs included). Work the application
+     * queues here, such as deliveries prompted by what the batch carried,
+     * goes out in the same flush. |ep_ud| is the endpoint's user data. */
+    void (*rx_batch_done)(void *ep_ud);
 } rift_quic_callbacks;
 
 /* ---- Endpoints ---- */

@@ -1,0 +1,228 @@
+/*
+ * server.h — the Rift messaging server: serves a rift_broker (and optional
+ * retained streams) to remote clients over QUIC with protocol v1 (ALPN
+ * "rift-messaging/1"), authenticating them by token and enforcing each
+ * identity's access control.
+ *
+ * Behaviour follows rift-v1-behaviour.md §2 (wire protocol, deadlines,
+ * per-opcode validation order and texts), §3 (access control) and §9
+ * exactly; see docs/server.md for how it is built.
+ *
+ * Threading: a started server runs its own thread, which owns the QUIC
+ * endpoint and every connection (one event loop; ngtcp2 connections are
+ * single-threaded). Every function here may be called from any thread
+ * other than the server's own; calls on one server are serialized
+ * internally. The broker and the streams are thread-safe objects shared
+ * with the rest of the process: the server publishes into the broker from
+ * its thread, and durable-stream writes complete on the streams' writer
+ * threads (fsync never runs on the server thread).
+ *
+ * Lifetime: the broker and every stream given in the settings must
+ * outlive the server (close them after rift_server_del).
+ */
+#ifndef RIFT_SERVER_H
+#define RIFT_SERVER_H
+
+#include "rift/broker.h"
+#include "rift/rift.h"
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rift_server rift_server;
+/* A retained stream (include/rift/stream.h). */
+typedef struct rift_stream rift_stream;
+
+/* ---- Settings ---- */
+
+/**
+ * An authenticated principal (§3): the token a client presents in AUTH,
+ * the subject patterns it may publish to and subscribe to, and whether it
+ * may use rift.control. Strings are copied by rift_server_new; the pattern
+ * lists hold NUL-terminated strings.
+ */
+typedef struct rift_server_identity {
+    /** 1..96 bytes of ASCII letters, digits, '_', '-', '.'; unique. */
+    const char *name;
+    size_t name_len;
+    /** 1..4,096 bytes; unique. Only its HMAC tag is kept. */
+    const char *token;
+    size_t token_len;
+    const char *const *publish;
+    size_t publish_count;
+    const char *const *subscribe;
+    size_t subscribe_count;
+    bool control;
+} rift_server_identity;
+
+/** A named retained stream served through opcodes 10–15. */
+typedef struct rift_server_stream {
+    /** 1..96 bytes of ASCII letters, digits, '_', '-', '.'; unique. */
+    const char *name;
+    size_t name_len;
+    rift_stream *stream;
+} rift_server_stream;
+
+typedef struct rift_server_settings {
+    /** PEM certificate chain and unencrypted PEM private key. */
+    const char *cert_file;
+    const char *key_file;
+    /** Identities; at least zero (a server without any refuses every
+     * client with "authentication failed"). */
+    const rift_server_identity *identities;
+    size_t identity_count;
+    /** Concurrent connections; more are refused at the QUIC level.
+     * Default 1,024. */
+    size_t max_connections;
+    /** Concurrent streams per connection (1..65,535). Default 128. */
+    size_t max_streams_per_connection;
+    /** QUIC handshake, authentication and first-frame deadline, ms.
+     * Default 5,000. */
+    uint64_t handshake_timeout_ms;
+    /** Deadline of a started frame and of every write, ms. Default
+     * 30,000. */
+    uint64_t io_timeout_ms;
+    /** Named retained streams; none by default. */
+    const rift_server_stream *streams;
+    size_t stream_count;
+    /** Optional 32 bytes keying stateless resets (give a restarted
+     * server the same secret); NULL = a random per-process secret. */
+    const uint8_t *static_secret;
+    /** Allocator; NULL for malloc. Must outlive the server. */
+    const rift_mem *mem;
+} rift_server_settings;
+
+/** rift_server_settings_default fills |s| with the defaults above (no
+ * TLS files, no identities, no streams). */
+RIFT_EXTERN void rift_server_settings_default(rift_server_settings *s);
+
+/* ---- Lifecycle ---- */
+
+/**
+ * rift_server_new validates |settings| and creates a stopped server over
+ * |broker|. Everything in |settings| is copied except the broker and the
+ * streams, which are borrowed for the server's lifetime. Validation (the
+ * original's AuthConfig, §3.7), in order:
+ *   "invalid QUIC resource limits" — max_connections 0,
+ *     max_streams_per_connection 0 or above 65,535, a zero timeout;
+ *   "identity names and tokens must be nonempty and unique";
+ *   "invalid subject length" / "invalid subject pattern" for a grant;
+ *   "invalid stream name" — a stream name failing the name rule, a
+ *     duplicate name, or a NULL stream.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT (the texts above, or a NULL broker or
+ * missing cert/key file name); RIFT_ERR_NOMEM; RIFT_ERR_TLS.
+ */
+RIFT_EXTERN int rift_server_new(rift_server **psrv, rift_broker *broker,
+                                const rift_server_settings *settings,
+                                rift_error *err);
+
+/**
+ * rift_server_start loads the certificate and key, binds a UDP socket to
+ * |address| ("IPv4:PORT" or "[IPv6]:PORT"; port 0 picks a free port, see
+ * rift_server_address) and starts the server thread. A stopped server may
+ * be started again.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("invalid listen address: ...", or
+ * "server already running"); RIFT_ERR_TLS ("cannot load certificate
+ * ..."); RIFT_ERR_IO ("cannot bind ..."); RIFT_ERR_NOMEM; -errno from
+ * thread creation.
+ */
+RIFT_EXTERN int rift_server_start(rift_server *srv, const char *address,
+                                  rift_error *err);
+
+/**
+ * rift_server_local_addr copies the bound address of a started server.
+ * Returns 0, or RIFT_ERR_CLOSED when the server is not running.
+ */
+RIFT_EXTERN int rift_server_local_addr(rift_server *srv,
+                                       struct sockaddr_storage *ss,
+                                       socklen_t *len);
+
+/**
+ * rift_server_address writes the bound address as "IP:PORT" ("[IP]:PORT"
+ * for IPv6) into |buf| (NUL-terminated; 64 bytes are always enough).
+ * Returns 0, RIFT_ERR_CLOSED when not running, or RIFT_ERR_INVALID_ARGUMENT
+ * when |cap| is too small.
+ */
+RIFT_EXTERN int rift_server_address(rift_server *srv, char *buf, size_t cap);
+
+/** rift_server_is_running is true between a successful start and stop. */
+RIFT_EXTERN bool rift_server_is_running(rift_server *srv);
+
+/**
+ * rift_server_stop shuts the server down: new connections are refused,
+ * every connection is closed with application code 0 and reason "server
+ * shutdown", every remote subscription is dropped, and the call waits up
+ * to about 2 s for the closes to go out (and for durable-stream writes
+ * already submitted to complete) before it stops the thread and closes the
+ * socket. A no-op when not running.
+ */
+RIFT_EXTERN void rift_server_stop(rift_server *srv);
+
+/** rift_server_del stops the server if needed and frees it. NULL is a
+ * no-op. */
+RIFT_EXTERN void rift_server_del(rift_server *srv);
+
+/* ---- Introspection ---- */
+
+/** Live authenticated connections of one identity. */
+typedef struct rift_server_identity_stats {
+    /** The identity's name (NUL-terminated), owned by the stats. */
+    const char *name;
+    uint64_t connections;
+} rift_server_identity_stats;
+
+typedef struct rift_server_stats {
+    /** Live QUIC connections, authenticated or not. */
+    uint64_t connections;
+    /** Live authenticated connections. */
+    uint64_t authenticated;
+    /** Totals since the server was created: completed handshakes,
+     * connections refused (over max_connections or shutting down), and
+     * failed authentications. */
+    uint64_t connections_accepted;
+    uint64_t connections_refused;
+    uint64_t auth_failures;
+    /** Open operation streams (auth streams not included). */
+    uint64_t streams;
+    /** Live remote subscriptions (SUBSCRIBE streams). */
+    uint64_t subscriptions;
+    /** Publications accepted from clients (PUBLISH, PUBLISH_ACK, REQUEST,
+     * STREAM_PUBLISH) and their payload bytes. */
+    uint64_t msgs_in;
+    uint64_t bytes_in;
+    /** MESSAGE and DELIVERY frames written and their payload bytes. */
+    uint64_t msgs_out;
+    uint64_t bytes_out;
+    /** Remote subscriptions disconnected as slow consumers. */
+    uint64_t slow_consumers;
+    /** One entry per configured identity, in configuration order. */
+    size_t identity_count;
+    rift_server_identity_stats *identities;
+    const rift_mem *priv_mem_;
+} rift_server_stats;
+
+/**
+ * rift_server_get_stats fills |st| with a consistent snapshot (taken on
+ * the server thread while it runs). Release it with
+ * rift_server_stats_free.
+ *
+ * Errors: RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_server_get_stats(rift_server *srv, rift_server_stats *st,
+                                      rift_error *err);
+
+/** rift_server_stats_free releases what rift_server_get_stats allocated
+ * and zeroes |st|. */
+RIFT_EXTERN void rift_server_stats_free(rift_server_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIFT_SERVER_H */

@@ -1,0 +1,296 @@
+/*
+ * internal.h — private structures of the protocol server (server layer),
+ * shared by server.c (public API, thread, stats), conn.c (connections and
+ * authentication), ops.c (operation streams: reading, dispatch, errors,
+ * deadlines), deliver.c (subscriptions and request replies) and
+ * streams.c (retained-stream opcodes 10–15). Nothing outside src/server
+ * includes it.
+ *
+ * Everything below is owned by the server thread (its rift_loop), except
+ * the fields documented as shared.
+ */
+#ifndef RIFT_SERVER_INTERNAL_H
+#define RIFT_SERVER_INTERNAL_H
+
+#include "codec/frame.h"
+#include "common/common.h"
+#include "net/loop.h"
+#include "quic/quic.h"
+#include "rift/broker.h"
+#include "rift/server.h"
+#include "subject/auth.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Stop pulling from a subscription's broker queue while this many bytes
+ * are queued on its QUIC stream and not acknowledged; resume below half of
+ * it. This is where a subscriber that does not keep up turns into broker
+ * back-pressure, and then into slow-consumer disconnection. */
+#define SRV_SEND_HIGH (1024u * 1024u)
+#define SRV_SEND_LOW  (SRV_SEND_HIGH / 2)
+/* A write is "blocked" (quinn's write would wait) once this many bytes of
+ * a stream are queued and unacknowledged: from then on the ACKs must make
+ * progress within io_timeout. (The transport takes every write at once,
+ * so the deadline is measured on acknowledgements; a few small frames
+ * awaiting their ACK are not a blocked write.) */
+#define SRV_WRITE_BLOCKED (64u * 1024u)
+/* Messages taken from a broker queue at once. */
+#define SRV_BATCH 32
+/* Payloads up to this size are copied next to their MESSAGE header (one
+ * small copy is cheaper than pinning the message until the ACK); larger
+ * ones are sent zero-copy from the broker's buffer. */
+#define SRV_COPY_PAYLOAD_MAX 512
+/* Scratch for MESSAGE headers and small payloads of one batch. */
+#define SRV_SCRATCH_BYTES (64u * 1024u)
+/* Assembled bodies at least this large are published without a second
+ * copy (the reader's buffer becomes the message payload). */
+#define SRV_EXTERNAL_MIN 16384
+/* How long an unknown token's ERROR frame may take to be acknowledged
+ * before the connection is closed anyway. */
+#define SRV_AUTH_ERROR_LINGER_NS 250000000ull
+
+typedef struct srv_conn srv_conn;
+typedef struct srv_stream srv_stream;
+typedef struct srv_store_op srv_store_op;
+
+/* ---- Streams ---- */
+
+typedef enum srv_state {
+    SS_HELD = 1, /* opened before authentication finished: data buffered */
+    SS_AUTH,     /* the connection's first stream: one AUTH frame */
+    SS_OPS,      /* operation stream reading frames */
+    SS_BUSY,     /* a one-shot operation is waiting (request, store) */
+    SS_DELIVERY, /* subscription: MESSAGE frames, never read again */
+    SS_DONE,     /* our side finished (FIN or reset) or the peer stopped */
+    SS_REFUSED,  /* no stream permit: reset and stopped with code 2 */
+} srv_state;
+
+struct srv_stream {
+    srv_conn *conn;
+    rift_quic_stream *qs; /* NULL once the transport closed it */
+    srv_state state;
+    bool permit;    /* holds one of the connection's stream permits */
+    bool got_frame; /* its first frame completed (first-frame deadline) */
+    bool mid;       /* a frame has started and not completed */
+    bool counted;   /* counted in the server's open-stream gauge */
+
+    rift_frame_reader reader;
+
+    /* The last subject that passed the per-frame checks of this stream
+     * (PUBLISH literal + ACL, or MESSAGE re-validation), without a reply:
+     * repeating it skips those checks. Length 0 = none. */
+    char last_subject[64];
+    uint8_t last_subject_len;
+
+    /* One timer for every deadline (first frame, partial frame, write,
+     * linger after DONE), re-checked lazily when it fires, so the hot path
+     * only stores timestamps. */
+    rift_timer timer;
+    rift_tstamp timer_at;
+    rift_tstamp opened_at;
+    rift_tstamp frame_start;
+    rift_tstamp last_progress; /* last ACK progress, or first queued byte */
+    rift_tstamp done_at;
+
+    /* SS_HELD: bytes received before authentication. */
+    uint8_t *held;
+    size_t held_len, held_cap;
+    bool held_fin;
+
+    /* SS_DELIVERY. */
+    rift_sub *sub;
+    bool sub_ready; /* reported by the notifier, not yet drained */
+    rift_msg *backlog[SRV_BATCH];
+    size_t backlog_pos, backlog_len;
+
+    /* SS_BUSY: REQUEST. */
+    rift_sub *inbox;
+    char inbox_name[RIFT_INBOX_LEN + 1];
+    rift_timer op_timer;
+    /* SS_BUSY: a durable-stream operation in flight. */
+    srv_store_op *store_op;
+
+    /* Server-wide list of live stream records (for shutdown). */
+    srv_stream *prev, *next;
+};
+
+/* ---- Connections ---- */
+
+typedef enum srv_conn_state {
+    SC_AUTH = 1, /* waiting for the AUTH frame */
+    SC_READY,    /* authenticated */
+    SC_FAILED,   /* authentication failed; the close is under way */
+} srv_conn_state;
+
+struct srv_conn {
+    rift_server *srv;
+    rift_quic_conn *qc; /* NULL once the transport reported the close */
+    srv_conn_state state;
+    const rift_identity *id; /* set once authenticated */
+    size_t id_index;
+    srv_stream *auth;      /* the auth stream, while it lasts */
+    rift_timer auth_timer; /* handshake_timeout for AUTH */
+    bool close_pending;    /* auth failed: close once ERROR is out */
+    size_t permits;        /* stream permits in use */
+    size_t held;           /* streams held before authentication */
+    size_t refs;           /* 1 for the transport + 1 per stream record */
+    srv_conn *prev, *next; /* server-wide list */
+};
+
+/* ---- Server ---- */
+
+typedef struct srv_stream_entry {
+    char *name;
+    size_t name_len;
+    rift_stream *stream;
+} srv_stream_entry;
+
+typedef struct srv_counters {
+    uint64_t connections;
+    uint64_t authenticated;
+    uint64_t accepted;
+    uint64_t auth_failures;
+    uint64_t streams;
+    uint64_t subscriptions;
+    uint64_t msgs_in, bytes_in;
+    uint64_t msgs_out, bytes_out;
+    uint64_t slow_consumers;
+} srv_counters;
+
+typedef enum srv_run_state {
+    SRV_STOPPED = 0,
+    SRV_RUNNING,
+} srv_run_state;
+
+struct rift_server {
+    const rift_mem *mem;
+    rift_broker *broker;
+    rift_auth_table auth;
+
+    /* Copied settings. */
+    char *cert_file;
+    char *key_file;
+    size_t max_connections;
+    size_t max_streams;
+    uint64_t handshake_ns;
+    uint64_t io_ns;
+    uint8_t secret[32];
+    bool has_secret;
+    srv_stream_entry *streams; /* sorted by name */
+    size_t nstreams;
+
+    /* Shared: |lock| serializes start, stop, stats and address queries
+     * (stop holds it while it joins the thread); |sig_lock| and |cond|
+     * carry the loop's answer to a stats query. */
+    pthread_mutex_t lock;
+    pthread_mutex_t sig_lock;
+    pthread_cond_t cond;
+    srv_run_state run;
+    pthread_t thread;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    srv_counters last; /* counters when the thread last stopped */
+    uint64_t last_refused;
+
+    /* Server thread. */
+    rift_loop *loop;
+    rift_quic_endpoint *ep;
+    rift_notifier *notifier;
+    rift_io notify_io;
+    bool stopping;
+    /* Remote publications that reached somebody since the last drain of
+     * the notifier, and how many may accumulate before draining at once
+     * (a quarter of the broker's queue capacity, at most 256). */
+    size_t drain_count;
+    size_t drain_every;
+    rift_timer stop_timer;
+    rift_tstamp stop_deadline;
+    srv_conn *conns;
+    srv_stream *all;
+    srv_counters c;
+    uint64_t *id_conns; /* live authenticated connections per identity */
+    uint8_t *scratch;   /* SRV_SCRATCH_BYTES */
+
+    /* Durable-stream operations submitted and not yet back on the loop
+     * (their completions post to it, so it must outlive them). */
+    atomic_size_t store_inflight;
+};
+
+/* ---- conn.c ---- */
+
+extern const rift_quic_callbacks rift_srv_callbacks;
+
+/* Drops one reference; frees the record when none is left. */
+void rift_srv_conn_unref(srv_conn *c);
+
+/* ---- ops.c ---- */
+
+/* A new stream record for |qs| in |state|. NULL on allocation failure. */
+srv_stream *rift_srv_stream_new(srv_conn *c, rift_quic_stream *qs,
+                                srv_state state);
+/* Frees a stream record (its transport stream is gone or never was). */
+void rift_srv_stream_free(srv_stream *ss);
+/* Takes a held or newly opened stream into service after authentication:
+ * a permit (or refusal with code 2), the first-frame deadline, and the
+ * bytes held so far. */
+void rift_srv_stream_accept(srv_stream *ss);
+/* Bytes of an operation stream (SS_HELD buffers them). */
+void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
+                          bool fin);
+void rift_srv_stream_reset(srv_stream *ss, uint64_t code);
+void rift_srv_stream_stopped(srv_stream *ss);
+void rift_srv_stream_acked(srv_stream *ss, uint64_t unacked);
+/* The transport stream is gone: drop what depends on it. Frees the record
+ * unless an asynchronous operation still holds it. */
+void rift_srv_stream_closed(srv_stream *ss);
+
+/* Writes |n| chunks (and FIN); starts the write deadline. Returns 0 or
+ * RIFT_ERR_CLOSED / RIFT_ERR_NOMEM (the chunks are then not owned). */
+int rift_srv_write(srv_stream *ss, const rift_quic_chunk *chunks, size_t n,
+                   bool fin);
+/* Writes OK. */
+int rift_srv_write_ok(srv_stream *ss, bool fin);
+/* The error path of §2.7: ERROR (wire code from |code|, text cut to 1,024
+ * bytes), FIN, STOP_SENDING(0); the stream is then SS_DONE. */
+void rift_srv_fail(srv_stream *ss, int code, const char *text);
+/* Normal end of a one-shot operation: FIN (after what was written) and
+ * STOP_SENDING(0); the stream is then SS_DONE. */
+void rift_srv_finish(srv_stream *ss);
+/* Releases the stream's permit (its operation is over). */
+void rift_srv_release_permit(srv_stream *ss);
+/* Arms the stream timer for |at| unless it fires earlier already. */
+void rift_srv_arm(srv_stream *ss, rift_tstamp at);
+
+/* ---- deliver.c ---- */
+
+/* SUBSCRIBE (the frame's fields). */
+void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len);
+/* REQUEST (the frame's fields). */
+void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len);
+/* The notifier fd is readable: drain every ready subscription. */
+void rift_srv_notify_cb(rift_io *io, unsigned events, void *arg);
+/* Drains every ready subscription now. */
+void rift_srv_drain_now(rift_server *srv);
+/* Transport callback: a receive batch is done (drain before its flush). */
+void rift_srv_rx_batch_done(void *ep_ud);
+/* The stream's unacknowledged bytes dropped: resume a throttled drain. */
+void rift_srv_delivery_resume(srv_stream *ss);
+/* Drops the subscription or request inbox of |ss| (and its backlog). */
+void rift_srv_delivery_drop(srv_stream *ss);
+
+/* ---- streams.c ---- */
+
+/* Opcodes 10, 12, 13, 15 (the frame's fields). */
+void rift_srv_stream_op(srv_stream *ss, uint8_t opcode, const uint8_t *fields,
+                        size_t len);
+/* The stream record goes away while its operation is in flight: the
+ * completion will find it detached. */
+void rift_srv_store_detach(srv_stream *ss);
+
+/* ---- server.c ---- */
+
+rift_stream *rift_srv_find_stream(const rift_server *srv, const char *name,
+                                  size_t len);
+
+#endif /* RIFT_SERVER_INTERNAL_H */

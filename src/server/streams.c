@@ -1,0 +1,446 @@
+/*
+ * streams.c — retained-stream opcodes of the protocol server (server
+ * layer): STREAM_PUBLISH (10), CONSUMER_OPEN (12), CONSUMER_FETCH (13) and
+ * ACK (15), each a one-shot operation on its stream.
+ *
+ * Reference: rift-v1-behaviour.md §2.9 (validation order and texts: the
+ * permission check before the stream lookup, consumer names validated and
+ * scoped as soon as they are decoded, STORED only past the durability
+ * boundary, fetch committed before any DELIVERY and each record re-checked
+ * against the subscribe ACL), §3.5 (scoped names), §4 (the store).
+ *
+ * The store's _async calls return at once; when the operation still has
+ * to reach the disk, its completion arrives on the stream's writer thread
+ * and is posted back to the server loop, so fsync never runs on the loop.
+ * Until then the stream record is SS_BUSY and keeps its permit; if the
+ * client goes away meanwhile the completion only cleans up.
+ */
+#include "server/internal.h"
+
+#include "codec/wire.h"
+#include "rift/stream.h"
+#include "subject/acl.h"
+
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+static const char text_payload[] = "payload exceeds 1 MiB transport limit";
+static const char text_unknown[] = "unknown stream";
+
+struct srv_store_op {
+    rift_server *srv;
+    srv_stream *ss; /* NULL once detached from its stream */
+    uint8_t opcode;
+    int status;
+    rift_error err;
+    rift_stored stored;
+    rift_batch batch;
+    rift_consumer *consumer;
+    uint64_t payload_len;
+    /* The op outlives its completion while DELIVERY payloads sent
+     * zero-copy from |batch| are unacknowledged: one reference per pinned
+     * chunk plus one for the code handling it. */
+    size_t refs;
+};
+
+/* ---- Operation records ---- */
+
+static srv_store_op *op_new(srv_stream *ss, uint8_t opcode) {
+    rift_server *srv = ss->conn->srv;
+    srv_store_op *op = rift_calloc(srv->mem, 1, sizeof(*op));
+    if (op == NULL) {
+        return NULL;
+    }
+    op->srv = srv;
+    op->ss = ss;
+    op->opcode = opcode;
+    op->refs = 1;
+    ss->store_op = op;
+    /* Nothing more is read from the stream; the operation owns it. */
+    ss->state = SS_BUSY;
+    return op;
+}
+
+static void op_unref(void *arg) {
+    srv_store_op *op = arg;
+    if (--op->refs > 0) {
+        return;
+    }
+    rift_batch_free(&op->batch);
+    rift_consumer_close(op->consumer);
+    rift_free(op->srv->mem, op);
+}
+
+void rift_srv_store_detach(srv_stream *ss) {
+    if (ss->store_op != NULL) {
+        ss->store_op->ss = NULL;
+        ss->store_op = NULL;
+    }
+}
+
+/* Completes |op| on the loop thread: writes the response (when its stream
+ * is still there) and drops the code's reference. */
+static void complete(srv_store_op *op);
+
+static void post_cb(void *arg, int status) {
+    srv_store_op *op = arg;
+    rift_server *srv = op->srv;
+    atomic_fetch_sub_explicit(&srv->store_inflight, 1, memory_order_release);
+    if (status != 0) {
+        /* The loop is going away: nobody is waiting for an answer. */
+        if (op->ss != NULL) {
+            rift_srv_store_detach(op->ss);
+        }
+        op_unref(op);
+        return;
+    }
+    complete(op);
+}
+
+/* Runs on the stream's writer thread: hand the result to the loop. */
+static void done_cb(void *user_data, int status, const rift_error *err) {
+    srv_store_op *op = user_data;
+    op->status = status;
+    if (status != 0 && err != NULL) {
+        rift_error_copy(&op->err, err);
+    } else if (status != 0) {
+        rift_error_set(&op->err, status, "%s", rift_strerror(status));
+    }
+    /* rift_loop_post only fails for lack of memory; the loop must get the
+     * op back (it keeps running until every submitted op returned), so
+     * keep trying. */
+    while (rift_loop_post(op->srv->loop, post_cb, op) != 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The common tail of a submission: |rc| is what the _async call returned.
+ */
+static void submitted(srv_store_op *op, int rc, const rift_error *err) {
+    rift_server *srv = op->srv;
+    if (rc == 0) {
+        return; /* the completion will be posted */
+    }
+    atomic_fetch_sub_explicit(&srv->store_inflight, 1, memory_order_relaxed);
+    if (rc == RIFT_STREAM_DONE) {
+        op->status = 0;
+    } else {
+        op->status = rc;
+        rift_error_copy(&op->err, err);
+    }
+    complete(op);
+}
+
+/* ---- Responses ---- */
+
+static void write_stored(srv_stream *ss, const rift_stored *st) {
+    uint8_t buf[RIFT_FRAME_PREFIX_BYTES + 17];
+    rift_ssize n = rift_frame_encode_stored(buf, sizeof(buf), st->sequence,
+                                            st->timestamp_ms);
+    rift_quic_chunk ch = {buf, (size_t)n, NULL, NULL};
+    (void)rift_srv_write(ss, &ch, 1, false);
+}
+
+/* Writes one DELIVERY frame per record (re-checking the subscribe ACL
+ * for each, §2.9 CONSUMER_FETCH 5) and the closing OK. Returns false when
+ * the stream failed. */
+static bool write_deliveries(srv_stream *ss, srv_store_op *op) {
+    rift_server *srv = ss->conn->srv;
+    const rift_identity *id = ss->conn->id;
+    for (size_t i = 0; i < op->batch.count; i++) {
+        const rift_delivery *d = &op->batch.items[i];
+        const rift_record *r = &d->record;
+        rift_error err;
+        if (rift_identity_can_subscribe(id, r->subject, r->subject_len, &err) !=
+            0) {
+            rift_srv_fail(ss, err.code, err.text);
+            return false;
+        }
+        uint8_t *hdr = srv->scratch;
+        rift_ssize h = rift_frame_encode_delivery_header(
+            hdr, SRV_SCRATCH_BYTES, r->sequence, r->timestamp_ms,
+            d->delivery_count, r->subject, r->subject_len, r->reply,
+            r->reply_len, r->payload_len);
+        if (h < 0) {
+            rift_srv_fail(ss, RIFT_ERR_PAYLOAD_TOO_LARGE, text_payload);
+            return false;
+        }
+        rift_quic_chunk ch[2];
+        size_t n = 1;
+        if (r->payload_len <= SRV_COPY_PAYLOAD_MAX &&
+            (size_t)h + r->payload_len <= SRV_SCRATCH_BYTES) {
+            if (r->payload_len > 0) {
+                memcpy(hdr + h, r->payload, r->payload_len);
+            }
+            ch[0] =
+                (rift_quic_chunk){hdr, (size_t)h + r->payload_len, NULL, NULL};
+        } else {
+            /* Zero-copy from the batch, which the op keeps alive. */
+            ch[0] = (rift_quic_chunk){hdr, (size_t)h, NULL, NULL};
+            ch[1] = (rift_quic_chunk){r->payload, r->payload_len, op_unref, op};
+            op->refs++;
+            n = 2;
+        }
+        if (rift_srv_write(ss, ch, n, false) != 0) {
+            if (n == 2) {
+                op->refs--;
+            }
+            return true; /* the peer is gone; finish quietly */
+        }
+        srv->c.msgs_out++;
+        srv->c.bytes_out += r->payload_len;
+    }
+    (void)rift_srv_write_ok(ss, false);
+    return true;
+}
+
+static void complete(srv_store_op *op) {
+    srv_stream *ss = op->ss;
+    if (ss == NULL) {
+        op_unref(op);
+        return;
+    }
+    rift_srv_store_detach(ss);
+    if (ss->state != SS_BUSY) {
+        /* It ended meanwhile (a deadline of an earlier write). */
+        if (ss->qs == NULL) {
+            rift_srv_stream_free(ss);
+        }
+        op_unref(op);
+        return;
+    }
+    if (op->status != 0) {
+        rift_srv_fail(ss, op->err.code ? op->err.code : op->status,
+                      op->err.text);
+        op_unref(op);
+        return;
+    }
+    if (ss->qs == NULL) {
+        rift_srv_finish(ss); /* frees the record */
+        op_unref(op);
+        return;
+    }
+    rift_server *srv = ss->conn->srv;
+    switch (op->opcode) {
+    case RIFT_OP_STREAM_PUBLISH:
+        srv->c.msgs_in++;
+        srv->c.bytes_in += op->payload_len;
+        write_stored(ss, &op->stored);
+        break;
+    case RIFT_OP_CONSUMER_FETCH:
+        if (!write_deliveries(ss, op)) {
+            op_unref(op);
+            return;
+        }
+        break;
+    default: /* CONSUMER_OPEN, ACK */
+        (void)rift_srv_write_ok(ss, false);
+        break;
+    }
+    rift_srv_finish(ss);
+    op_unref(op);
+}
+
+/* ---- Opcodes ---- */
+
+/* Scopes a consumer name (§3.5) once its field was decoded: the original
+ * validates it before decoding anything after it. Returns 0 or fails the
+ * stream. */
+static int scope_name(srv_stream *ss, unsigned decoded, const char *name,
+                      size_t len, int decode_rc, const rift_error *derr,
+                      char out[RIFT_SCOPED_CONSUMER_SIZE]) {
+    rift_error err;
+    if (decoded >= 2 &&
+        rift_identity_consumer_name(ss->conn->id, name, len, out, &err) != 0) {
+        rift_srv_fail(ss, err.code, err.text);
+        return err.code;
+    }
+    if (decode_rc != 0) {
+        rift_srv_fail(ss, derr->code, derr->text);
+        return decode_rc;
+    }
+    return 0;
+}
+
+static rift_stream *lookup(srv_stream *ss, const char *name, size_t len) {
+    rift_stream *st = rift_srv_find_stream(ss->conn->srv, name, len);
+    if (st == NULL) {
+        rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, text_unknown);
+    }
+    return st;
+}
+
+static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
+    rift_error err;
+    rift_frame_stream_publish f;
+    if (rift_frame_decode_stream_publish(fields, len, &f, &err) != 0 ||
+        rift_subject_validate_literal(f.subject, f.subject_len, &err) != 0 ||
+        (f.reply_len > 0 &&
+         rift_subject_validate_literal(f.reply, f.reply_len, &err) != 0)) {
+        rift_srv_fail(ss, err.code, err.text);
+        return;
+    }
+    if (f.payload_len > RIFT_FRAME_MAX_PAYLOAD) {
+        rift_srv_fail(ss, RIFT_ERR_PAYLOAD_TOO_LARGE, text_payload);
+        return;
+    }
+    /* Permission comes before the stream lookup. */
+    if (rift_identity_can_publish(ss->conn->id, f.subject, f.subject_len,
+                                  f.reply, f.reply_len, &err) != 0) {
+        rift_srv_fail(ss, err.code, err.text);
+        return;
+    }
+    rift_stream *st = lookup(ss, f.stream, f.stream_len);
+    if (st == NULL) {
+        return;
+    }
+    srv_store_op *op = op_new(ss, RIFT_OP_STREAM_PUBLISH);
+    if (op == NULL) {
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    op->payload_len = f.payload_len;
+    atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
+                              memory_order_relaxed);
+    int rc = rift_stream_publish_async(st, f.subject, f.subject_len, f.reply,
+                                       f.reply_len, f.payload, f.payload_len,
+                                       &op->stored, done_cb, op, &err);
+    submitted(op, rc, &err);
+}
+
+static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
+    rift_error err;
+    rift_frame_consumer_open f;
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    int rc = rift_frame_decode_consumer_open(fields, len, &f, &err);
+    if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
+        return;
+    }
+    if (rift_identity_can_subscribe(ss->conn->id, f.filter, f.filter_len,
+                                    &err) != 0) {
+        rift_srv_fail(ss, err.code, err.text);
+        return;
+    }
+    if (f.ack_wait_ms == 0 || f.ack_wait_ms > 3600000 ||
+        f.max_ack_pending == 0 || f.max_ack_pending > 65536) {
+        rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
+        return;
+    }
+    rift_stream *st = lookup(ss, f.stream, f.stream_len);
+    if (st == NULL) {
+        return;
+    }
+    srv_store_op *op = op_new(ss, RIFT_OP_CONSUMER_OPEN);
+    if (op == NULL) {
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    rift_consumer_config cfg;
+    rift_consumer_config_default(&cfg);
+    cfg.filter = f.filter;
+    cfg.filter_len = f.filter_len;
+    cfg.start = RIFT_START_SEQUENCE;
+    cfg.start_sequence = f.start_sequence;
+    cfg.ack_wait_ms = f.ack_wait_ms;
+    cfg.max_ack_pending = f.max_ack_pending;
+    atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
+                              memory_order_relaxed);
+    rc =
+        rift_stream_consumer_open_async(st, scoped, RIFT_SCOPED_CONSUMER_LEN,
+                                        &cfg, &op->consumer, done_cb, op, &err);
+    submitted(op, rc, &err);
+}
+
+/* Stream lookup then consumer lookup, for FETCH and ACK. */
+static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
+                                    size_t stream_len, const char *scoped) {
+    rift_stream *st = lookup(ss, stream, stream_len);
+    if (st == NULL) {
+        return NULL;
+    }
+    rift_consumer *c;
+    rift_error err;
+    if (rift_stream_consumer_get(st, scoped, RIFT_SCOPED_CONSUMER_LEN, &c,
+                                 &err) != 0) {
+        rift_srv_fail(ss, err.code, err.text);
+        return NULL;
+    }
+    return c;
+}
+
+static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
+    rift_error err;
+    rift_frame_consumer_fetch f;
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    int rc = rift_frame_decode_consumer_fetch(fields, len, &f, &err);
+    if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
+        return;
+    }
+    if (f.limit == 0 || f.limit > RIFT_FRAME_MAX_FETCH) {
+        rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT,
+                      "fetch limit must be 1..256");
+        return;
+    }
+    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
+    if (c == NULL) {
+        return;
+    }
+    srv_store_op *op = op_new(ss, RIFT_OP_CONSUMER_FETCH);
+    if (op == NULL) {
+        rift_consumer_close(c);
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    op->consumer = c;
+    atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
+                              memory_order_relaxed);
+    /* The fetch commits its delivery state before anything is written
+     * (§9): the records go out only once it is durable. */
+    rc = rift_consumer_fetch_async(c, f.limit, &op->batch, done_cb, op, &err);
+    submitted(op, rc, &err);
+}
+
+static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
+    rift_error err;
+    rift_frame_ack f;
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    int rc = rift_frame_decode_ack(fields, len, &f, &err);
+    if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
+        return;
+    }
+    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
+    if (c == NULL) {
+        return;
+    }
+    srv_store_op *op = op_new(ss, RIFT_OP_ACK);
+    if (op == NULL) {
+        rift_consumer_close(c);
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    op->consumer = c;
+    atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
+                              memory_order_relaxed);
+    rc = rift_consumer_ack_async(c, f.sequence, done_cb, op, &err);
+    submitted(op, rc, &err);
+}
+
+void rift_srv_stream_op(srv_stream *ss, uint8_t opcode, const uint8_t *fields,
+                        size_t len) {
+    switch (opcode) {
+    case RIFT_OP_STREAM_PUBLISH:
+        stream_publish(ss, fields, len);
+        break;
+    case RIFT_OP_CONSUMER_OPEN:
+        consumer_open(ss, fields, len);
+        break;
+    case RIFT_OP_CONSUMER_FETCH:
+        consumer_fetch(ss, fields, len);
+        break;
+    default:
+        ack(ss, fields, len);
+        break;
+    }
+}

@@ -1,0 +1,215 @@
+/*
+ * test_lua_stream.c — durable streams from Lua (tests layer):
+ * rift.stream(name):publish/info and rift.consumer(...):fetch/ack/info,
+ * their errors, the publication budget, and a restricted plugin's scoped
+ * consumer names and filter grants.
+ */
+// labels: threads
+#include "lua_test_util.h"
+
+#include "rift/broker.h"
+#include "rift/stream.h"
+
+typedef struct fixture {
+    char *root;
+    rift_broker *b;
+    rift_stream *events;
+    rift_plugin_host *h;
+    rift_sub *out;
+} fixture;
+
+static rift_stream *lookup(void *ud, const char *name) {
+    fixture *fx = ud;
+    return strcmp(name, "events") == 0 ? fx->events : NULL;
+}
+
+static bool fx_open(fixture *fx) {
+    memset(fx, 0, sizeof(*fx));
+    fx->root = rift_test_tmpdir();
+    rift_error err;
+    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
+        return false;
+    }
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    const char *subjects[] = {"events.>"};
+    ss.subjects = subjects;
+    ss.subjects_count = 1;
+    if (rift_stream_open(&fx->events, &ss, &err) != 0) {
+        return false;
+    }
+    rift_plugin_host_settings s;
+    rift_plugin_host_settings_default(&s);
+    s.workers = 2;
+    s.stream_lookup = lookup;
+    s.stream_ud = fx;
+    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
+           rift_broker_subscribe(fx->b, "out.>", 5, NULL, &fx->out, &err) == 0;
+}
+
+static void fx_close(fixture *fx) {
+    rift_plugin_host_del(fx->h);
+    rift_stream_close(fx->events);
+    rift_sub_close(fx->out);
+    rift_broker_del(fx->b);
+    rift_test_rmdir(fx->root);
+}
+
+static const char *next_out(fixture *fx) {
+    static char buf[8192];
+    rift_msg *m;
+    if (rift_sub_recv(fx->out, 5000000000, &m, NULL) != 0) {
+        return "TIMEOUT";
+    }
+    size_t len;
+    const uint8_t *p = rift_msg_payload(m, &len);
+    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    rift_msg_unref(m);
+    return buf;
+}
+
+static int publish(fixture *fx, const char *subject, const char *payload) {
+    return rift_broker_publish(fx->b, subject, strlen(subject), NULL, 0,
+                               (const uint8_t *)payload, strlen(payload), NULL,
+                               NULL);
+}
+
+static const char plugin_src[] =
+    "local function err(f, ...) local ok, e = pcall(f, ...) "
+    "return ok and 'ok' or (e:gsub('^.-:%d+: ', '')) end\n"
+    "assert(err(rift.stream, 'nope') == 'rift.stream: unknown stream')\n"
+    "assert(err(rift.consumer, 'nope', 'c') == 'rift.consumer: unknown "
+    "stream')\n"
+    "local s = rift.stream('events')\n"
+    "assert(err(s.publish, s, 'events.a', 'x') == 'stream:publish is only "
+    "available inside runtime callbacks')\n"
+    "rift.subscribe('go.pub', function(m)\n"
+    "  local r = s:publish('events.' .. m.payload, m.payload)\n"
+    "  rift.publish('out.r', r.sequence .. ',' .. tostring(r.timestamp_ms > "
+    "0))\n"
+    "end)\n"
+    "rift.subscribe('go.bad', function(m)\n"
+    "  rift.publish('out.r', err(s.publish, s, 'other', 'x'))\n"
+    "  rift.publish('out.r', err(s.publish, s, 'events.*', 'x'))\n"
+    "  local i = s:info()\n"
+    "  rift.publish('out.r', i.messages .. ',' .. i.first_sequence .. ',' "
+    ".. i.last_sequence)\n"
+    "end)\n"
+    "rift.subscribe('go.consume', function(m)\n"
+    "  local c = rift.consumer('events', 'worker', {filter = 'events.>', "
+    "start = 'first', ack_wait_ms = 60000})\n"
+    "  local parts = {}\n"
+    "  for _, r in ipairs(c:fetch(10)) do\n"
+    "    parts[#parts + 1] = r.sequence .. ':' .. r.subject .. ':' .. "
+    "r.payload .. ':' .. r.delivery_count\n"
+    "    if r.sequence ~= 2 then c:ack(r.sequence) end\n"
+    "  end\n"
+    "  rift.publish('out.r', table.concat(parts, ' '))\n"
+    "  rift.publish('out.r', err(c.ack, c, 1))\n"
+    "  local i = c:info()\n"
+    "  rift.publish('out.r', i.pending .. ',' .. i.next_sequence)\n"
+    "  rift.publish('out.r', #c:fetch(5) .. '')\n"
+    "  c:close()\n"
+    "  rift.publish('out.r', err(c.fetch, c))\n"
+    "  rift.publish('out.r', err(rift.consumer, 'events', 'worker', "
+    "{ack_wait_ms = 1}))\n"
+    "end)\n";
+
+RIFT_TEST(stream_publish_fetch_ack) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    lt_plugin(fx.root, "p", plugin_src);
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    spec.deadline_ms = 5000;
+    rift_error err;
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    CHECK_OK(publish(&fx, "go.pub", "a"));
+    CHECK_EQ_STR(next_out(&fx), "1,true");
+    CHECK_OK(publish(&fx, "go.pub", "b"));
+    CHECK_EQ_STR(next_out(&fx), "2,true");
+    CHECK_OK(publish(&fx, "go.pub", "c"));
+    CHECK_EQ_STR(next_out(&fx), "3,true");
+    CHECK_OK(publish(&fx, "go.bad", ""));
+    CHECK_EQ_STR(next_out(&fx), "subject does not match this stream");
+    CHECK_EQ_STR(next_out(&fx), "invalid subject: events.*");
+    CHECK_EQ_STR(next_out(&fx), "3,1,3");
+    CHECK_OK(publish(&fx, "go.consume", ""));
+    CHECK_EQ_STR(next_out(&fx), "1:events.a:a:1 2:events.b:b:1 3:events.c:c:1");
+    CHECK_EQ_STR(next_out(&fx), "sequence is not pending acknowledgement");
+    CHECK_EQ_STR(next_out(&fx), "1,4");
+    CHECK_EQ_STR(next_out(&fx), "0");
+    CHECK_EQ_STR(next_out(&fx), "consumer is closed");
+    CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
+                                "already exists with different settings");
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
+    CHECK_EQ_INT(info.consumer_count, 1);
+    CHECK_EQ_STR(info.consumer_names[0], "worker");
+    rift_stream_info_free(&info);
+    fx_close(&fx);
+}
+
+RIFT_TEST(stream_publications_count_against_the_budget) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    lt_plugin(fx.root, "p",
+              "local s = rift.stream('events')\n"
+              "rift.subscribe('go', function()\n"
+              "  for i = 1, 256 do s:publish('events.x', 'm') end\n"
+              "  local ok, e = pcall(s.publish, s, 'events.x', 'm')\n"
+              "  error(e, 0)\n"
+              "end)\n");
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    spec.deadline_ms = 10000;
+    rift_error err;
+    CHECK_OK(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err));
+    CHECK_OK(publish(&fx, "go", ""));
+    lt_status s = lt_await(fx.h, "p", 1, 1, -1);
+    CHECK_MSG(strstr(s.err, "script messaging budget exceeded (256 messages "
+                            "/ 1 MiB)") != NULL,
+              "%s", s.err);
+    fx_close(&fx);
+}
+
+RIFT_TEST(restricted_plugin_consumers_are_scoped) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    lt_plugin(fx.root, "p",
+              "local function err(f, ...) local ok, e = pcall(f, ...) "
+              "return ok and 'ok' or (e:gsub('^.-:%d+: ', '')) end\n"
+              "rift.subscribe('in.go', function()\n"
+              "  rift.publish('out.r', err(rift.consumer, 'events', 'w'))\n"
+              "  local c = rift.consumer('events', 'w', {filter = "
+              "'events.mine.>'})\n"
+              "  local s = rift.stream('events')\n"
+              "  rift.publish('out.r', err(s.publish, s, 'events.other', "
+              "'x'))\n"
+              "  s:publish('events.mine.1', 'x')\n"
+              "  rift.publish('out.r', #c:fetch(5) .. '')\n"
+              "end)\n");
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    const char *pub[] = {"out.>", "events.mine.>"};
+    const char *sub[] = {"in.>", "events.mine.>"};
+    spec.restricted = true;
+    spec.publish = pub;
+    spec.n_publish = 2;
+    spec.subscribe = sub;
+    spec.n_subscribe = 2;
+    rift_error err;
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    CHECK_OK(publish(&fx, "in.go", ""));
+    CHECK_EQ_STR(next_out(&fx), "subscription not permitted");
+    CHECK_EQ_STR(next_out(&fx), "publication not permitted");
+    CHECK_EQ_STR(next_out(&fx), "1");
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
+    CHECK_EQ_INT(info.consumer_count, 1);
+    CHECK(strncmp(info.consumer_names[0], "remote_", 7) == 0);
+    CHECK_EQ_INT(strlen(info.consumer_names[0]), 71);
+    rift_stream_info_free(&info);
+    fx_close(&fx);
+}
