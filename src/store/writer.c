@@ -14,6 +14,12 @@
  * sync for new files, then the state log (or a snapshot replacing it) and
  * its fdatasync, then unlinks of segments retention emptied. State that
  * refers to a record is therefore never durable before the record.
+ *
+ * Unsynced streams (sync_on_write false) skip the syncs but still
+ * acknowledge a mutation only once its bytes were written (pwrite): the
+ * writer completes a generation after writing it, and a blocking caller
+ * that finds the writer parked writes the stage itself under the lock
+ * (write_inline), saving two thread wake-ups per publish.
  */
 #include "store/store.h"
 
