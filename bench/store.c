@@ -584,6 +584,16 @@ int main(int argc, char **argv) {
             drop_dir(dir);
         }
         line("fetch+ack, batches of 256, file unsynced", median(a, runs),
+             "msgs/s", "(a write() per ack)");
+        for (int r = 0; r < runs; r++) {
+            char *dir = fresh_dir("fetcha");
+            rift_stream *st = open_stream(dir, false, true);
+            fill(st, n);
+            a[r] = fetch_ack(st, n, false, true);
+            rift_stream_close(st);
+            drop_dir(dir);
+        }
+        line("fetch+ack, batches of 256, unsynced, async acks", median(a, runs),
              "msgs/s", "target >= 500,000");
         for (int r = 0; r < runs; r++) {
             char *dir = fresh_dir("fetchs");
