@@ -1,9 +1,10 @@
 /*
- * config_parse.c — the root table of the Lua configuration (daemon layer):
- * riftd's own keys (plugins, data_dir, log), on_message and the §7.1
- * pairing rule, and the hand-off to the messaging parser.
+ * config_parse.c — the root table of the Lua configuration (lua layer; fills
+ * the daemon's rift_config): riftd's own keys (plugins, data_dir, log),
+ * on_message and the §7.1 pairing rule, and the hand-off to the messaging
+ * parser.
  */
-#include "daemon/config_lua.h"
+#include "lua/config_lua.h"
 
 #include <string.h>
 
