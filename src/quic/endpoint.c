@@ -362,6 +362,12 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
                 ep->cbs.rx_batch_done(ep->user_data);
             }
             rift_quic_ep_flush(ep);
+            if (n < RIFT_UDP_RX_BATCH) {
+                /* The socket had no more: one syscall fewer per wake-up
+                 * (epoll is level-triggered, so later datagrams still
+                 * wake the loop). */
+                break;
+            }
         }
     }
     rift_quic_ep_flush(ep);
