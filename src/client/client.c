@@ -51,6 +51,8 @@ static void client_destroy(rift_client *c) {
      * nothing runs on the loop any more; no posts can be queued because
      * the closing flag stopped them before the teardown post. */
     rift_loop_del(c->loop);
+    rift_client_pool_free(c);
+    pthread_mutex_destroy(&c->pool_mu);
     if (c->token != NULL) {
         explicit_bzero(c->token, c->token_len);
         rift_free(c->mem, c->token);
@@ -593,6 +595,7 @@ int rift_client_connect(rift_client **pc, const rift_client_settings *s,
     c->connect_timeout_ns = (uint64_t)conn_ms * 1000000u;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->shared_mu, NULL);
+    pthread_mutex_init(&c->pool_mu, NULL);
     pthread_cond_init(&c->connect_cond, NULL);
     c->token = rift_strndup(c->mem, s->token, token_len);
     c->token_len = token_len;

@@ -249,6 +249,8 @@ void rift_client_pub_fail(rift_publisher *p, const rift_error *e, bool reset);
 void rift_client_pub_unref(rift_publisher *p);
 /* Attaches a freshly opened stream (client thread). */
 void rift_client_pub_attach(rift_publisher *p, rift_client_stream *cs);
+/* Frees the client's spare blocks (when the client goes). */
+void rift_client_pool_free(rift_client *c);
 
 /* ---- Subscriptions (subscription.c) ---- */
 
@@ -318,6 +320,11 @@ struct rift_client {
     /* The shared publisher (rift_client_publish). */
     pthread_mutex_t shared_mu;
     rift_publisher *shared;
+
+    /* Spare publisher blocks (publisher.c), any thread. */
+    pthread_mutex_t pool_mu;
+    rift_pub_block *pool;
+    size_t npool;
 };
 
 /*

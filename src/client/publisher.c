@@ -30,9 +30,13 @@
 
 struct rift_pub_block {
     rift_pub_block *next;
-    const rift_mem *mem;
+    rift_client *c; /* its pool */
+    /* One reference while the block is on the publisher's list, one per
+     * chunk of it handed to the stream; the last returns it to the pool. */
+    atomic_uint refs;
     size_t cap;
-    size_t used;
+    size_t used; /* bytes written (under p->mu) */
+    size_t sent; /* bytes handed to the stream (under p->mu) */
     uint8_t data[];
 };
 
@@ -46,18 +50,80 @@ struct rift_pub_waiter {
 
 /* Chunks handed to the stream per write call. */
 #define WRITE_BATCH 32
+/* The tail block stays the publisher's after a flush while at least this
+ * much room is left in it: a batch that ends mid-block does not waste the
+ * rest of the block. */
+#define TAIL_KEEP_MIN 1024u
+/* Spare standard blocks a client keeps for reuse (1 MiB). */
+#define POOL_MAX 16u
 
-static void block_release(void *owner) {
+/* A block from the client's pool, or a new one; |cap| is at least a
+ * standard block. */
+static rift_pub_block *block_get(rift_client *c, size_t cap) {
+    rift_pub_block *b = NULL;
+    if (cap == RIFT_CLIENT_PUB_BLOCK) {
+        /* Steady publishing recycles blocks instead of paying malloc's
+         * page faults: a freed 64 KiB block usually goes back to the
+         * kernel (heap trim) and every reuse faults it in again. */
+        pthread_mutex_lock(&c->pool_mu);
+        b = c->pool;
+        if (b != NULL) {
+            c->pool = b->next;
+            c->npool--;
+        }
+        pthread_mutex_unlock(&c->pool_mu);
+    }
+    if (b == NULL) {
+        b = rift_malloc(c->mem, sizeof(*b) + cap);
+        if (b == NULL) {
+            return NULL;
+        }
+        b->c = c;
+        b->cap = cap;
+    }
+    b->next = NULL;
+    atomic_init(&b->refs, 1);
+    b->used = 0;
+    b->sent = 0;
+    return b;
+}
+
+static void block_unref(void *owner) {
     rift_pub_block *b = owner;
-    rift_free(b->mem, b);
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) {
+        return;
+    }
+    rift_client *c = b->c;
+    if (b->cap == RIFT_CLIENT_PUB_BLOCK) {
+        pthread_mutex_lock(&c->pool_mu);
+        if (c->npool < POOL_MAX) {
+            b->next = c->pool;
+            c->pool = b;
+            c->npool++;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&c->pool_mu);
+    }
+    if (b != NULL) {
+        rift_free(c->mem, b);
+    }
 }
 
 static void blocks_free(rift_pub_block *b) {
     while (b != NULL) {
         rift_pub_block *next = b->next;
-        block_release(b);
+        block_unref(b);
         b = next;
     }
+}
+
+void rift_client_pool_free(rift_client *c) {
+    while (c->pool != NULL) {
+        rift_pub_block *b = c->pool;
+        c->pool = b->next;
+        rift_free(c->mem, b);
+    }
+    c->npool = 0;
 }
 
 static void timer_fired(rift_timer *t, void *arg);
@@ -211,12 +277,30 @@ static void timer_fired(rift_timer *t, void *arg) {
     }
 }
 
+/* Hands the unsent part of every queued block to the stream. */
 static void flush_cb(void *arg, int status) {
     rift_publisher *p = arg;
     rift_client *c = p->c;
+    rift_client_stream *cs = p->cs;
+    bool dead = cs == NULL || status != 0 || c->dead || p->stopped;
     pthread_mutex_lock(&p->mu);
     rift_pub_block *blocks = p->head;
-    p->head = p->tail = NULL;
+    rift_pub_block *tail = p->tail;
+    size_t tail_end = tail != NULL ? tail->used : 0;
+    size_t tail_from = tail != NULL ? tail->sent : 0;
+    bool keep = !dead && !p->failed && tail != NULL &&
+                tail->cap - tail->used >= TAIL_KEEP_MIN;
+    if (keep) {
+        /* The publisher goes on filling the tail behind what is handed
+         * over now; the stream gets its own reference to it. */
+        tail->sent = tail_end;
+        p->head = tail;
+        if (tail_end > tail_from) {
+            atomic_fetch_add_explicit(&tail->refs, 1, memory_order_relaxed);
+        }
+    } else {
+        p->head = p->tail = NULL;
+    }
     p->buffered = 0;
     p->scheduled = false;
     bool failed = p->failed;
@@ -225,42 +309,67 @@ static void flush_cb(void *arg, int status) {
         arm_locked(p);
     }
     pthread_mutex_unlock(&p->mu);
+    if (keep) {
+        /* Detach the kept tail from the batch: only its chunk goes. */
+        rift_pub_block **pp = &blocks;
+        while (*pp != tail) {
+            pp = &(*pp)->next;
+        }
+        *pp = NULL;
+    }
 
-    rift_client_stream *cs = p->cs;
-    if (failed || cs == NULL || status != 0 || c->dead || p->stopped) {
+    if (failed || dead) {
         /* Nothing can be written any more; a stopped stream waits for the
          * server's ERROR and FIN on the read side. */
         blocks_free(blocks);
+        if (keep && tail_end > tail_from) {
+            block_unref(tail);
+        }
         rift_client_pub_unref(p);
         return;
     }
+    /* Every detached block passes its list reference to its chunk (or
+     * drops it when nothing of it is left to send). */
     int rc = 0;
-    while (blocks != NULL && rc == 0) {
+    bool tail_pending = keep && tail_end > tail_from;
+    while ((blocks != NULL || tail_pending) && rc == 0) {
         rift_quic_chunk ch[WRITE_BATCH];
-        rift_pub_block *first = blocks;
         size_t n = 0;
-        for (rift_pub_block *b = blocks; b != NULL && n < WRITE_BATCH;
-             b = b->next) {
-            ch[n].data = b->data;
-            ch[n].len = b->used;
-            ch[n].release = block_release;
+        while (blocks != NULL && n < WRITE_BATCH) {
+            rift_pub_block *b = blocks;
+            blocks = b->next;
+            b->next = NULL;
+            if (b->used == b->sent) {
+                block_unref(b);
+                continue;
+            }
+            ch[n].data = b->data + b->sent;
+            ch[n].len = b->used - b->sent;
+            ch[n].release = block_unref;
             ch[n].owner = b;
             n++;
         }
-        /* Detach the written blocks from the list before the stream owns
-         * them: it may release them at any time from now on. */
-        rift_pub_block *rest = first;
-        for (size_t i = 0; i < n; i++) {
-            rest = rest->next;
+        if (blocks == NULL && tail_pending && n < WRITE_BATCH) {
+            ch[n].data = tail->data + tail_from;
+            ch[n].len = tail_end - tail_from;
+            ch[n].release = block_unref;
+            ch[n].owner = tail;
+            n++;
+            tail_pending = false;
         }
-        rc = rift_quic_stream_write(cs->qs, ch, n, false);
+        rc = n > 0 ? rift_quic_stream_write(cs->qs, ch, n, false) : 0;
         if (rc != 0) {
-            break; /* all or nothing: the blocks are still ours */
+            /* All or nothing: these chunks' references are still ours. */
+            for (size_t i = 0; i < n; i++) {
+                block_unref(ch[i].owner);
+            }
         }
-        blocks = rest;
     }
     if (rc != 0) {
         blocks_free(blocks);
+        if (tail_pending) {
+            block_unref(tail);
+        }
         if (rc == RIFT_ERR_NOMEM) {
             fail_text(p, rc, "out of memory");
         } else {
@@ -363,14 +472,9 @@ static uint8_t *reserve_locked(rift_publisher *p, size_t need) {
         return b->data + b->used;
     }
     size_t cap = RIFT_MAX(need, (size_t)RIFT_CLIENT_PUB_BLOCK);
-    b = rift_malloc(p->c->mem, sizeof(*b) + cap);
-    if (b == NULL) {
+    if ((b = block_get(p->c, cap)) == NULL) {
         return NULL;
     }
-    b->next = NULL;
-    b->mem = p->c->mem;
-    b->cap = cap;
-    b->used = 0;
     if (p->tail != NULL) {
         p->tail->next = b;
     } else {
