@@ -160,8 +160,17 @@ typedef enum rift_call_kind {
     RIFT_CALL_PUBLISHER,
 } rift_call_kind;
 
-/* One blocking operation on its own stream. The caller fills the request
- * part and runs it with rift_client_call_run. */
+/* An owned copy of an asynchronous call's frame (header and payload),
+ * handed to the stream as a pinned chunk. */
+typedef struct rift_client_frame {
+    const rift_mem *mem;
+    size_t len;
+    uint8_t data[];
+} rift_client_frame;
+
+/* One operation on its own stream. A blocking caller fills the request
+ * part and runs it with rift_client_call_run; an asynchronous one
+ * allocates it and submits it with rift_client_call_submit. */
 struct rift_client_call {
     rift_client *c;
     rift_call_kind kind;
@@ -180,6 +189,17 @@ struct rift_client_call {
     rift_client_stored stored; /* STREAM_PUBLISH */
     rift_subscription *sub;    /* SUBSCRIBE: attached on OK */
     rift_publisher *pub;       /* PUBLISHER: attached on open */
+    /* Asynchronous calls live on the heap and complete by callback on
+     * the client thread; their frame is an owned copy (frame, moved to
+     * the stream once written). */
+    bool async;
+    union {
+        rift_client_stored_fn stored;
+        rift_client_done_fn done;
+        rift_client_fetched_fn fetched;
+    } fn;
+    void *fn_arg;
+    rift_client_frame *frame;
     /* Completion, under c->mu. */
     pthread_cond_t cond;
     bool done;
@@ -195,6 +215,10 @@ struct rift_client_call {
 /* Runs |call| on the client thread and waits for it. Returns call->rc
  * (the error in |err|). */
 int rift_client_call_run(rift_client_call *call, rift_error *err);
+/* Hands the heap call |call| (async, frame set) to the client thread; it
+ * completes by callback. On failure the call is freed, no callback runs
+ * and the reason is in |err|. */
+int rift_client_call_submit(rift_client_call *call, rift_error *err);
 /* Client thread: stream events of a call's stream. */
 void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b);
 /* Client thread: completes |call| with |rc| (|e| may be NULL when rc is
