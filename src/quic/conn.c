@@ -472,7 +472,12 @@ int rift_quic_conn_new(rift_quic_conn **pc, rift_quic_endpoint *ep,
     /* Fixed windows, as the reference's quinn profile: no auto-tuning. */
     settings.max_window = 0;
     settings.max_stream_window = 0;
-    settings.max_tx_udp_payload_size = 1452;
+    /* Path MTU discovery goes from 1,200 bytes up through the endpoint's
+     * probe sizes (ngtcp2 skips those above the peer's
+     * max_udp_payload_size, and those above a size that failed). */
+    settings.max_tx_udp_payload_size = ep->pmtud_probes[ep->npmtud - 1];
+    settings.pmtud_probes = ep->pmtud_probes;
+    settings.pmtud_probeslen = ep->npmtud;
     if (st->debug) {
         settings.log_printf = log_printf;
     }
@@ -964,11 +969,11 @@ static void arm_timer(rift_quic_conn *c) {
 static bool write_pkts(rift_quic_conn *c) {
     rift_quic_endpoint *ep = c->ep;
     ngtcp2_tstamp ts = rift_now_ns();
+    /* Room for the largest packet (a path MTU probe may be that big);
+     * the send quantum is counted in packets of the path's current size. */
     size_t mtu = ngtcp2_conn_get_max_tx_udp_payload_size(c->qc);
-    if (mtu > RIFT_UDP_MAX_PKT) {
-        mtu = RIFT_UDP_MAX_PKT;
-    }
-    size_t max_pkts = ngtcp2_conn_get_send_quantum(c->qc) / mtu;
+    size_t max_pkts = ngtcp2_conn_get_send_quantum(c->qc) /
+                      ngtcp2_conn_get_path_max_tx_udp_payload_size(c->qc);
     if (max_pkts < 1) {
         max_pkts = 1;
     } else if (max_pkts > MAX_PKTS_PER_WRITE) {

@@ -29,9 +29,14 @@
 /* Messages per sendmmsg / recvmmsg call. */
 #define RIFT_UDP_TX_MSGS  64
 #define RIFT_UDP_RX_BATCH 32
-/* Largest packet we ever build, and the GSO byte budget per message. */
-#define RIFT_UDP_MAX_PKT       1500
+/* Largest packet we ever build (settings.max_udp_payload is clamped to
+ * it), packets built outside a connection (Retry, stateless reset,
+ * version negotiation), the GSO byte budget per message and the transmit
+ * buffer. */
+#define RIFT_UDP_MAX_PKT       65000
+#define RIFT_UDP_STATELESS_PKT 1500
 #define RIFT_UDP_GSO_MAX_BYTES 65000
+#define RIFT_UDP_TX_BYTES      (512u << 10)
 #define RIFT_UDP_GSO_MAX_SEGS  64
 
 typedef struct rift_udp_addr {
