@@ -415,11 +415,13 @@ static void on_conn_closed(rift_quic_conn *conn, const rift_quic_close_info *ci,
     rift_error e;
     close_error(ci, &e);
     c->dead = true;
-    fail_all(c, &e);
+    /* Dead before anyone waiting hears about it: a caller woken by the
+     * failure below must see rift_client_is_connected false. */
     pthread_mutex_lock(&c->mu);
     c->conn_dead = true;
     rift_error_copy(&c->conn_err, &e);
     pthread_mutex_unlock(&c->mu);
+    fail_all(c, &e);
     connect_complete(c, e.code, &e);
 }
 
