@@ -234,7 +234,7 @@ static void unexpected(rift_client_call *call) {
 static int build_msg(rift_client_stream *cs, const rift_frame_body *b,
                      const rift_frame_msg *f, rift_msg **pm) {
     uint8_t *detached = b->assembled ? rift_frame_reader_detach(&cs->rd) : NULL;
-    return rift_client_msg_build(pm, cs->c->mem, f, detached);
+    return rift_client_msg_build(pm, cs->c->mem, cs->c->msgs, f, detached);
 }
 
 static void fetch_frame(rift_client_stream *cs, rift_client_call *call,

@@ -53,6 +53,7 @@ static void client_destroy(rift_client *c) {
     rift_loop_del(c->loop);
     rift_client_pool_free(c);
     pthread_mutex_destroy(&c->pool_mu);
+    rift_msgpool_close(c->msgs);
     if (c->token != NULL) {
         explicit_bzero(c->token, c->token_len);
         rift_free(c->mem, c->token);
@@ -602,6 +603,10 @@ int rift_client_connect(rift_client **pc, const rift_client_settings *s,
     c->token = rift_strndup(c->mem, s->token, token_len);
     c->token_len = token_len;
     if (c->token == NULL) {
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        goto fail_loop;
+    }
+    if (rift_msgpool_new(&c->msgs, c->mem) != 0) {
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         goto fail_loop;
     }

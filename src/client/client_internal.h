@@ -65,15 +65,29 @@ typedef struct rift_client_call rift_client_call;
 
 /* ---- Received messages (msg.c) ---- */
 
+/* Recycled storage for received messages (msgpool.c): allocation on the
+ * client thread only, release from any thread; it lives until its owner
+ * closed it and the last message built on it is gone. */
+typedef struct rift_msgpool rift_msgpool;
+/* Errors: RIFT_ERR_NOMEM. */
+int rift_msgpool_new(rift_msgpool **pp, const rift_mem *base);
+/* The owner lets go (NULL is a no-op). */
+void rift_msgpool_close(rift_msgpool *p);
+/* A message holding copies of |f|'s fields (client thread). Errors:
+ * RIFT_ERR_NOMEM. */
+int rift_msgpool_msg(rift_msgpool *p, rift_msg **pm, const rift_frame_msg *f);
+
 /*
  * rift_client_msg_build makes a rift_msg from decoded fields. |detached|,
  * when not NULL, is the heap buffer of the frame body they point into
  * (rift_frame_reader_detach, allocated through |mem|): with the default
  * allocator the message adopts it instead of copying the payload; it is
- * freed in every case. Errors: RIFT_ERR_NOMEM.
+ * freed in every case. Otherwise the fields are copied into a message
+ * from |pool| (NULL: malloc). Errors: RIFT_ERR_NOMEM.
  */
 int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
-                          const rift_frame_msg *f, uint8_t *detached);
+                          rift_msgpool *pool, const rift_frame_msg *f,
+                          uint8_t *detached);
 
 /* One queued subscription message and the flow-control bytes it holds. */
 typedef struct rift_client_entry {
@@ -344,6 +358,9 @@ struct rift_client {
     /* The shared publisher (rift_client_publish). */
     pthread_mutex_t shared_mu;
     rift_publisher *shared;
+
+    /* Storage of received messages (client thread allocates). */
+    rift_msgpool *msgs;
 
     /* Spare publisher blocks (publisher.c), any thread. */
     pthread_mutex_t pool_mu;
