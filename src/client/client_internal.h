@@ -48,8 +48,10 @@
 #define RIFT_CLIENT_ERR_SHUTDOWN "client closed"
 
 /* Bytes a publisher may have buffered or unacknowledged before publish
- * waits for room. */
+ * waits for room; waiting publishers are woken when that is down to
+ * RESUME (room for any frame, up to 1,114,116 bytes, with margin). */
 #define RIFT_CLIENT_PUB_WINDOW (8u << 20)
+#define RIFT_CLIENT_PUB_RESUME (6u << 20)
 /* Size of a publisher's batch block; larger frames get their own. */
 #define RIFT_CLIENT_PUB_BLOCK (64u << 10)
 /* A subscription returns consumed bytes to the server in batches of this
@@ -252,10 +254,17 @@ struct rift_publisher {
     bool shared; /* the client's shared publisher: holds no client ref */
     atomic_int refs;
     pthread_mutex_t mu;
-    /* Frames not yet handed to the client thread. */
-    rift_pub_block *head, *tail;
-    size_t buffered;
-    bool scheduled; /* a flush post is queued */
+    /* The chain of blocks (publisher.c): publishing threads append at
+     * `tail` under mu; the client thread hands bytes over from `cons` /
+     * `cons_off` without it. */
+    _Atomic(rift_pub_block *) first; /* the chain's first block, ever */
+    rift_pub_block *tail;            /* under mu */
+    rift_pub_block *cons;            /* client thread */
+    size_t cons_off;                 /* client thread */
+    atomic_size_t buffered;  /* committed, not yet handed to the stream */
+    atomic_bool kick;        /* a flush post is queued */
+    atomic_bool failed_flag; /* `failed`, readable without mu */
+    atomic_int nwaiters;     /* entries of the waiter queue */
     /* Handed to the stream and not yet acknowledged (written by the
      * client thread without the mutex, see rift_client_pub_acked). */
     _Atomic uint64_t inflight;
