@@ -361,6 +361,13 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
                 ep->cbs.rx_batch_done(ep->user_data);
             }
             rift_quic_ep_flush(ep);
+            if (n < RIFT_UDP_RX_BATCH) {
+                /* A short batch drained the socket: another recvmmsg
+                 * would only say EAGAIN (a syscall, several µs in a
+                 * paravirtualised guest). Later datagrams make the
+                 * socket readable again. */
+                break;
+            }
         }
     }
     rift_quic_ep_flush(ep);
