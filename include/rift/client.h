@@ -427,6 +427,106 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
                                 size_t name_len, uint64_t sequence,
                                 rift_error *err);
 
+/* ---- Asynchronous stream operations ---- */
+
+/*
+ * The calls below start a stream publish, an ack or a fetch and return
+ * without waiting, so one thread keeps any number of them in flight on
+ * one connection (each is its own QUIC stream, as in the blocking calls;
+ * beyond the server's stream limit they wait, in order, inside the
+ * client). The application bounds its own window: nothing here blocks.
+ *
+ * Completion. When a call returns 0 its callback runs exactly once, on
+ * the client's internal thread — possibly before the call has returned —
+ * with rc 0 and the result, or a negative code and |err| (valid during
+ * the callback only) holding the same errors, with the same texts, as the
+ * blocking call would have returned. The operation's deadline
+ * (op_timeout_ms) counts from the moment the client thread takes it up,
+ * so waiting for stream credit is part of it. When the connection ends,
+ * every operation still in flight completes with its reason
+ * (RIFT_ERR_CONNECTION "server shutdown", "client closed", ...):
+ * rift_client_close returns only after every callback has run.
+ *
+ * When a call fails (non-zero return) the callback is never called.
+ * Failures at the call: the local checks of the blocking call (subject,
+ * string and size texts); RIFT_ERR_CONNECTION when the client is closing
+ * or its connection has ended; RIFT_ERR_NOMEM.
+ *
+ * Callbacks run on the thread that runs the connection: they must be
+ * short and must not block — no blocking rift_* call (publish, flush,
+ * subscribe, recv with a timeout, the blocking stream calls, close) may
+ * be made from one. Starting further asynchronous operations from a
+ * callback is allowed and is the cheapest way to keep a window full.
+ * |arg| is passed through untouched; the caller keeps it valid until the
+ * callback has run. Payloads and strings are copied before the call
+ * returns.
+ */
+
+/** Completion of rift_client_stream_publish_async: |stored| (NULL when rc
+ * is not 0) says where the record went. */
+typedef void (*rift_client_stored_fn)(void *arg, int rc,
+                                      const rift_client_stored *stored,
+                                      const rift_error *err);
+
+/** Completion of rift_client_ack_async. */
+typedef void (*rift_client_done_fn)(void *arg, int rc, const rift_error *err);
+
+/** Completion of rift_client_fetch_async: |count| deliveries in |d| (an
+ * array valid during the callback only; 0 entries when rc is not 0). The
+ * callback owns one reference to every d[i].msg and must release each
+ * with rift_msg_unref (now or later, from any thread). */
+typedef void (*rift_client_fetched_fn)(void *arg, int rc,
+                                       rift_client_delivery *d, size_t count,
+                                       const rift_error *err);
+
+/**
+ * rift_client_stream_publish_async is rift_client_stream_publish without
+ * the wait: |done| reports STORED or the failure.
+ *
+ * Errors at the call: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol
+ * limit", "string must be UTF-8"); RIFT_ERR_PROTOCOL (local subject texts);
+ * RIFT_ERR_PAYLOAD_TOO_LARGE ("payload exceeds 1 MiB transport limit",
+ * "frame exceeds limit"); RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ * Errors in the callback: those of rift_client_stream_publish after its
+ * local checks (RIFT_ERR_REMOTE, RIFT_ERR_PERMISSION, RIFT_ERR_PROTOCOL,
+ * RIFT_ERR_TIMEOUT, RIFT_ERR_CLOSED, RIFT_ERR_CONNECTION, RIFT_ERR_NOMEM).
+ */
+RIFT_EXTERN int rift_client_stream_publish_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *subject,
+    size_t subject_len, const char *reply, size_t reply_len,
+    const uint8_t *payload, size_t payload_len, rift_client_stored_fn done,
+    void *arg, rift_error *err);
+
+/**
+ * rift_client_ack_async is rift_client_ack without the wait: |done|
+ * reports the server's OK or the failure.
+ *
+ * Errors at the call: RIFT_ERR_INVALID_ARGUMENT (string texts);
+ * RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM. Errors in the callback: those of
+ * rift_client_ack after its local checks (RIFT_ERR_REMOTE "sequence is not
+ * pending acknowledgement", ...; RIFT_ERR_PERMISSION; RIFT_ERR_PROTOCOL;
+ * RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM).
+ */
+RIFT_EXTERN int rift_client_ack_async(rift_client *c, const char *stream,
+                                      size_t stream_len, const char *name,
+                                      size_t name_len, uint64_t sequence,
+                                      rift_client_done_fn done, void *arg,
+                                      rift_error *err);
+
+/**
+ * rift_client_fetch_async is rift_client_fetch without the wait: |done|
+ * gets the deliveries once the server's OK arrived (on failure none).
+ *
+ * Errors at the call: RIFT_ERR_INVALID_ARGUMENT ("fetch limit must be
+ * 1..256", string texts); RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM. Errors in
+ * the callback: those of rift_client_fetch after its local checks.
+ */
+RIFT_EXTERN int rift_client_fetch_async(rift_client *c, const char *stream,
+                                        size_t stream_len, const char *name,
+                                        size_t name_len, uint32_t limit,
+                                        rift_client_fetched_fn done, void *arg,
+                                        rift_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -35,6 +35,36 @@ static void open_queue_remove(rift_client *c, rift_client_call *call) {
     call->queued = false;
 }
 
+static void frame_release(void *owner) {
+    rift_client_frame *f = owner;
+    rift_free(f->mem, f);
+}
+
+/* Client thread: runs an asynchronous call's callback and frees it. */
+static void async_complete(rift_client_call *call, int rc,
+                           const rift_error *e) {
+    const rift_mem *mem = call->c->mem;
+    rift_client *c = call->c;
+    switch (call->kind) {
+    case RIFT_CALL_STREAM_PUBLISH:
+        call->fn.stored(call->fn_arg, rc, rc == 0 ? &call->stored : NULL,
+                        rc == 0 ? NULL : e);
+        break;
+    case RIFT_CALL_FETCH:
+        call->fn.fetched(call->fn_arg, rc, call->out, rc == 0 ? call->nmsgs : 0,
+                         rc == 0 ? NULL : e);
+        break;
+    default:
+        call->fn.done(call->fn_arg, rc, rc == 0 ? NULL : e);
+        break;
+    }
+    if (call->frame != NULL) {
+        frame_release(call->frame);
+    }
+    rift_free(mem, call);
+    rift_client_unref(c); /* the call's reference */
+}
+
 void rift_client_call_finish(rift_client_call *call, int rc,
                              const rift_error *e) {
     rift_client *c = call->c;
@@ -65,6 +95,10 @@ void rift_client_call_finish(rift_client_call *call, int rc,
             call->out[i].msg = NULL;
         }
         call->nmsgs = 0;
+    }
+    if (call->async) {
+        async_complete(call, rc, e);
+        return;
     }
     /* Signal under the lock: the caller destroys the condition variable
      * as soon as it sees `done`. */
@@ -118,12 +152,22 @@ static int try_open(rift_client_call *call) {
         rift_client_call_finish(call, 0, NULL);
         return 0;
     }
-    rift_quic_chunk ch[2] = {
-        {call->hdr, call->hdr_len, NULL, NULL},
-        {call->payload, call->payload_len, NULL, NULL},
-    };
-    rc = rift_quic_stream_write(cs->qs, ch, call->payload_len > 0 ? 2 : 1,
-                                call->fin);
+    if (call->frame != NULL) {
+        /* An asynchronous call's own copy goes to the stream as it is. */
+        rift_quic_chunk ch = {call->frame->data, call->frame->len,
+                              frame_release, call->frame};
+        rc = rift_quic_stream_write(cs->qs, &ch, 1, call->fin);
+        if (rc == 0) {
+            call->frame = NULL;
+        }
+    } else {
+        rift_quic_chunk ch[2] = {
+            {call->hdr, call->hdr_len, NULL, NULL},
+            {call->payload, call->payload_len, NULL, NULL},
+        };
+        rc = rift_quic_stream_write(cs->qs, ch, call->payload_len > 0 ? 2 : 1,
+                                    call->fin);
+    }
     if (rc == RIFT_ERR_NOMEM) {
         finish_text(call, rc, "out of memory");
     } else if (rc != 0) {
@@ -190,7 +234,7 @@ static void unexpected(rift_client_call *call) {
 static int build_msg(rift_client_stream *cs, const rift_frame_body *b,
                      const rift_frame_msg *f, rift_msg **pm) {
     uint8_t *detached = b->assembled ? rift_frame_reader_detach(&cs->rd) : NULL;
-    return rift_client_msg_build(pm, cs->c->mem, f, detached);
+    return rift_client_msg_build(pm, cs->c->mem, cs->c->msgs, f, detached);
 }
 
 static void fetch_frame(rift_client_stream *cs, rift_client_call *call,
@@ -491,4 +535,143 @@ int rift_client_ack(rift_client *c, const char *stream, size_t stream_len,
     rift_client_call call;
     call_init(&call, c, RIFT_CALL_ACK, hdr, n);
     return rift_client_call_run(&call, err);
+}
+
+/* ---- Asynchronous calls ---- */
+
+int rift_client_call_submit(rift_client_call *call, rift_error *err) {
+    rift_client *c = call->c;
+    rift_timer_init(c->loop, &call->timer, call_timeout, call);
+    /* The call holds the client until its callback has run, so a callback
+     * that arrives during teardown never outlives it. */
+    rift_client_ref(c);
+    int rc = rift_client_post(c, call_start, call, err);
+    if (rc != 0) {
+        if (call->frame != NULL) {
+            frame_release(call->frame);
+        }
+        rift_free(c->mem, call);
+        rift_client_unref(c);
+    }
+    return rc;
+}
+
+/* A heap call for |kind| with room for |extra| bytes behind it, owning a
+ * copy of header |hdr| and |payload|. NULL when out of memory (|err|
+ * set). */
+static rift_client_call *async_new(rift_client *c, rift_call_kind kind,
+                                   size_t extra, const uint8_t *hdr,
+                                   size_t hdr_len, const uint8_t *payload,
+                                   size_t payload_len, rift_error *err) {
+    rift_client_call *call = rift_calloc(c->mem, 1, sizeof(*call) + extra);
+    rift_client_frame *f =
+        rift_malloc(c->mem, sizeof(*f) + hdr_len + payload_len);
+    if (call == NULL || f == NULL) {
+        rift_free(c->mem, call);
+        rift_free(c->mem, f);
+        rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    f->mem = c->mem;
+    f->len = hdr_len + payload_len;
+    memcpy(f->data, hdr, hdr_len);
+    if (payload_len > 0) {
+        memcpy(f->data + hdr_len, payload, payload_len);
+    }
+    call->c = c;
+    call->kind = kind;
+    call->async = true;
+    call->frame = f;
+    call->fin = true;
+    call->timeout_ns = c->op_timeout_ns;
+    return call;
+}
+
+int rift_client_stream_publish_async(rift_client *c, const char *stream,
+                                     size_t stream_len, const char *subject,
+                                     size_t subject_len, const char *reply,
+                                     size_t reply_len, const uint8_t *payload,
+                                     size_t payload_len,
+                                     rift_client_stored_fn done, void *arg,
+                                     rift_error *err) {
+    int rc = rift_client_check_string(stream, stream_len, err);
+    if (rc != 0 ||
+        (rc = rift_client_check_publish(subject, subject_len, reply, reply_len,
+                                        payload_len, err)) != 0) {
+        return rc;
+    }
+    uint8_t hdr[RIFT_FRAME_HEADER_MAX];
+    rift_ssize n = rift_frame_encode_stream_publish_header(
+        hdr, sizeof(hdr), stream, stream_len, subject, subject_len, reply,
+        reply_len, payload_len);
+    if (n < 0) {
+        return encode_error(n, err);
+    }
+    rift_client_call *call = async_new(c, RIFT_CALL_STREAM_PUBLISH, 0, hdr,
+                                       (size_t)n, payload, payload_len, err);
+    if (call == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    call->fn.stored = done;
+    call->fn_arg = arg;
+    return rift_client_call_submit(call, err);
+}
+
+int rift_client_ack_async(rift_client *c, const char *stream, size_t stream_len,
+                          const char *name, size_t name_len, uint64_t sequence,
+                          rift_client_done_fn done, void *arg,
+                          rift_error *err) {
+    int rc;
+    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
+        (rc = rift_client_check_string(name, name_len, err)) != 0) {
+        return rc;
+    }
+    uint8_t hdr[RIFT_FRAME_HEADER_MAX];
+    rift_ssize n = rift_frame_encode_ack(hdr, sizeof(hdr), stream, stream_len,
+                                         name, name_len, sequence);
+    if (n < 0) {
+        return encode_error(n, err);
+    }
+    rift_client_call *call =
+        async_new(c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
+    if (call == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    call->fn.done = done;
+    call->fn_arg = arg;
+    return rift_client_call_submit(call, err);
+}
+
+int rift_client_fetch_async(rift_client *c, const char *stream,
+                            size_t stream_len, const char *name,
+                            size_t name_len, uint32_t limit,
+                            rift_client_fetched_fn done, void *arg,
+                            rift_error *err) {
+    int rc;
+    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
+        (rc = rift_client_check_string(name, name_len, err)) != 0) {
+        return rc;
+    }
+    if (limit == 0 || limit > RIFT_FRAME_MAX_FETCH) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "fetch limit must be 1..256");
+    }
+    uint8_t hdr[RIFT_FRAME_HEADER_MAX];
+    rift_ssize n = rift_frame_encode_consumer_fetch(
+        hdr, sizeof(hdr), stream, stream_len, name, name_len, limit);
+    if (n < 0) {
+        return encode_error(n, err);
+    }
+    /* The deliveries array lives behind the call. */
+    rift_client_call *call =
+        async_new(c, RIFT_CALL_FETCH, limit * sizeof(rift_client_delivery), hdr,
+                  (size_t)n, NULL, 0, err);
+    if (call == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    call->out = (rift_client_delivery *)(call + 1);
+    call->limit = limit;
+    call->fn.fetched = done;
+    call->fn_arg = arg;
+    return rift_client_call_submit(call, err);
 }

@@ -51,6 +51,9 @@ static void client_destroy(rift_client *c) {
      * nothing runs on the loop any more; no posts can be queued because
      * the closing flag stopped them before the teardown post. */
     rift_loop_del(c->loop);
+    rift_client_pool_free(c);
+    pthread_mutex_destroy(&c->pool_mu);
+    rift_msgpool_close(c->msgs);
     if (c->token != NULL) {
         explicit_bzero(c->token, c->token_len);
         rift_free(c->mem, c->token);
@@ -413,11 +416,13 @@ static void on_conn_closed(rift_quic_conn *conn, const rift_quic_close_info *ci,
     rift_error e;
     close_error(ci, &e);
     c->dead = true;
-    fail_all(c, &e);
+    /* Dead before anyone waiting hears about it: a caller woken by the
+     * failure below must see rift_client_is_connected false. */
     pthread_mutex_lock(&c->mu);
     c->conn_dead = true;
     rift_error_copy(&c->conn_err, &e);
     pthread_mutex_unlock(&c->mu);
+    fail_all(c, &e);
     connect_complete(c, e.code, &e);
 }
 
@@ -593,10 +598,15 @@ int rift_client_connect(rift_client **pc, const rift_client_settings *s,
     c->connect_timeout_ns = (uint64_t)conn_ms * 1000000u;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->shared_mu, NULL);
+    pthread_mutex_init(&c->pool_mu, NULL);
     pthread_cond_init(&c->connect_cond, NULL);
     c->token = rift_strndup(c->mem, s->token, token_len);
     c->token_len = token_len;
     if (c->token == NULL) {
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        goto fail_loop;
+    }
+    if (rift_msgpool_new(&c->msgs, c->mem) != 0) {
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         goto fail_loop;
     }

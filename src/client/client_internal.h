@@ -48,8 +48,10 @@
 #define RIFT_CLIENT_ERR_SHUTDOWN "client closed"
 
 /* Bytes a publisher may have buffered or unacknowledged before publish
- * waits for room. */
+ * waits for room; waiting publishers are woken when that is down to
+ * RESUME (room for any frame, up to 1,114,116 bytes, with margin). */
 #define RIFT_CLIENT_PUB_WINDOW (8u << 20)
+#define RIFT_CLIENT_PUB_RESUME (6u << 20)
 /* Size of a publisher's batch block; larger frames get their own. */
 #define RIFT_CLIENT_PUB_BLOCK (64u << 10)
 /* A subscription returns consumed bytes to the server in batches of this
@@ -65,15 +67,29 @@ typedef struct rift_client_call rift_client_call;
 
 /* ---- Received messages (msg.c) ---- */
 
+/* Recycled storage for received messages (msgpool.c): allocation on the
+ * client thread only, release from any thread; it lives until its owner
+ * closed it and the last message built on it is gone. */
+typedef struct rift_msgpool rift_msgpool;
+/* Errors: RIFT_ERR_NOMEM. */
+int rift_msgpool_new(rift_msgpool **pp, const rift_mem *base);
+/* The owner lets go (NULL is a no-op). */
+void rift_msgpool_close(rift_msgpool *p);
+/* A message holding copies of |f|'s fields (client thread). Errors:
+ * RIFT_ERR_NOMEM. */
+int rift_msgpool_msg(rift_msgpool *p, rift_msg **pm, const rift_frame_msg *f);
+
 /*
  * rift_client_msg_build makes a rift_msg from decoded fields. |detached|,
  * when not NULL, is the heap buffer of the frame body they point into
  * (rift_frame_reader_detach, allocated through |mem|): with the default
  * allocator the message adopts it instead of copying the payload; it is
- * freed in every case. Errors: RIFT_ERR_NOMEM.
+ * freed in every case. Otherwise the fields are copied into a message
+ * from |pool| (NULL: malloc). Errors: RIFT_ERR_NOMEM.
  */
 int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
-                          const rift_frame_msg *f, uint8_t *detached);
+                          rift_msgpool *pool, const rift_frame_msg *f,
+                          uint8_t *detached);
 
 /* One queued subscription message and the flow-control bytes it holds. */
 typedef struct rift_client_entry {
@@ -160,8 +176,17 @@ typedef enum rift_call_kind {
     RIFT_CALL_PUBLISHER,
 } rift_call_kind;
 
-/* One blocking operation on its own stream. The caller fills the request
- * part and runs it with rift_client_call_run. */
+/* An owned copy of an asynchronous call's frame (header and payload),
+ * handed to the stream as a pinned chunk. */
+typedef struct rift_client_frame {
+    const rift_mem *mem;
+    size_t len;
+    uint8_t data[];
+} rift_client_frame;
+
+/* One operation on its own stream. A blocking caller fills the request
+ * part and runs it with rift_client_call_run; an asynchronous one
+ * allocates it and submits it with rift_client_call_submit. */
 struct rift_client_call {
     rift_client *c;
     rift_call_kind kind;
@@ -180,6 +205,17 @@ struct rift_client_call {
     rift_client_stored stored; /* STREAM_PUBLISH */
     rift_subscription *sub;    /* SUBSCRIBE: attached on OK */
     rift_publisher *pub;       /* PUBLISHER: attached on open */
+    /* Asynchronous calls live on the heap and complete by callback on
+     * the client thread; their frame is an owned copy (frame, moved to
+     * the stream once written). */
+    bool async;
+    union {
+        rift_client_stored_fn stored;
+        rift_client_done_fn done;
+        rift_client_fetched_fn fetched;
+    } fn;
+    void *fn_arg;
+    rift_client_frame *frame;
     /* Completion, under c->mu. */
     pthread_cond_t cond;
     bool done;
@@ -195,6 +231,10 @@ struct rift_client_call {
 /* Runs |call| on the client thread and waits for it. Returns call->rc
  * (the error in |err|). */
 int rift_client_call_run(rift_client_call *call, rift_error *err);
+/* Hands the heap call |call| (async, frame set) to the client thread; it
+ * completes by callback. On failure the call is freed, no callback runs
+ * and the reason is in |err|. */
+int rift_client_call_submit(rift_client_call *call, rift_error *err);
 /* Client thread: stream events of a call's stream. */
 void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b);
 /* Client thread: completes |call| with |rc| (|e| may be NULL when rc is
@@ -214,10 +254,17 @@ struct rift_publisher {
     bool shared; /* the client's shared publisher: holds no client ref */
     atomic_int refs;
     pthread_mutex_t mu;
-    /* Frames not yet handed to the client thread. */
-    rift_pub_block *head, *tail;
-    size_t buffered;
-    bool scheduled; /* a flush post is queued */
+    /* The chain of blocks (publisher.c): publishing threads append at
+     * `tail` under mu; the client thread hands bytes over from `cons` /
+     * `cons_off` without it. */
+    _Atomic(rift_pub_block *) first; /* the chain's first block, ever */
+    rift_pub_block *tail;            /* under mu */
+    rift_pub_block *cons;            /* client thread */
+    size_t cons_off;                 /* client thread */
+    atomic_size_t buffered;  /* committed, not yet handed to the stream */
+    atomic_bool kick;        /* a flush post is queued */
+    atomic_bool failed_flag; /* `failed`, readable without mu */
+    atomic_int nwaiters;     /* entries of the waiter queue */
     /* Handed to the stream and not yet acknowledged (written by the
      * client thread without the mutex, see rift_client_pub_acked). */
     _Atomic uint64_t inflight;
@@ -249,6 +296,8 @@ void rift_client_pub_fail(rift_publisher *p, const rift_error *e, bool reset);
 void rift_client_pub_unref(rift_publisher *p);
 /* Attaches a freshly opened stream (client thread). */
 void rift_client_pub_attach(rift_publisher *p, rift_client_stream *cs);
+/* Frees the client's spare blocks (when the client goes). */
+void rift_client_pool_free(rift_client *c);
 
 /* ---- Subscriptions (subscription.c) ---- */
 
@@ -318,6 +367,14 @@ struct rift_client {
     /* The shared publisher (rift_client_publish). */
     pthread_mutex_t shared_mu;
     rift_publisher *shared;
+
+    /* Storage of received messages (client thread allocates). */
+    rift_msgpool *msgs;
+
+    /* Spare publisher blocks (publisher.c), any thread. */
+    pthread_mutex_t pool_mu;
+    rift_pub_block *pool;
+    size_t npool;
 };
 
 /*

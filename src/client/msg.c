@@ -5,7 +5,8 @@
  *
  * A payload is copied at most once on its way to the application. When
  * the frame body was handed out in place (it lives only during the QUIC
- * callback), rift_msg_new copies it into the message's single allocation.
+ * callback), it is copied into the message's single allocation, which
+ * comes from the client's message pool (msgpool.c).
  * When the frame reader had to assemble the body (large or fragmented
  * frames), the message adopts that buffer instead (rift_msg_new_external),
  * provided it came from the default allocator, which is the one rift_msg
@@ -20,7 +21,8 @@ static void body_release(void *ud) {
 }
 
 int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
-                          const rift_frame_msg *f, uint8_t *detached) {
+                          rift_msgpool *pool, const rift_frame_msg *f,
+                          uint8_t *detached) {
     int rc;
     if (detached != NULL && (mem == NULL || mem == rift_mem_default())) {
         rc = rift_msg_new_external(pm, f->subject, f->subject_len, f->reply,
@@ -31,8 +33,12 @@ int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
         }
         return rc;
     }
-    rc = rift_msg_new(pm, f->subject, f->subject_len, f->reply, f->reply_len,
-                      f->payload, f->payload_len);
+    if (pool != NULL) {
+        rc = rift_msgpool_msg(pool, pm, f);
+    } else {
+        rc = rift_msg_new(pm, f->subject, f->subject_len, f->reply,
+                          f->reply_len, f->payload, f->payload_len);
+    }
     rift_free(mem, detached);
     return rc;
 }

@@ -4,13 +4,24 @@
  * and the client's shared publisher behind rift_client_publish.
  *
  * Batching. Publishing threads encode each frame (header, then the
- * payload copied behind it) straight into 64 KiB blocks under the
- * publisher's mutex. The first frame of a batch posts one flush closure to
- * the client thread; the closure takes every block queued by then and
- * hands them to the stream as pinned chunks (no further copy), so a burst
- * of messages costs one wakeup and one stream write, not one per message.
- * Buffered plus unacknowledged bytes are bounded by RIFT_CLIENT_PUB_WINDOW:
- * beyond it publishing threads wait for acknowledgements.
+ * payload copied behind it) straight into a chain of 64 KiB blocks under
+ * the publisher's mutex and publish how far the block is filled
+ * (`committed`, a release store). The first frame after a hand-off posts
+ * one flush closure to the client thread (the `kick` flag); the closure
+ * walks the chain without the mutex, hands everything committed by then
+ * to the stream as pinned chunks (no further copy) and moves on, so a
+ * burst of messages costs one wakeup and one stream write, not one per
+ * message, and the client thread never waits for a publishing thread
+ * (on a shared CPU, a publisher preempted inside its critical section
+ * used to stall the client thread on the mutex, and back).
+ *
+ * Blocks are reference-counted: the chain holds one reference until the
+ * client thread has moved past the block, every chunk the stream holds
+ * one; the last goes back to a per-client pool. Buffered plus
+ * unacknowledged bytes are bounded by RIFT_CLIENT_PUB_WINDOW: beyond it
+ * publishing threads wait for acknowledgements, and are woken once the
+ * window is down to RIFT_CLIENT_PUB_RESUME, so a full window costs a
+ * wakeup per megabytes, not per acknowledgement.
  *
  * Answers. PUBLISH_ACK and PING register a waiter in stream order; each
  * OK from the server completes the oldest waiter (the server processes a
@@ -29,10 +40,16 @@
 #include <string.h>
 
 struct rift_pub_block {
-    rift_pub_block *next;
-    const rift_mem *mem;
+    /* The next block of the publisher's chain (publishing threads link
+     * it, release; the client thread follows it, acquire). In the pool:
+     * the next spare. */
+    _Atomic(rift_pub_block *) next;
+    rift_client *c; /* its pool */
+    /* One reference for the chain, one per chunk handed to the stream. */
+    atomic_uint refs;
     size_t cap;
-    size_t used;
+    size_t used;             /* bytes written (publishing threads, mu) */
+    atomic_size_t committed; /* bytes the client thread may hand over */
     uint8_t data[];
 };
 
@@ -46,18 +63,78 @@ struct rift_pub_waiter {
 
 /* Chunks handed to the stream per write call. */
 #define WRITE_BATCH 32
+/* Spare standard blocks a client keeps for reuse (1 MiB). */
+#define POOL_MAX 16u
 
-static void block_release(void *owner) {
-    rift_pub_block *b = owner;
-    rift_free(b->mem, b);
+/* A block from the client's pool, or a new one; |cap| is at least a
+ * standard block. */
+static rift_pub_block *block_get(rift_client *c, size_t cap) {
+    rift_pub_block *b = NULL;
+    if (cap == RIFT_CLIENT_PUB_BLOCK) {
+        /* Steady publishing recycles blocks instead of paying malloc's
+         * page faults: a freed 64 KiB block usually goes back to the
+         * kernel (heap trim) and every reuse faults it in again. */
+        pthread_mutex_lock(&c->pool_mu);
+        b = c->pool;
+        if (b != NULL) {
+            c->pool = atomic_load_explicit(&b->next, memory_order_relaxed);
+            c->npool--;
+        }
+        pthread_mutex_unlock(&c->pool_mu);
+    }
+    if (b == NULL) {
+        b = rift_malloc(c->mem, sizeof(*b) + cap);
+        if (b == NULL) {
+            return NULL;
+        }
+        b->c = c;
+        b->cap = cap;
+    }
+    atomic_init(&b->next, NULL);
+    atomic_init(&b->refs, 1);
+    atomic_init(&b->committed, 0);
+    b->used = 0;
+    return b;
 }
 
-static void blocks_free(rift_pub_block *b) {
+static void block_unref(void *owner) {
+    rift_pub_block *b = owner;
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) {
+        return;
+    }
+    rift_client *c = b->c;
+    if (b->cap == RIFT_CLIENT_PUB_BLOCK) {
+        pthread_mutex_lock(&c->pool_mu);
+        if (c->npool < POOL_MAX) {
+            atomic_store_explicit(&b->next, c->pool, memory_order_relaxed);
+            c->pool = b;
+            c->npool++;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&c->pool_mu);
+    }
+    if (b != NULL) {
+        rift_free(c->mem, b);
+    }
+}
+
+/* Drops the chain's reference of every block from |b| on. */
+static void chain_free(rift_pub_block *b) {
     while (b != NULL) {
-        rift_pub_block *next = b->next;
-        block_release(b);
+        rift_pub_block *next =
+            atomic_load_explicit(&b->next, memory_order_acquire);
+        block_unref(b);
         b = next;
     }
+}
+
+void rift_client_pool_free(rift_client *c) {
+    while (c->pool != NULL) {
+        rift_pub_block *b = c->pool;
+        c->pool = atomic_load_explicit(&b->next, memory_order_relaxed);
+        rift_free(c->mem, b);
+    }
+    c->npool = 0;
 }
 
 static void timer_fired(rift_timer *t, void *arg);
@@ -82,6 +159,11 @@ static rift_publisher *pub_new(rift_client *c, bool shared) {
     p->c = c;
     p->shared = shared;
     atomic_init(&p->refs, 1);
+    atomic_init(&p->first, NULL);
+    atomic_init(&p->buffered, 0);
+    atomic_init(&p->kick, false);
+    atomic_init(&p->failed_flag, false);
+    atomic_init(&p->nwaiters, 0);
     atomic_init(&p->inflight, 0);
     atomic_init(&p->blocked, 0);
     rift_timer_init(c->loop, &p->timer, timer_fired, p);
@@ -96,7 +178,7 @@ void rift_client_pub_unref(rift_publisher *p) {
         return;
     }
     rift_client *c = p->c;
-    blocks_free(p->head);
+    chain_free(p->cons != NULL ? p->cons : atomic_load(&p->first));
     pthread_cond_destroy(&p->room);
     pthread_cond_destroy(&p->done);
     pthread_mutex_destroy(&p->mu);
@@ -126,6 +208,7 @@ static void fail_locked(rift_publisher *p, const rift_error *e) {
         return;
     }
     p->failed = true;
+    atomic_store(&p->failed_flag, true);
     rift_error_copy(&p->fail, e);
     for (rift_pub_waiter *w = p->wq_head; w != NULL;) {
         rift_pub_waiter *next = w->next;
@@ -134,6 +217,7 @@ static void fail_locked(rift_publisher *p, const rift_error *e) {
         w = next;
     }
     p->wq_head = p->wq_tail = NULL;
+    atomic_store(&p->nwaiters, 0);
     pthread_cond_broadcast(&p->done);
     pthread_cond_broadcast(&p->room);
 }
@@ -211,56 +295,88 @@ static void timer_fired(rift_timer *t, void *arg) {
     }
 }
 
+/* Client thread: collects the committed bytes of the chain not handed
+ * over yet into |ch| (at most |max| chunks, each holding a reference to
+ * its block), moving past finished blocks. Returns the chunk count and
+ * adds the bytes to *bytes. */
+static size_t chain_take(rift_publisher *p, rift_quic_chunk *ch, size_t max,
+                         size_t *bytes) {
+    size_t n = 0;
+    rift_pub_block *b = p->cons;
+    if (b == NULL) {
+        if ((b = atomic_load_explicit(&p->first, memory_order_acquire)) ==
+            NULL) {
+            return 0;
+        }
+        p->cons = b;
+        p->cons_off = 0;
+    }
+    while (n < max) {
+        rift_pub_block *next =
+            atomic_load_explicit(&b->next, memory_order_acquire);
+        /* Read after `next`: once the block has a successor its committed
+         * size is final. */
+        size_t end = atomic_load_explicit(&b->committed, memory_order_acquire);
+        if (end > p->cons_off) {
+            atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+            ch[n].data = b->data + p->cons_off;
+            ch[n].len = end - p->cons_off;
+            ch[n].release = block_unref;
+            ch[n].owner = b;
+            *bytes += end - p->cons_off;
+            n++;
+            p->cons_off = end;
+        }
+        if (next == NULL) {
+            break;
+        }
+        p->cons = next;
+        p->cons_off = 0;
+        block_unref(b); /* the chain's reference */
+        b = next;
+    }
+    return n;
+}
+
+/* Hands everything committed so far to the stream. */
 static void flush_cb(void *arg, int status) {
     rift_publisher *p = arg;
     rift_client *c = p->c;
-    pthread_mutex_lock(&p->mu);
-    rift_pub_block *blocks = p->head;
-    p->head = p->tail = NULL;
-    p->buffered = 0;
-    p->scheduled = false;
-    bool failed = p->failed;
-    if (!failed && p->cs != NULL && status == 0 && p->wq_head != NULL &&
-        !rift_timer_active(&p->timer)) {
-        arm_locked(p);
-    }
-    pthread_mutex_unlock(&p->mu);
-
     rift_client_stream *cs = p->cs;
-    if (failed || cs == NULL || status != 0 || c->dead || p->stopped) {
-        /* Nothing can be written any more; a stopped stream waits for the
-         * server's ERROR and FIN on the read side. */
-        blocks_free(blocks);
+    /* Cleared before looking at the chain, with a full fence that pairs
+     * with the publishing threads' one: a frame committed after the look
+     * finds the flag clear and posts again. */
+    atomic_store_explicit(&p->kick, false, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    bool dead = cs == NULL || status != 0 || c->dead || p->stopped ||
+                atomic_load(&p->failed_flag);
+    int rc = 0;
+    for (;;) {
+        rift_quic_chunk ch[WRITE_BATCH];
+        size_t bytes = 0;
+        size_t n = chain_take(p, ch, WRITE_BATCH, &bytes);
+        if (n == 0) {
+            break;
+        }
+        atomic_fetch_sub_explicit(&p->buffered, bytes, memory_order_relaxed);
+        if (!dead && rc == 0) {
+            rc = rift_quic_stream_write(cs->qs, ch, n, false);
+            if (rc == 0) {
+                continue;
+            }
+        }
+        /* Nothing can be written (any more): a stopped stream waits for
+         * the server's ERROR and FIN on the read side. All or nothing:
+         * these chunks' references are still ours. */
+        for (size_t i = 0; i < n; i++) {
+            block_unref(ch[i].owner);
+        }
+    }
+    if (dead) {
         rift_client_pub_unref(p);
         return;
     }
-    int rc = 0;
-    while (blocks != NULL && rc == 0) {
-        rift_quic_chunk ch[WRITE_BATCH];
-        rift_pub_block *first = blocks;
-        size_t n = 0;
-        for (rift_pub_block *b = blocks; b != NULL && n < WRITE_BATCH;
-             b = b->next) {
-            ch[n].data = b->data;
-            ch[n].len = b->used;
-            ch[n].release = block_release;
-            ch[n].owner = b;
-            n++;
-        }
-        /* Detach the written blocks from the list before the stream owns
-         * them: it may release them at any time from now on. */
-        rift_pub_block *rest = first;
-        for (size_t i = 0; i < n; i++) {
-            rest = rest->next;
-        }
-        rc = rift_quic_stream_write(cs->qs, ch, n, false);
-        if (rc != 0) {
-            break; /* all or nothing: the blocks are still ours */
-        }
-        blocks = rest;
-    }
     if (rc != 0) {
-        blocks_free(blocks);
         if (rc == RIFT_ERR_NOMEM) {
             fail_text(p, rc, "out of memory");
         } else {
@@ -268,6 +384,13 @@ static void flush_cb(void *arg, int status) {
         }
     } else {
         atomic_store(&p->inflight, rift_quic_stream_unacked(cs->qs));
+        if (atomic_load(&p->nwaiters) > 0 && !rift_timer_active(&p->timer)) {
+            pthread_mutex_lock(&p->mu);
+            if (!p->failed && p->wq_head != NULL) {
+                arm_locked(p);
+            }
+            pthread_mutex_unlock(&p->mu);
+        }
     }
     rift_client_pub_unref(p); /* the post's reference */
 }
@@ -298,6 +421,7 @@ void rift_client_pub_frame(rift_client_stream *cs, const uint8_t *body,
             p->wq_tail = NULL;
         }
         waiter_complete(w, 0, NULL);
+        atomic_fetch_sub(&p->nwaiters, 1);
         arm_locked(p);
     }
     pthread_mutex_unlock(&p->mu);
@@ -338,7 +462,8 @@ void rift_client_pub_acked(rift_client_stream *cs, uint64_t unacked) {
      * sees this value or this thread sees it and wakes it under the mutex
      * it holds until it sleeps. */
     atomic_store(&p->inflight, unacked);
-    if (atomic_load(&p->blocked) > 0) {
+    if (atomic_load(&p->blocked) > 0 &&
+        unacked + atomic_load(&p->buffered) <= RIFT_CLIENT_PUB_RESUME) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->room);
         pthread_mutex_unlock(&p->mu);
@@ -356,32 +481,30 @@ static void close_cb(void *arg, int status) {
 
 /* ---- Publishing threads ---- */
 
-/* Room for |need| more bytes at the tail (under p->mu). */
+/* Room for |need| more bytes at the end of the chain (under p->mu). */
 static uint8_t *reserve_locked(rift_publisher *p, size_t need) {
     rift_pub_block *b = p->tail;
     if (b != NULL && b->cap - b->used >= need) {
         return b->data + b->used;
     }
     size_t cap = RIFT_MAX(need, (size_t)RIFT_CLIENT_PUB_BLOCK);
-    b = rift_malloc(p->c->mem, sizeof(*b) + cap);
-    if (b == NULL) {
+    rift_pub_block *nb = block_get(p->c, cap);
+    if (nb == NULL) {
         return NULL;
     }
-    b->next = NULL;
-    b->mem = p->c->mem;
-    b->cap = cap;
-    b->used = 0;
-    if (p->tail != NULL) {
-        p->tail->next = b;
+    /* Linked after the old tail's last commit (release): whoever sees
+     * the link sees the old tail's final size. */
+    if (b != NULL) {
+        atomic_store_explicit(&b->next, nb, memory_order_release);
     } else {
-        p->head = b;
+        atomic_store_explicit(&p->first, nb, memory_order_release);
     }
-    p->tail = b;
-    return b->data;
+    p->tail = nb;
+    return nb->data;
 }
 
 static bool over_window(rift_publisher *p, size_t need) {
-    uint64_t used = p->buffered + atomic_load(&p->inflight);
+    uint64_t used = atomic_load(&p->buffered) + atomic_load(&p->inflight);
     return used > 0 && used + need > RIFT_CLIENT_PUB_WINDOW;
 }
 
@@ -462,8 +585,9 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
                             RIFT_CLIENT_ERR_STRING);
         goto out;
     }
-    p->tail->used += need;
-    p->buffered += need;
+    rift_pub_block *tail = p->tail;
+    tail->used += need;
+    atomic_fetch_add_explicit(&p->buffered, need, memory_order_relaxed);
     if (w != NULL) {
         w->next = NULL;
         w->done = false;
@@ -474,14 +598,19 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
             p->wq_head = w;
         }
         p->wq_tail = w;
+        atomic_fetch_add(&p->nwaiters, 1);
     }
-    if (!p->scheduled) {
-        p->scheduled = true;
+    atomic_store_explicit(&tail->committed, tail->used, memory_order_release);
+    /* Pairs with the fence in flush_cb: either it sees this frame, or
+     * this thread sees the flag clear and posts. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&p->kick, memory_order_relaxed) &&
+        !atomic_exchange(&p->kick, true)) {
         pub_ref(p);
         rift_error e;
         if ((rc = rift_client_post(c, flush_cb, p, &e)) != 0) {
             atomic_fetch_sub_explicit(&p->refs, 1, memory_order_relaxed);
-            p->scheduled = false;
+            atomic_store(&p->kick, false);
             fail_locked(p, &e); /* completes |w| with the same error */
             if (w == NULL) {
                 p->reported = true;

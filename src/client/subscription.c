@@ -125,7 +125,8 @@ bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b) {
     uint8_t *detached = b->assembled ? rift_frame_reader_detach(&cs->rd) : NULL;
     rift_client_entry entry = {NULL,
                                (uint32_t)(RIFT_FRAME_PREFIX_BYTES + b->len)};
-    if (rift_client_msg_build(&entry.msg, cs->c->mem, &f, detached) != 0) {
+    if (rift_client_msg_build(&entry.msg, cs->c->mem, cs->c->msgs, &f,
+                              detached) != 0) {
         fail_text(s, RIFT_ERR_NOMEM, "out of memory");
         return false;
     }

@@ -1,6 +1,7 @@
 /*
- * loop.c — the epoll event loop (net layer): fd watchers, a timer heap on
- * one timerfd, an eventfd-driven post queue and signalfd watchers. See
+ * loop.c — the epoll event loop (net layer): fd watchers, a timer heap
+ * whose earliest deadline is the epoll wait's timeout (epoll_pwait2,
+ * nanoseconds), an eventfd-driven post queue and signalfd watchers. See
  * loop.h for the contract.
  */
 #include "net/loop.h"
@@ -16,7 +17,6 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 64
@@ -42,9 +42,6 @@ struct rift_loop {
     size_t heap_len;
     size_t heap_cap;
     uint64_t next_seq;
-    rift_io timer_io;
-    int timerfd;
-    rift_tstamp armed; /* deadline the timerfd is set to; 0 = disarmed */
 
     /* Cross-thread post queue. */
     rift_io wake_io;
@@ -177,38 +174,38 @@ bool rift_timer_active(const rift_timer *timer) {
     return timer->heap_index != SIZE_MAX;
 }
 
-/* Prepares the wait: returns true when a timer is already due (the caller
- * then polls instead of sleeping), otherwise makes sure the timerfd fires
- * no later than the earliest deadline.
- *
- * timerfd_settime is not cheap (measured ~15% of a loaded QUIC sender in
- * a VM, where it re-enables interrupts), and pacing moves the earliest
- * deadline nearly every iteration. So the timerfd is only reprogrammed when
- * the deadline moves earlier or nothing is armed; a deadline that moved
- * later costs at most one early wake-up, after which it is re-armed. A
- * zero it_value would disarm the timerfd, so deadlines are at least 1 ns. */
-static bool arm_timerfd(rift_loop *loop) {
-    if (loop->heap_len == 0) {
-        return false; /* an armed timerfd may still fire: harmless */
+/* epoll_pwait2 (Linux 5.11) waits with nanosecond resolution; without it
+ * the wait rounds up to milliseconds and timers fire up to 1 ms late. */
+static atomic_bool no_pwait2;
+
+/* Waits for events until |deadline| (monotonic ns; one in the past polls,
+ * UINT64_MAX waits without limit). The earliest timer is the deadline: no
+ * timerfd to reprogram (timerfd_settime and the read of its expiry were two
+ * syscalls per deadline change, which in a paravirtualised guest cost
+ * several µs each). */
+static int wait_events(rift_loop *loop, rift_tstamp deadline) {
+    struct timespec ts, *pts = NULL;
+    int64_t left = -1;
+    if (deadline != UINT64_MAX) {
+        rift_tstamp now = rift_now_ns();
+        left = deadline > now ? (int64_t)(deadline - now) : 0;
+        ts.tv_sec = (time_t)(left / 1000000000);
+        ts.tv_nsec = (long)(left % 1000000000);
+        pts = &ts;
     }
-    rift_tstamp want = loop->heap[0]->deadline;
-    if (want == 0) {
-        want = 1;
+    if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+        int n = epoll_pwait2(loop->epfd, loop->events, MAX_EVENTS, pts, NULL);
+        if (n >= 0 || errno != ENOSYS) {
+            return n;
+        }
+        atomic_store(&no_pwait2, true);
     }
-    if (want <= rift_now_ns()) {
-        return true;
+    int ms = -1;
+    if (left >= 0) {
+        int64_t m = (left + 999999) / 1000000;
+        ms = m > 1000000000 ? 1000000000 : (int)m;
     }
-    if (loop->armed != 0 && loop->armed <= want) {
-        return false;
-    }
-    struct itimerspec its;
-    memset(&its, 0, sizeof(its));
-    its.it_value.tv_sec = (time_t)(want / 1000000000ULL);
-    its.it_value.tv_nsec = (long)(want % 1000000000ULL);
-    if (timerfd_settime(loop->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
-        loop->armed = want;
-    }
-    return false;
+    return epoll_wait(loop->epfd, loop->events, MAX_EVENTS, ms);
 }
 
 /* Runs every timer that is due. Timers (re)started by these callbacks get a
@@ -227,15 +224,8 @@ static void run_timers(rift_loop *loop) {
     }
 }
 
-static void on_timerfd(rift_io *io, unsigned events, void *arg) {
-    rift_loop *loop = arg;
-    uint64_t n;
-    (void)io;
-    (void)events;
-    ssize_t r = read(loop->timerfd, &n, sizeof(n));
-    (void)r;
-    loop->armed = 0;
-}
+static int io_start(rift_loop *loop, rift_io *io, int fd, uint32_t epoll_events,
+                    unsigned events, rift_io_cb cb, void *arg);
 
 /* ---- Post queue ---- */
 
@@ -253,13 +243,12 @@ static void run_posts(rift_loop *loop, int status) {
     }
 }
 
+/* The eventfd is watched edge-triggered: every write is a new edge, so
+ * its counter is never read back (one syscall less per wakeup). */
 static void on_wake(rift_io *io, unsigned events, void *arg) {
     rift_loop *loop = arg;
-    uint64_t n;
     (void)io;
     (void)events;
-    ssize_t r = read(loop->wakefd, &n, sizeof(n));
-    (void)r;
     run_posts(loop, 0);
 }
 
@@ -309,17 +298,12 @@ int rift_loop_new(rift_loop **ploop, const rift_mem *mem) {
         return RIFT_ERR_NOMEM;
     }
     loop->mem = mem;
-    loop->timerfd = loop->wakefd = -1;
+    loop->wakefd = -1;
     atomic_init(&loop->stop, false);
     loop->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->epfd < 0) {
         rv = -errno;
         goto fail_epoll;
-    }
-    loop->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (loop->timerfd < 0) {
-        rv = -errno;
-        goto fail_timerfd;
     }
     loop->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (loop->wakefd < 0) {
@@ -330,13 +314,8 @@ int rift_loop_new(rift_loop **ploop, const rift_mem *mem) {
         rv = RIFT_ERR_NOMEM;
         goto fail_mutex;
     }
-    rv = rift_io_start(loop, &loop->timer_io, loop->timerfd, RIFT_IO_READ,
-                       on_timerfd, loop);
-    if (rv != 0) {
-        goto fail_io;
-    }
-    rv = rift_io_start(loop, &loop->wake_io, loop->wakefd, RIFT_IO_READ,
-                       on_wake, loop);
+    rv = io_start(loop, &loop->wake_io, loop->wakefd, EPOLLIN | EPOLLET,
+                  RIFT_IO_READ, on_wake, loop);
     if (rv != 0) {
         goto fail_io;
     }
@@ -349,8 +328,6 @@ fail_io:
 fail_mutex:
     close(loop->wakefd);
 fail_eventfd:
-    close(loop->timerfd);
-fail_timerfd:
     close(loop->epfd);
 fail_epoll:
     rift_free(mem, loop);
@@ -378,7 +355,6 @@ void rift_loop_del(rift_loop *loop) {
     rift_free(loop->mem, loop->heap);
     pthread_mutex_destroy(&loop->post_lock);
     close(loop->wakefd);
-    close(loop->timerfd);
     close(loop->epfd);
     rift_free(loop->mem, loop);
 }
@@ -414,15 +390,14 @@ static void dispatch(rift_loop *loop) {
 
 int rift_loop_run_once(rift_loop *loop, int64_t timeout_ns) {
     set_timer_slack();
-    int timeout_ms = -1;
+    rift_tstamp deadline = UINT64_MAX;
     if (timeout_ns >= 0) {
-        int64_t ms = (timeout_ns + 999999) / 1000000;
-        timeout_ms = ms > 1000000000 ? 1000000000 : (int)ms;
+        deadline = rift_now_ns() + (rift_tstamp)timeout_ns;
     }
-    if (arm_timerfd(loop)) {
-        timeout_ms = 0; /* a timer is due: just collect ready fds */
+    if (loop->heap_len > 0 && loop->heap[0]->deadline < deadline) {
+        deadline = loop->heap[0]->deadline;
     }
-    int n = epoll_wait(loop->epfd, loop->events, MAX_EVENTS, timeout_ms);
+    int n = wait_events(loop, deadline);
     if (n < 0) {
         if (errno == EINTR) {
             return 0;
@@ -458,14 +433,11 @@ static uint32_t to_epoll(unsigned events) {
     return e;
 }
 
-int rift_io_start(rift_loop *loop, rift_io *io, int fd, unsigned events,
-                  rift_io_cb cb, void *arg) {
-    if (fd < 0 || cb == NULL || (events & ~(RIFT_IO_READ | RIFT_IO_WRITE))) {
-        return RIFT_ERR_INVALID_ARGUMENT;
-    }
+static int io_start(rift_loop *loop, rift_io *io, int fd, uint32_t epoll_events,
+                    unsigned events, rift_io_cb cb, void *arg) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof(ev));
-    ev.events = to_epoll(events);
+    ev.events = epoll_events;
     ev.data.ptr = io;
     if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         return -errno;
@@ -477,6 +449,14 @@ int rift_io_start(rift_loop *loop, rift_io *io, int fd, unsigned events,
     io->arg = arg;
     io->active = true;
     return 0;
+}
+
+int rift_io_start(rift_loop *loop, rift_io *io, int fd, unsigned events,
+                  rift_io_cb cb, void *arg) {
+    if (fd < 0 || cb == NULL || (events & ~(RIFT_IO_READ | RIFT_IO_WRITE))) {
+        return RIFT_ERR_INVALID_ARGUMENT;
+    }
+    return io_start(loop, io, fd, to_epoll(events), events, cb, arg);
 }
 
 int rift_io_update(rift_io *io, unsigned events) {

@@ -9,10 +9,12 @@
  * from any thread (they are how work crosses threads, house style §8.30).
  *
  * Timers are kept in a binary min-heap (insert, cancel and reschedule are
- * O(log n)) and share one timerfd armed at the earliest deadline
- * (CLOCK_MONOTONIC, absolute, nanosecond resolution). The loop sets the
- * thread's timer slack to 1 ns when it is created so deadlines such as
- * ngtcp2's pacing times are honoured to the microsecond.
+ * O(log n)); the earliest deadline (CLOCK_MONOTONIC, nanoseconds) is the
+ * timeout of the loop's epoll_pwait2, so moving it costs no syscall. The
+ * loop sets the thread's timer slack to 1 ns when it is created so
+ * deadlines such as ngtcp2's pacing times are honoured to the
+ * microsecond. (Kernels before 5.11 lack epoll_pwait2: the wait then
+ * rounds up to milliseconds.)
  *
  * Watchers and timers are caller-owned structs (libuv style): the caller
  * keeps them alive while active and may stop them from inside any callback,
@@ -35,10 +37,10 @@ typedef struct rift_signal rift_signal;
 /* ---- Loop ---- */
 
 /**
- * rift_loop_new creates a loop (epoll instance, timerfd, eventfd). |mem|
+ * rift_loop_new creates a loop (epoll instance, eventfd). |mem|
  * may be NULL for malloc and must outlive the loop.
  *
- * Errors: RIFT_ERR_NOMEM; -errno from epoll_create1, timerfd_create or
+ * Errors: RIFT_ERR_NOMEM; -errno from epoll_create1 or
  * eventfd.
  */
 int rift_loop_new(rift_loop **ploop, const rift_mem *mem);
@@ -60,9 +62,8 @@ int rift_loop_run(rift_loop *loop);
 
 /**
  * rift_loop_run_once waits for events at most |timeout_ns| (0 polls, a
- * negative value waits until something happens), dispatches them, runs
- * expired timers and posted closures, and returns. The wait itself has
- * millisecond resolution (rounded up); timers keep nanosecond resolution.
+ * negative value waits until something happens, or the earliest timer),
+ * dispatches them, runs expired timers and posted closures, and returns.
  * Returns 0 or -errno.
  */
 int rift_loop_run_once(rift_loop *loop, int64_t timeout_ns);

@@ -19,13 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Path MTU probes (UDP payload sizes), tried in this order: ngtcp2's
- * defaults, then jumbo frames and larger (settings.max_udp_payload caps
- * them; a probe is only tried above the last success and below the last
- * failure). */
-static const uint16_t pmtud_probes[] = {1406, 1342, 1232, 1444, 8952, 16000};
-#define BASE_UDP_PAYLOAD 1452
-
 /* Vectors handed to one writev_stream call. */
 #define WRITE_VECS 16
 /* Packets per write pass: what GSO can carry in one message. */
@@ -492,14 +485,12 @@ int rift_quic_conn_new(rift_quic_conn **pc, rift_quic_endpoint *ep,
     /* Fixed windows, as the reference's quinn profile: no auto-tuning. */
     settings.max_window = 0;
     settings.max_stream_window = 0;
-    settings.max_tx_udp_payload_size = BASE_UDP_PAYLOAD;
-    if (st->max_udp_payload > BASE_UDP_PAYLOAD) {
-        settings.max_tx_udp_payload_size =
-            st->max_udp_payload < RIFT_UDP_MAX_TX_PKT ? st->max_udp_payload
-                                                      : RIFT_UDP_MAX_TX_PKT;
-        settings.pmtud_probes = pmtud_probes;
-        settings.pmtud_probeslen = RIFT_ARRAY_LEN(pmtud_probes);
-    }
+    /* Path MTU discovery goes from 1,200 bytes up through the endpoint's
+     * probe sizes (ngtcp2 skips those above the peer's
+     * max_udp_payload_size, and those above a size that failed). */
+    settings.max_tx_udp_payload_size = ep->pmtud_probes[ep->npmtud - 1];
+    settings.pmtud_probes = ep->pmtud_probes;
+    settings.pmtud_probeslen = ep->npmtud;
     if (st->ack_hold > 0) {
         /* Every write carries the ACK of what arrived before it (ngtcp2
          * otherwise leaves it out until srtt/8 has passed, a few µs on
@@ -1003,12 +994,9 @@ static void arm_timer(rift_quic_conn *c) {
 static bool write_pkts(rift_quic_conn *c) {
     rift_quic_endpoint *ep = c->ep;
     ngtcp2_tstamp ts = rift_now_ns();
-    /* Buffers are as large as a path MTU probe may be; the send quantum
-     * counts packets of the size the path is known to carry. */
+    /* Room for the largest packet (a path MTU probe may be that big);
+     * the send quantum is counted in packets of the path's current size. */
     size_t mtu = ngtcp2_conn_get_max_tx_udp_payload_size(c->qc);
-    if (mtu > RIFT_UDP_MAX_TX_PKT) {
-        mtu = RIFT_UDP_MAX_TX_PKT;
-    }
     size_t max_pkts = ngtcp2_conn_get_send_quantum(c->qc) /
                       ngtcp2_conn_get_path_max_tx_udp_payload_size(c->qc);
     if (max_pkts < 1) {

@@ -32,11 +32,11 @@ void rift_quic_settings_default(rift_quic_settings *s) {
     s->max_streams_bidi = 128;
     s->stream_window = 2228224;
     s->conn_window = 8912896;
+    s->max_udp_payload = 16384;
     s->max_connections = 1024;
     s->gso = true;
     s->gro = true;
     s->ack_hold = 2 * NGTCP2_MILLISECONDS;
-    s->max_udp_payload = 16000;
 }
 
 void rift_quic_settings_default_client(rift_quic_settings *s) {
@@ -171,7 +171,7 @@ static void send_version_negotiation(rift_quic_endpoint *ep,
     }
     static const uint32_t versions[] = {NGTCP2_PROTO_VER_V1,
                                         NGTCP2_PROTO_VER_V2};
-    uint8_t pkt[RIFT_UDP_MAX_PKT], r;
+    uint8_t pkt[RIFT_UDP_STATELESS_PKT], r;
     rift_random(&r, 1);
     ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(
         pkt, sizeof(pkt), r, vc->scid, vc->scidlen, vc->dcid, vc->dcidlen,
@@ -202,8 +202,8 @@ static void send_stateless_reset(rift_quic_endpoint *ep,
     }
     size_t out = len - 1 < 1200 ? len - 1 : 1200;
     size_t randlen = out - NGTCP2_STATELESS_RESET_TOKENLEN;
-    uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN], rnd[RIFT_UDP_MAX_PKT];
-    uint8_t pkt[RIFT_UDP_MAX_PKT];
+    uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN], rnd[RIFT_UDP_STATELESS_PKT];
+    uint8_t pkt[RIFT_UDP_STATELESS_PKT];
     ngtcp2_cid cid;
     ngtcp2_cid_init(&cid, vc->dcid, vc->dcidlen);
     if (rift_quic_ep_reset_token(ep, token, &cid) != 0 ||
@@ -221,7 +221,7 @@ static void send_stateless_reset(rift_quic_endpoint *ep,
 static void send_retry(rift_quic_endpoint *ep, const ngtcp2_pkt_hd *hd,
                        const rift_udp_addr *from, const rift_udp_addr *local) {
     uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
-    uint8_t pkt[RIFT_UDP_MAX_PKT];
+    uint8_t pkt[RIFT_UDP_STATELESS_PKT];
     ngtcp2_cid scid;
     scid.datalen = RIFT_QUIC_SCID_LEN;
     if (rift_random(scid.data, scid.datalen) != 0) {
@@ -247,7 +247,7 @@ static void send_retry(rift_quic_endpoint *ep, const ngtcp2_pkt_hd *hd,
 static void send_initial_close(rift_quic_endpoint *ep, const ngtcp2_pkt_hd *hd,
                                const rift_udp_addr *from,
                                const rift_udp_addr *local, uint64_t code) {
-    uint8_t pkt[RIFT_UDP_MAX_PKT];
+    uint8_t pkt[RIFT_UDP_STATELESS_PKT];
     ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(
         pkt, sizeof(pkt), hd->version, &hd->scid, &hd->dcid, code, NULL, 0);
     if (n > 0) {
@@ -363,9 +363,10 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
             }
             rift_quic_ep_flush(ep);
             if (n < RIFT_UDP_RX_BATCH) {
-                /* The socket had no more: one syscall fewer per wake-up
-                 * (epoll is level-triggered, so later datagrams still
-                 * wake the loop). */
+                /* A short batch drained the socket: another recvmmsg
+                 * would only say EAGAIN (a syscall, several µs in a
+                 * paravirtualised guest). Later datagrams make the
+                 * socket readable again. */
                 break;
             }
         }
@@ -375,6 +376,20 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
 }
 
 /* ---- Creation ---- */
+
+/* The path MTU probe sizes up to settings.max_udp_payload (clamped to
+ * 1,452 .. RIFT_UDP_MAX_PKT), which ends the list. */
+static void set_probes(rift_quic_endpoint *ep) {
+    static const uint16_t sizes[] = {1452, 8952, 16384};
+    size_t max = ep->settings.max_udp_payload;
+    max = max < sizes[0] ? sizes[0] : max;
+    max = max > RIFT_UDP_MAX_PKT ? RIFT_UDP_MAX_PKT : max;
+    ep->npmtud = 0;
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(sizes) && sizes[i] < max; i++) {
+        ep->pmtud_probes[ep->npmtud++] = sizes[i];
+    }
+    ep->pmtud_probes[ep->npmtud++] = (uint16_t)max;
+}
 
 static int ep_new(rift_quic_endpoint **pep, rift_loop *loop, bool server,
                   const rift_quic_settings *settings,
@@ -403,6 +418,7 @@ static int ep_new(rift_quic_endpoint **pep, rift_loop *loop, bool server,
     if (ep->settings.max_connections == 0) {
         ep->settings.max_connections = 1024;
     }
+    set_probes(ep);
     if (cbs) {
         ep->cbs = *cbs;
     }

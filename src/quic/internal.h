@@ -138,6 +138,10 @@ struct rift_quic_endpoint {
     bool server;
     bool shutting_down;
     rift_quic_settings settings; /* file names cleared after use */
+    /* Path MTU probe sizes, ascending; the last is the largest payload
+     * we send (settings.max_udp_payload, clamped). */
+    uint16_t pmtud_probes[4];
+    size_t npmtud;
     rift_quic_callbacks cbs;
     void *user_data;
     char alpn[64];

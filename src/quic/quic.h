@@ -67,19 +67,22 @@ typedef struct rift_quic_settings {
     /** Receive windows. Defaults 2,228,224 and 8,912,896 bytes. */
     uint64_t stream_window;
     uint64_t conn_window;
+    /** Largest UDP payload we send, bytes: 1,452 .. 65,000 (others are
+     * clamped). Default 16,384. Packets start at 1,200 bytes; path MTU
+     * discovery then probes 1,452, 8,952 (jumbo frames) and 16,384 bytes,
+     * those not above this limit nor the peer's max_udp_payload_size, so
+     * a path that carries more (loopback, whose MTU is 64 KiB; jumbo-frame
+     * networks) gets fewer, larger packets: per-packet costs (AEAD calls,
+     * header protection, ngtcp2's packet assembly, one skb each in the
+     * kernel) are most of a small-message sender's time. On a 1,500-byte
+     * path the bigger probes fail (EMSGSIZE or loss) and packets stay at
+     * 1,452. 1,452 is quinn 0.11's default ceiling (the reference's). */
+    size_t max_udp_payload;
     /** Server: connections beyond this are refused with CONNECTION_CLOSE
      * (CONNECTION_REFUSED). Default 1,024. */
     size_t max_connections;
     /** Server: require address validation with a Retry. Default off. */
     bool retry;
-    /** Largest UDP payload we send, once path MTU discovery has shown
-     * the path carries it (probes: 1,232 to 1,444 as ngtcp2 does, then
-     * 8,952 for jumbo frames and this value). Default 16,000: loopback
-     * and jumbo-frame paths take far fewer, larger packets (a third less
-     * CPU per small message on both sides); ordinary paths stay at
-     * 1,444 after the larger probes fail. At most 16,384; 1,452 and
-     * below disable the jumbo probes. */
-    size_t max_udp_payload;
     /** UDP offloads (used when the kernel has them). Default on. */
     bool gso;
     bool gro;

@@ -167,7 +167,7 @@ int rift_udp_open(rift_udp *u, const struct sockaddr *bind_addr,
     if (s->gro && setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0) {
         u->gro = true;
     }
-    u->txcap = 16 * RIFT_UDP_MAX_TX_PKT;
+    u->txcap = RIFT_UDP_TX_BYTES;
     u->txbuf = rift_malloc(mem, u->txcap);
     u->rxslot = RX_SLOT_BYTES;
     u->rxbuf = rift_malloc(mem, u->rxslot * RIFT_UDP_RX_BATCH);

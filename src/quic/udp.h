@@ -29,13 +29,14 @@
 /* Messages per sendmmsg / recvmmsg call. */
 #define RIFT_UDP_TX_MSGS  64
 #define RIFT_UDP_RX_BATCH 32
-/* Largest packet built outside a connection (stateless replies, a
- * CONNECTION_CLOSE), the largest a connection ever builds (path MTU
- * discovery can take it this far on loopback or jumbo-frame paths), and
- * the GSO byte budget per message. */
-#define RIFT_UDP_MAX_PKT       1500
-#define RIFT_UDP_MAX_TX_PKT    16384
+/* Largest packet we ever build (settings.max_udp_payload is clamped to
+ * it), packets built outside a connection (Retry, stateless reset,
+ * version negotiation), the GSO byte budget per message and the transmit
+ * buffer. */
+#define RIFT_UDP_MAX_PKT       65000
+#define RIFT_UDP_STATELESS_PKT 1500
 #define RIFT_UDP_GSO_MAX_BYTES 65000
+#define RIFT_UDP_TX_BYTES      (512u << 10)
 #define RIFT_UDP_GSO_MAX_SEGS  64
 
 typedef struct rift_udp_addr {
@@ -145,7 +146,7 @@ int rift_udp_recv_batch(rift_udp *u, rift_udp_recv_cb cb, void *arg);
 
 /**
  * rift_udp_tx_reserve returns room for one packet of up to |len| (<=
- * RIFT_UDP_MAX_TX_PKT) bytes at the end of the transmit batch, flushing the
+ * RIFT_UDP_MAX_PKT) bytes at the end of the transmit batch, flushing the
  * batch first when it is full.
  */
 uint8_t *rift_udp_tx_reserve(rift_udp *u, size_t len);

@@ -155,7 +155,7 @@ RIFT_TEST(messages_copy_or_adopt_the_body) {
     CHECK_OK(rift_frame_decode_msg(frame + 5, body_len - 1, &f, &err));
 
     rift_msg *m;
-    CHECK_OK(rift_client_msg_build(&m, NULL, &f, NULL));
+    CHECK_OK(rift_client_msg_build(&m, NULL, NULL, &f, NULL));
     memset(frame, 0, sizeof(frame)); /* the message owns copies */
     size_t len;
     CHECK_EQ_STR(rift_msg_subject(m, &len), "a.b");
@@ -173,7 +173,7 @@ RIFT_TEST(messages_copy_or_adopt_the_body) {
     memcpy(body, frame + 4, (size_t)h - 4);
     memcpy(body + h - 4, "xyz", 3);
     CHECK_OK(rift_frame_decode_msg(body + 1, (size_t)h - 4 + 3 - 1, &f, &err));
-    CHECK_OK(rift_client_msg_build(&m, NULL, &f, body));
+    CHECK_OK(rift_client_msg_build(&m, NULL, NULL, &f, body));
     p = rift_msg_payload(m, &len);
     CHECK(p == f.payload);
     CHECK_EQ_MEM(p, len, "xyz", 3);
@@ -222,7 +222,7 @@ RIFT_TEST(bodies_of_other_allocators_are_copied) {
     rift_error err;
     CHECK_OK(rift_frame_decode_msg(body + 1, (size_t)h - 4 + 2 - 1, &f, &err));
     rift_msg *m;
-    CHECK_OK(rift_client_msg_build(&m, &mem, &f, body));
+    CHECK_OK(rift_client_msg_build(&m, &mem, NULL, &f, body));
     CHECK_EQ_INT(live_allocs, 0);
     size_t len;
     const uint8_t *p = rift_msg_payload(m, &len);

@@ -79,7 +79,7 @@ static void usage(FILE *out) {
         "form a queue group\n"
         "  --consumer NAME      consume: durable consumer name (a fresh one "
         "per run)\n"
-        "  --ack-threads N      consume: acknowledgements in flight (64)\n\n"
+        "  --ack-threads N      consume: acknowledgements in flight (256)\n\n"
         "Prints a report (msgs/s, MB/s, latency p50/p95/p99/max, per-client "
         "min/avg/max).\nExit status: 0 clean, 3 the row was written but "
         "messages were lost or failed,\n1 failure (no row), 2 usage.\n\n");
@@ -194,7 +194,7 @@ static int check(bench_cfg *cfg, const char *const *v) {
                           &cfg->ack_threads};
     const int which[] = {OPT_PUBS, OPT_SUBS, OPT_BATCH, OPT_RESPONDERS,
                          OPT_ACK_THREADS};
-    const unsigned defaults[] = {1, 1, 0, 1, 64};
+    const unsigned defaults[] = {1, 1, 0, 1, 256};
     for (size_t i = 0; i < sizeof(which) / sizeof(which[0]); i++) {
         *counts[i] = defaults[i];
         if (v[which[i]] != NULL) {
@@ -274,8 +274,8 @@ static int check(bench_cfg *cfg, const char *const *v) {
         why = "reply needs at least one responder";
     } else if (cfg->max_ack_pending < 1) {
         why = "--max-ack-pending must be 1..65536";
-    } else if (cfg->ack_threads < 1 || cfg->ack_threads > 1024) {
-        why = "--ack-threads must be 1..1024";
+    } else if (cfg->ack_threads < 1 || cfg->ack_threads > 4096) {
+        why = "--ack-threads must be 1..4096";
     }
     if (why != NULL) {
         fprintf(stderr, "rift bench: %s\n", why);

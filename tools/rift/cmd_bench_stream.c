@@ -2,22 +2,23 @@
  * cmd_bench_stream.c — retained-stream scenarios of `rift bench` (tools
  * layer).
  *
- * stream: --pubs publishers, one connection each, publish to --stream on
- * --subject and count STORED answers. Protocol v1 carries one
- * STREAM_PUBLISH per stream and the client call waits for its answer, so
- * a publisher's in-flight window of --batch W is W threads sharing its
- * connection, each publishing synchronously: at most W unacknowledged,
- * like nats-load's async window. With --batch 1 each publish waits for
- * its STORED and its latency is sampled ("ack").
+ * stream: --pubs publishers, one connection and one thread each, publish
+ * to --stream on --subject and count STORED answers. With --batch 1 each
+ * publish waits for its STORED (rift_client_stream_publish) and its
+ * latency is sampled ("ack"). With --batch W the publisher keeps W
+ * publications in flight with rift_client_stream_publish_async: it starts
+ * W, and every completion (on the client thread) starts the next one, so
+ * at most W are unacknowledged, like nats-load's async window, without a
+ * thread per publication.
  *
  * consume: prefill --msgs records (unmeasured, window of 256), open a
  * fresh durable consumer starting at the first of them (max ack pending
- * 65,536, ack wait 30 s), then measure: fetch --batch, hand every
- * delivered sequence to a pool of acknowledging threads (each ACK is its
- * own stream and waits for OK, so the pool is the ack window; the fetch
- * loop never waits for an ack), repeat until all are fetched; the window
- * closes when the last ACK was answered. Latency samples are whole
- * fetches ("fetch").
+ * 65,536, ack wait 30 s), then measure: fetch --batch, queue every
+ * delivered sequence for acknowledgement and go on fetching; the acks go
+ * out with rift_client_ack_async, at most --ack-threads in flight, each
+ * completion starting the next queued one (the fetch loop never waits for
+ * an ack); repeat until all are fetched; the window closes when the last
+ * ACK was answered. Latency samples are whole fetches ("fetch").
  */
 #include "cmd_bench.h"
 
@@ -25,71 +26,143 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct spub spub;
 typedef struct srun srun;
 
-typedef struct sworker {
-    spub *p;
+/* One publisher: its connection, thread and window. */
+typedef struct spub {
+    srun *r;
+    rift_client *client;
+    uint8_t *payload; /* read-only while publications are in flight */
+    unsigned window;
     uint64_t count;
+    pthread_t thread;
+    bool started;
+    /* Shared with the completion callbacks (client thread), under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t begun;    /* publications started (or given up on) */
+    uint64_t finished; /* ... completed or given up on */
     uint64_t ok;
     uint64_t failed;
     uint64_t min_seq; /* lowest sequence stored, UINT64_MAX if none */
-    int64_t *lat;     /* NULL: not sampled */
-    size_t nlat;
     int64_t end_ns;
-    pthread_t thread;
-    bool started;
-} sworker;
-
-struct spub {
-    srun *r;
-    rift_client *client;
-    uint8_t *payload; /* shared read-only by the workers */
-    sworker *workers;
-    unsigned nworkers;
-};
+    /* --batch 1: latency samples (NULL otherwise). */
+    int64_t *lat;
+    size_t nlat;
+} spub;
 
 struct srun {
     const bench_cfg *cfg;
     bench_gate gate;
     spub *pubs;
     unsigned npubs;
-    unsigned nthreads;
 };
 
 /* ---- Stream publishers ---- */
 
-static void *sworker_main(void *arg) {
-    sworker *w = arg;
-    spub *p = w->p;
+/* Records one outcome (under p->mu); the last one ends the publisher. */
+static void outcome_locked(spub *p, uint64_t n, bool ok, uint64_t seq) {
+    p->finished += n;
+    if (ok) {
+        p->ok += n;
+        p->min_seq = seq < p->min_seq ? seq : p->min_seq;
+    } else {
+        p->failed += n;
+    }
+    if (p->finished == p->count) {
+        p->end_ns = bench_now_ns();
+        pthread_cond_broadcast(&p->cv);
+    }
+}
+
+static void on_stored(void *arg, int rc, const rift_client_stored *st,
+                      const rift_error *err);
+
+/* Starts the next publication, if any is left. Returns false when none
+ * was started. */
+static bool start_next(spub *p) {
     const bench_cfg *cfg = p->r->cfg;
+    pthread_mutex_lock(&p->mu);
+    if (p->begun == p->count) {
+        pthread_mutex_unlock(&p->mu);
+        return false;
+    }
+    p->begun++;
+    pthread_mutex_unlock(&p->mu);
+    rift_error err;
+    if (rift_client_stream_publish_async(p->client, cfg->stream,
+                                         cfg->stream_len, cfg->subject,
+                                         cfg->subject_len, NULL, 0, p->payload,
+                                         cfg->size, on_stored, p, &err) == 0) {
+        return true;
+    }
+    /* The connection is gone (or no memory): give up on the rest. */
+    bench_note_error("stream publish", &err);
+    pthread_mutex_lock(&p->mu);
+    uint64_t rest = p->count - p->begun + 1;
+    p->begun = p->count;
+    outcome_locked(p, rest, false, 0);
+    pthread_mutex_unlock(&p->mu);
+    return false;
+}
+
+static void on_stored(void *arg, int rc, const rift_client_stored *st,
+                      const rift_error *err) {
+    spub *p = arg;
+    if (rc != 0) {
+        bench_note_error("stream publish", err);
+    }
+    pthread_mutex_lock(&p->mu);
+    outcome_locked(p, 1, rc == 0, rc == 0 ? st->sequence : 0);
+    pthread_mutex_unlock(&p->mu);
+    bench_progress_add(1);
+    start_next(p);
+}
+
+/* --batch 1: one blocking publish after the other, each timed. */
+static void publish_blocking(spub *p) {
+    const bench_cfg *cfg = p->r->cfg;
+    for (uint64_t j = 0; j < p->count; j++) {
+        rift_client_stored st;
+        rift_error err;
+        int64_t s = bench_now_ns();
+        int rc = rift_client_stream_publish(
+            p->client, cfg->stream, cfg->stream_len, cfg->subject,
+            cfg->subject_len, NULL, 0, p->payload, cfg->size, &st, &err);
+        if (rc != 0) {
+            bench_note_error("stream publish", &err);
+        } else if (p->lat != NULL) {
+            p->lat[p->nlat++] = bench_now_ns() - s;
+        }
+        pthread_mutex_lock(&p->mu);
+        p->begun++;
+        outcome_locked(p, 1, rc == 0, rc == 0 ? st.sequence : 0);
+        pthread_mutex_unlock(&p->mu);
+        bench_progress_add(1);
+    }
+}
+
+static void *spub_main(void *arg) {
+    spub *p = arg;
     if (!bench_gate_pass(&p->r->gate)) {
         return NULL;
     }
-    for (uint64_t j = 0; j < w->count; j++) {
-        rift_client_stored st;
-        rift_error err;
-        int64_t s = w->lat != NULL ? bench_now_ns() : 0;
-        if (rift_client_stream_publish(p->client, cfg->stream, cfg->stream_len,
-                                       cfg->subject, cfg->subject_len, NULL, 0,
-                                       p->payload, cfg->size, &st, &err) != 0) {
-            bench_note_error("stream publish", &err);
-            w->failed++;
-            continue;
-        }
-        if (w->lat != NULL) {
-            w->lat[w->nlat++] = bench_now_ns() - s;
-        }
-        w->ok++;
-        w->min_seq = st.sequence < w->min_seq ? st.sequence : w->min_seq;
-        bench_progress_add(1);
+    if (p->window <= 1) {
+        publish_blocking(p);
+        return NULL;
     }
-    w->end_ns = bench_now_ns();
+    for (unsigned k = 0; k < p->window && start_next(p); k++) {
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->finished < p->count) {
+        pthread_cond_wait(&p->cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-/* Connects |npubs| publishers and starts |window| workers on each,
- * splitting |msgs| over all; they wait at the gate. */
+/* Connects |npubs| publishers, each with a window of |window| and a share
+ * of |msgs|; their threads wait at the gate. */
 static int srun_start(srun *r, const bench_cfg *cfg, unsigned npubs,
                       unsigned window, uint64_t msgs, bool sample) {
     memset(r, 0, sizeof(*r));
@@ -103,25 +176,22 @@ static int srun_start(srun *r, const bench_cfg *cfg, unsigned npubs,
     for (unsigned i = 0; i < npubs; i++) {
         spub *p = &r->pubs[i];
         p->r = r;
-        uint64_t share = bench_share(msgs, npubs, i);
-        p->nworkers = (uint64_t)window < share ? window : (unsigned)share;
-        p->nworkers = p->nworkers > 0 ? p->nworkers : 1;
-        p->workers = calloc(p->nworkers, sizeof(*p->workers));
+        p->count = bench_share(msgs, npubs, i);
+        p->window = window;
+        p->min_seq = UINT64_MAX;
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->cv, NULL);
+    }
+    for (unsigned i = 0; i < npubs; i++) {
+        spub *p = &r->pubs[i];
         p->payload = bench_payload_new(cfg->size);
-        if (p->workers == NULL || p->payload == NULL) {
+        if (p->payload == NULL) {
             goto nomem;
         }
-        for (unsigned k = 0; k < p->nworkers; k++) {
-            sworker *w = &p->workers[k];
-            w->p = p;
-            w->count = bench_share(share, p->nworkers, k);
-            w->min_seq = UINT64_MAX;
-            if (sample) {
-                w->lat =
-                    malloc((w->count > 0 ? w->count : 1) * sizeof(*w->lat));
-                if (w->lat == NULL) {
-                    goto nomem;
-                }
+        if (sample && window <= 1) {
+            p->lat = malloc((p->count > 0 ? p->count : 1) * sizeof(*p->lat));
+            if (p->lat == NULL) {
+                goto nomem;
             }
         }
         if (bench_connect(cfg, &p->client) != 0) {
@@ -130,14 +200,10 @@ static int srun_start(srun *r, const bench_cfg *cfg, unsigned npubs,
     }
     for (unsigned i = 0; i < npubs; i++) {
         spub *p = &r->pubs[i];
-        for (unsigned k = 0; k < p->nworkers; k++) {
-            sworker *w = &p->workers[k];
-            if (bench_thread_start(&w->thread, sworker_main, w) != 0) {
-                return -1;
-            }
-            w->started = true;
-            r->nthreads++;
+        if (bench_thread_start(&p->thread, spub_main, p) != 0) {
+            return -1;
         }
+        p->started = true;
     }
     return 0;
 nomem:
@@ -145,16 +211,13 @@ nomem:
     return -1;
 }
 
-/* Opens the gate and waits for every worker. */
+/* Opens the gate and waits for every publisher. */
 static void srun_go(srun *r) {
-    bench_gate_wait_ready(&r->gate, r->nthreads);
+    bench_gate_wait_ready(&r->gate, r->npubs);
     bench_gate_open(&r->gate);
     for (unsigned i = 0; i < r->npubs; i++) {
-        spub *p = &r->pubs[i];
-        for (unsigned k = 0; k < p->nworkers; k++) {
-            pthread_join(p->workers[k].thread, NULL);
-            p->workers[k].started = false;
-        }
+        pthread_join(r->pubs[i].thread, NULL);
+        r->pubs[i].started = false;
     }
 }
 
@@ -162,15 +225,16 @@ static void srun_free(srun *r) {
     bench_gate_cancel(&r->gate);
     for (unsigned i = 0; r->pubs != NULL && i < r->npubs; i++) {
         spub *p = &r->pubs[i];
-        for (unsigned k = 0; p->workers != NULL && k < p->nworkers; k++) {
-            if (p->workers[k].started) {
-                pthread_join(p->workers[k].thread, NULL);
-            }
-            free(p->workers[k].lat);
+        if (p->started) {
+            pthread_join(p->thread, NULL);
         }
+        /* Completes (fails) whatever is still in flight before the
+         * publisher's state goes. */
         rift_client_close(p->client);
-        free(p->workers);
+        free(p->lat);
         free(p->payload);
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
     }
     free(r->pubs);
     bench_gate_free(&r->gate);
@@ -186,30 +250,24 @@ int bench_run_stream(const bench_cfg *cfg, bench_result *res) {
     }
     res->lat_what = sample ? "ack" : NULL;
     bench_progress_reset(cfg->msgs);
-    bench_gate_wait_ready(&r.gate, r.nthreads);
+    bench_gate_wait_ready(&r.gate, r.npubs);
     res->cpu0 = bench_cpu_mark(cfg->server_pid);
     srun_go(&r);
     res->cpu1 = bench_cpu_mark(cfg->server_pid);
     int64_t t0 = r.gate.t0, end = t0;
     for (unsigned i = 0; i < r.npubs; i++) {
         spub *p = &r.pubs[i];
-        uint64_t ok = 0;
-        int64_t pend = t0;
-        for (unsigned k = 0; k < p->nworkers; k++) {
-            sworker *w = &p->workers[k];
-            ok += w->ok;
-            res->errors += w->failed;
-            pend = w->end_ns > pend ? w->end_ns : pend;
-            if (w->lat != NULL && bench_result_add_lat(res, w->lat, w->nlat)) {
-                goto nomem;
-            }
-        }
-        end = pend > end ? pend : end;
-        double secs = (double)(pend - t0) / 1e9;
-        if (bench_result_add_rate(res, secs > 0 ? (double)ok / secs : 0)) {
+        res->errors += p->failed;
+        if (p->lat != NULL && bench_result_add_lat(res, p->lat, p->nlat)) {
             goto nomem;
         }
-        res->msgs += ok;
+        int64_t pend = p->end_ns > t0 ? p->end_ns : t0;
+        end = pend > end ? pend : end;
+        double secs = (double)(pend - t0) / 1e9;
+        if (bench_result_add_rate(res, secs > 0 ? (double)p->ok / secs : 0)) {
+            goto nomem;
+        }
+        res->msgs += p->ok;
     }
     res->seconds = (double)(end - t0) / 1e9;
     rc = 0;
@@ -223,43 +281,77 @@ done:
 
 /* ---- Consumer ---- */
 
+/* The acknowledgements: a queue of sequences the fetch loop fills, sent
+ * with at most |window| in flight; each completion starts the next. */
 typedef struct ackq {
     const bench_cfg *cfg;
     rift_client *client;
     const char *name;
     size_t name_len;
+    unsigned window;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t *seqs;
     uint64_t produced, taken;
-    bool closed;
-    atomic_uint_fast64_t acked;
-    atomic_uint_fast64_t failed;
+    unsigned inflight;
+    uint64_t acked;
+    uint64_t failed;
 } ackq;
 
-static void *acker_main(void *arg) {
-    ackq *q = arg;
+static void on_acked(void *arg, int rc, const rift_error *err);
+
+/* Starts queued acks while the window allows. */
+static void ack_pump(ackq *q) {
     const bench_cfg *cfg = q->cfg;
     for (;;) {
         pthread_mutex_lock(&q->mu);
-        while (q->taken == q->produced && !q->closed) {
-            pthread_cond_wait(&q->cv, &q->mu);
-        }
-        if (q->taken == q->produced) {
+        if (q->taken == q->produced || q->inflight >= q->window) {
             pthread_mutex_unlock(&q->mu);
-            return NULL;
+            return;
         }
         uint64_t seq = q->seqs[q->taken++];
+        q->inflight++;
         pthread_mutex_unlock(&q->mu);
         rift_error err;
-        if (rift_client_ack(q->client, cfg->stream, cfg->stream_len, q->name,
-                            q->name_len, seq, &err) != 0) {
+        if (rift_client_ack_async(q->client, cfg->stream, cfg->stream_len,
+                                  q->name, q->name_len, seq, on_acked, q,
+                                  &err) != 0) {
             bench_note_error("ack", &err);
-            atomic_fetch_add(&q->failed, 1);
-        } else {
-            atomic_fetch_add_explicit(&q->acked, 1, memory_order_relaxed);
+            pthread_mutex_lock(&q->mu);
+            q->inflight--;
+            q->failed++;
+            pthread_cond_broadcast(&q->cv);
+            pthread_mutex_unlock(&q->mu);
         }
     }
+}
+
+static void on_acked(void *arg, int rc, const rift_error *err) {
+    ackq *q = arg;
+    if (rc != 0) {
+        bench_note_error("ack", err);
+    }
+    pthread_mutex_lock(&q->mu);
+    q->inflight--;
+    if (rc == 0) {
+        q->acked++;
+    } else {
+        q->failed++;
+    }
+    if (q->inflight == 0 && q->taken == q->produced) {
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    ack_pump(q);
+}
+
+/* Waits until every queued ack was answered. */
+static void ack_drain(ackq *q) {
+    pthread_mutex_lock(&q->mu);
+    while (q->inflight > 0 || q->taken < q->produced) {
+        pthread_cond_wait(&q->cv, &q->mu);
+    }
+    pthread_mutex_unlock(&q->mu);
 }
 
 /* Prefills |cfg->msgs| records; *first is the lowest sequence stored. */
@@ -271,14 +363,8 @@ static int prefill(const bench_cfg *cfg, uint64_t *first) {
     }
     bench_progress_reset(cfg->msgs);
     srun_go(&r);
-    uint64_t ok = 0;
-    *first = UINT64_MAX;
-    for (unsigned k = 0; k < r.pubs[0].nworkers; k++) {
-        sworker *w = &r.pubs[0].workers[k];
-        ok += w->ok;
-        *first = w->min_seq < *first ? w->min_seq : *first;
-    }
-    if (ok != cfg->msgs) {
+    *first = r.pubs[0].min_seq;
+    if (r.pubs[0].ok != cfg->msgs) {
         fprintf(stderr, "rift bench: prefill of %llu messages failed\n",
                 (unsigned long long)cfg->msgs);
         goto done;
@@ -294,8 +380,6 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
     uint64_t first;
     rift_client *c = NULL;
     rift_client_delivery *out = NULL;
-    pthread_t *ackers = NULL;
-    unsigned nackers = 0;
     ackq q;
     memset(&q, 0, sizeof(q));
     pthread_mutex_init(&q.mu, NULL);
@@ -330,19 +414,14 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
     q.client = c;
     q.name = name;
     q.name_len = strlen(name);
+    q.window = cfg->ack_threads;
     q.seqs = malloc(cfg->msgs * sizeof(*q.seqs));
     out = calloc(BENCH_FETCH_MAX, sizeof(*out));
     size_t lat_cap = (size_t)(cfg->msgs / cfg->batch) + 16, nlat = 0;
     res->lat = malloc(lat_cap * sizeof(*res->lat));
-    ackers = calloc(cfg->ack_threads, sizeof(*ackers));
-    if (q.seqs == NULL || out == NULL || res->lat == NULL || ackers == NULL) {
+    if (q.seqs == NULL || out == NULL || res->lat == NULL) {
         fprintf(stderr, "rift bench: out of memory\n");
         goto done;
-    }
-    for (; nackers < cfg->ack_threads; nackers++) {
-        if (bench_thread_start(&ackers[nackers], acker_main, &q) != 0) {
-            goto done;
-        }
     }
     res->lat_what = "fetch";
     bench_progress_reset(cfg->msgs);
@@ -393,43 +472,27 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
             }
             rift_msg_unref(out[i].msg);
         }
-        pthread_cond_broadcast(&q.cv);
         pthread_mutex_unlock(&q.mu);
+        ack_pump(&q);
         got += count;
         bench_progress_add(count);
     }
     res->nlat = nlat;
     /* The barrier: every ACK answered. */
-    pthread_mutex_lock(&q.mu);
-    q.closed = true;
-    pthread_cond_broadcast(&q.cv);
-    pthread_mutex_unlock(&q.mu);
-    for (unsigned i = 0; i < nackers; i++) {
-        pthread_join(ackers[i], NULL);
-    }
-    nackers = 0;
+    ack_drain(&q);
     int64_t end = bench_now_ns();
     res->cpu1 = bench_cpu_mark(cfg->server_pid);
     res->seconds = (double)(end - t0) / 1e9;
     res->msgs = got;
-    res->errors = (cfg->msgs - (got < cfg->msgs ? got : cfg->msgs)) + bad +
-                  atomic_load(&q.failed);
+    res->errors =
+        (cfg->msgs - (got < cfg->msgs ? got : cfg->msgs)) + bad + q.failed;
     if (bench_result_add_rate(res, bench_result_rate(res)) != 0) {
         goto done;
     }
     rc = 0;
 done:
-    if (nackers > 0) {
-        pthread_mutex_lock(&q.mu);
-        q.closed = true;
-        pthread_cond_broadcast(&q.cv);
-        pthread_mutex_unlock(&q.mu);
-        for (unsigned i = 0; i < nackers; i++) {
-            pthread_join(ackers[i], NULL);
-        }
-    }
+    /* Completes every ack still in flight before the queue goes. */
     rift_client_close(c);
-    free(ackers);
     free(out);
     free(q.seqs);
     pthread_cond_destroy(&q.cv);
