@@ -4,7 +4,7 @@
 #
 #   1. dependencies (scripts/deps.sh --test)
 #   2. formatting check of every C file (.clang-format)
-#   3. release build (gcc, -Werror): every test
+#   3. release build (gcc, -Werror): install check, every test
 #   4. dev build (gcc, ASan + UBSan, no recover): every test
 #   5. tsan build: the tests labelled "threads"
 #   6. fuzz build (clang, -Werror, libFuzzer): replays every corpus
@@ -38,6 +38,7 @@ fi
 if has release; then
     echo "== release"
     scripts/build.sh release
+    scripts/check-install.sh build/release
     scripts/interop-build.sh
     run_ctest release
 fi

@@ -151,7 +151,9 @@ RIFT_EXTERN int rift_server_local_addr(rift_server *srv,
  */
 RIFT_EXTERN int rift_server_address(rift_server *srv, char *buf, size_t cap);
 
-/** rift_server_is_running is true between a successful start and stop. */
+/** rift_server_is_running is true between a successful start and stop,
+ * unless the server thread ended on its own (an unrecoverable loop
+ * failure): a host's watchdog polls it. */
 RIFT_EXTERN bool rift_server_is_running(rift_server *srv);
 
 /**
@@ -167,6 +169,35 @@ RIFT_EXTERN void rift_server_stop(rift_server *srv);
 /** rift_server_del stops the server if needed and frees it. NULL is a
  * no-op. */
 RIFT_EXTERN void rift_server_del(rift_server *srv);
+
+/**
+ * rift_server_flush writes to remote subscribers what the broker has
+ * already queued for them and waits until their peers acknowledged it, at
+ * most |timeout_ms|. rift_server_stop closes connections at once, dropping
+ * what is unsent: a host that publishes a last message before stopping
+ * (riftd's {"state":"draining"} event) calls this in between.
+ *
+ * Returns 0 when everything was acknowledged; RIFT_ERR_TIMEOUT when time
+ * ran out (a subscriber that does not read, a vanished peer);
+ * RIFT_ERR_CLOSED when the server is not running; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_server_flush(rift_server *srv, uint64_t timeout_ms);
+
+/**
+ * rift_server_requester writes into |name| (|cap| >= 97; NUL-terminated)
+ * the identity name of the authenticated connection whose REQUEST (opcode
+ * 9) is waiting for its reply on the inbox subject |inbox| (the reply
+ * subject the responder received). A responder inside the host uses it to
+ * act on behalf of the remote requester (riftd's control commands on
+ * durable consumers, whose names are scoped by identity, §3.5).
+ *
+ * Returns 0; RIFT_ERR_INVALID_ARGUMENT when no pending request of this
+ * server uses that inbox (it came from elsewhere, or already ended) or
+ * |cap| is too small; RIFT_ERR_CLOSED when the server is not running;
+ * RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_server_requester(rift_server *srv, const char *inbox,
+                                      size_t len, char *name, size_t cap);
 
 /* ---- Introspection ---- */
 

@@ -22,6 +22,16 @@
  * wait for it, the _async calls return at once and report through a
  * callback on the writer thread.
  *
+ * With sync_on_write false (file storage) a mutation is reported
+ * successful only once its bytes were handed to the kernel with write(),
+ * as the original does before STORED/OK: a crash of the process loses
+ * nothing reported, only a power loss or kernel crash can. A blocking call
+ * writes its own mutation (one write, under the stream lock) when the
+ * writer thread is idle, else waits for the writer's next group write; the
+ * _async calls always complete through the callback on the writer thread,
+ * after its group write. Memory streams complete at once
+ * (RIFT_STREAM_DONE).
+ *
  * Strings are pointer + length and need not be NUL-terminated; they are
  * borrowed for the duration of the call. Errors fill |err| (if not NULL)
  * with the reference's exact text.
@@ -59,9 +69,9 @@ typedef struct rift_stream_settings {
     /** Durable consumers per stream. Default 128. */
     uint32_t max_consumers;
     /** fdatasync before a mutation is reported done. Default true. With
-     * false a mutation returns once it is queued for the writer thread,
-     * which hands it to the OS promptly; a crash of the process or the
-     * machine can lose the latest ones. */
+     * false a mutation is reported done once written (write(), no sync):
+     * a process crash loses nothing reported, a power loss or kernel
+     * crash can lose the latest ones. */
     bool sync_on_write;
     /** Extension: records older than this many milliseconds are evicted
      * (on every operation and by the writer thread). 0 = no age limit,
@@ -131,12 +141,14 @@ RIFT_EXTERN void rift_batch_free(rift_batch *b);
 /* ---- Completion callbacks ---- */
 
 /** Returned by the _async functions when the operation is already
- * complete (durable): the callback is then NOT called. */
+ * complete (memory storage, or nothing was written): the callback is then
+ * NOT called. */
 #define RIFT_STREAM_DONE 1
 
 /**
  * rift_stream_done_cb reports the completion of an _async operation:
- * |status| 0 once it is durable, or the error (with its text in |err|,
+ * |status| 0 once it is durable (synced, or for sync_on_write false
+ * written), or the error (with its text in |err|,
  * valid during the call) when the write or sync covering it failed; the
  * stream is then poisoned. It runs on one of the stream's I/O threads (the
  * writer or a sync helper), possibly before the submitting function has
@@ -217,7 +229,7 @@ RIFT_EXTERN int rift_stream_publish(rift_stream *stream, const char *subject,
  * record is appended and |out| filled before it returns, and the sequence
  * is taken even if nobody waits for the callback. Returns 0 when |cb| will
  * report durability, RIFT_STREAM_DONE when nothing remains to wait for
- * (memory storage, or sync_on_write false) and |cb| is not called, or an
+ * (memory storage) and |cb| is not called, or an
  * error as rift_stream_publish (|cb| not called). STORED must be sent only
  * after RIFT_STREAM_DONE or a callback with status 0.
  */
@@ -230,7 +242,9 @@ RIFT_EXTERN int rift_stream_publish_async(
 /**
  * rift_stream_replay reads up to |limit| (0..65,536) retained records from
  * |from_sequence| on (or from the first retained one) without consumer
- * state. Only durable records are returned. Fills |out| (delivery_count 0).
+ * state. Only records whose publish completed (or could have: a file
+ * stream's synced records, or written ones for sync_on_write false) are
+ * returned. Fills |out| (delivery_count 0).
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("replay limit must be 0..65536");
  * RIFT_ERR_STORAGE (poisoned or closed stream, a record failing its
@@ -464,7 +478,13 @@ typedef struct rift_store_report {
     size_t segments;
     uint64_t records;
     uint64_t first_sequence;
+    /** The newest record's sequence (first_sequence - 1 when there is
+     * none). */
     uint64_t last_sequence;
+    /** The sequence the next publish gets: past the newest record, and
+     * past every sequence lost to a repair or a crash that consumers had
+     * seen (those are never reused). */
+    uint64_t next_sequence;
     uint64_t segment_bytes;
     uint64_t state_events;
     size_t consumers;
@@ -495,8 +515,11 @@ RIFT_EXTERN int rift_store_verify(const char *path, rift_store_report *report,
  * rift_store_repair is rift_store_verify that also fixes what it finds:
  * it truncates the file holding the first bad record at that record (and
  * deletes every later segment), or truncates a torn tail. Records after the
- * cut are lost; sequence numbers after it will be reused. Returns 0 once
- * the directory verifies clean.
+ * cut are lost, but their sequence numbers are never reused: the next
+ * publish gets a sequence past the bad record, past every record of the
+ * deleted segments it can still read, and past every consumer's cursor and
+ * pending deliveries (a hole logged in the state log; |report|'s
+ * next_sequence). Returns 0 once the directory verifies clean.
  *
  * Errors: as rift_store_verify (for problems it cannot fix, such as a bad
  * segment header in the middle of the log).

@@ -1,19 +1,22 @@
 /*
- * components.h — the seams between riftd's runtime and the components
- * built by other issues (daemon layer): durable streams (src/store), the
- * QUIC server (src/server + src/quic) and the Lua plugin host (src/lua).
+ * components.h — the components riftd composes (daemon layer): the
+ * durable streams (src/store, streams.c), the QUIC protocol server
+ * (src/server, quic_server.c) and the Lua plugin host (src/lua,
+ * plugins.c).
  *
- * Each component is an opaque handle with start/stop and a JSON view for
- * the control commands. Until a component lands, its functions here are
- * stubs marked TODO that keep the start-up order of §5.2 and report the
- * configured shape with zero counters; riftd's runtime (daemon.c) never
- * needs to change when a stub is replaced.
+ * Each component is an opaque handle with start/stop and JSON views for
+ * the control commands. The runtime (daemon.c) starts them in the order
+ * of rift-v1-behaviour.md §5.2 — streams, then TLS and the listener, then
+ * Lua — and stops them in reverse after the "draining" event.
  */
 #ifndef RIFT_DAEMON_COMPONENTS_H
 #define RIFT_DAEMON_COMPONENTS_H
 
 #include "daemon/config.h"
 #include "rift/broker.h"
+#include "rift/stream.h"
+#include "subject/acl.h"
+#include "subject/name.h"
 
 #include <jansson.h>
 
@@ -22,15 +25,38 @@
 typedef struct rift_daemon_streams rift_daemon_streams;
 
 /*
- * Opens every configured stream (creating storage directories). A failure
- * names the stream: "messaging.streams.<name>: <error>".
+ * rift_daemon_streams_open opens every configured stream: file storage in
+ * storage_path (relative to the working directory, created when missing)
+ * or memory, with the configured limits and max_age_ms. All or nothing: on
+ * failure the streams already open are closed again and the error names
+ * the stream, "messaging.streams.<name>: <error>".
  */
 int rift_daemon_streams_open(rift_daemon_streams **ps, const rift_config *cfg,
                              rift_error *err);
+
+/* rift_daemon_streams_close checkpoints file streams (consumer-state
+ * snapshot, sync) and closes every stream. NULL is a no-op. */
 void rift_daemon_streams_close(rift_daemon_streams *s);
 
-/* One stream's summary for status/streams: name, storage, counters
- * (messages, bytes, first_seq, last_seq, consumers). New reference. */
+/* rift_daemon_streams_find returns the open stream |name| or NULL. The set
+ * never changes while it is open, so any thread may call this. */
+rift_stream *rift_daemon_streams_find(const rift_daemon_streams *s,
+                                      const char *name);
+
+/* rift_daemon_streams_count returns how many streams are open. */
+size_t rift_daemon_streams_count(const rift_daemon_streams *s);
+
+/* rift_daemon_streams_at returns the |i|-th stream (configuration order,
+ * sorted by name) and its name. */
+rift_stream *rift_daemon_streams_at(const rift_daemon_streams *s, size_t i,
+                                    const char **name);
+
+/*
+ * rift_daemon_stream_summary is one stream's entry of status/streams:
+ * {"name","storage":"memory"|"file","messages","bytes","first_seq",
+ * "last_seq","consumers","open"} (plus "poisoned", "segments",
+ * "disk_bytes" for file streams). New reference, NULL when out of memory.
+ */
 json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
                                    const rift_config_stream *cfg);
 
@@ -39,40 +65,77 @@ json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
 typedef struct rift_daemon_quic rift_daemon_quic;
 
 /*
- * Builds TLS and identities from |cfg| (tokens already loaded) and binds
- * the listener; *pq stays NULL when no listener is configured. Errors
- * carry the §5.2 texts (certificate/private key PEM, bind failures).
+ * rift_daemon_quic_start checks the TLS files (the §5.2 texts), builds the
+ * identities from the principals (tokens already loaded), and binds the
+ * server on messaging.listen with the messaging limits and every open
+ * stream; *pq stays NULL when no listener is configured. Errors carry the
+ * §5.2 certificate/private key texts, or the server's ("cannot bind ...").
  */
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
                            rift_daemon_streams *streams, const rift_config *cfg,
                            rift_error *err);
 
-/* Closes the endpoint (code 0, "server shutdown"), waits up to 2 s. */
+/* The address actually bound ("127.0.0.1:43210" when the port was 0). */
+const char *rift_daemon_quic_address(const rift_daemon_quic *q);
+
+/* rift_daemon_quic_flush delivers what is already queued for remote
+ * subscribers (the draining event) and waits for their ACKs, at most
+ * |timeout_ms|. NULL is a no-op. */
+void rift_daemon_quic_flush(rift_daemon_quic *q, uint64_t timeout_ms);
+
+/* rift_daemon_quic_stop closes every connection (code 0, "server
+ * shutdown"), waits up to 2 s and frees |q|. NULL is a no-op. */
 void rift_daemon_quic_stop(rift_daemon_quic *q);
 
-/* False when the server task ended unexpectedly (the 1 s watchdog). */
+/* False when the server thread ended unexpectedly (the 1 s watchdog).
+ * NULL (no listener) is alive. */
 bool rift_daemon_quic_alive(const rift_daemon_quic *q);
 
-/* {"total":n,"by_identity":{"<name>":n,...}}. New reference. */
+/* {"total":n,"authenticated":n,"by_identity":{"<name>":n,...}}: every
+ * configured identity, with zero counts too. NULL q: zeros. New
+ * reference. */
 json_t *rift_daemon_quic_connections(const rift_daemon_quic *q);
+
+/* The server's own counters: {"accepted","refused","auth_failures",
+ * "streams","subscriptions","slow_consumers","messages":{"in","out"},
+ * "bytes":{"in","out"}}, or JSON null without a listener. New reference. */
+json_t *rift_daemon_quic_stats(const rift_daemon_quic *q);
+
+/* The configured identity |name| (grants included) or NULL. */
+const rift_identity *rift_daemon_quic_identity(const rift_daemon_quic *q,
+                                               const char *name);
+
+/*
+ * rift_daemon_quic_requester names the identity whose pending REQUEST
+ * waits on |inbox| (rift_server_requester). Returns 0 or a negative code
+ * when the request did not come over this listener.
+ */
+int rift_daemon_quic_requester(const rift_daemon_quic *q, const char *inbox,
+                               size_t len, char name[RIFT_NAME_MAX + 1]);
 
 /* ---- Lua plugin host (§7.1; step 3) ---- */
 
 typedef struct rift_daemon_lua rift_daemon_lua;
 
-/* Loads the plugins and registers the messaging.subscriptions handlers. */
+/*
+ * rift_daemon_lua_start starts the plugin host over |broker|: loads the
+ * configured plugins and the configuration's own message handlers and
+ * subscribes messaging.subscriptions, before riftd reports ready.
+ * |streams| serves rift.stream/rift.consumer.
+ */
 int rift_daemon_lua_start(rift_daemon_lua **pl, rift_broker *broker,
-                          const rift_config *cfg, rift_error *err);
+                          rift_daemon_streams *streams, const rift_config *cfg,
+                          rift_error *err);
 
-/* Applies a reloaded configuration (Lua sources; subscriptions stay). */
+/* Applies a reloaded configuration (Lua sources; subscriptions stay). On
+ * failure the running plugins are untouched. */
 int rift_daemon_lua_reload(rift_daemon_lua *l, const rift_config *cfg,
                            rift_error *err);
 
-/* Aborts the message handlers and unloads the plugins. */
+/* Aborts the message handlers and unloads the plugins. NULL is a no-op. */
 void rift_daemon_lua_stop(rift_daemon_lua *l);
 
-/* [{"name":...,"state":...},...] for status. New reference. */
-json_t *rift_daemon_lua_plugins(const rift_daemon_lua *l,
-                                const rift_config *cfg);
+/* [{"name":...,"state":...,...},...] for status. New reference. */
+json_t *rift_daemon_lua_plugins(rift_daemon_lua *l, const rift_config *cfg);
 
 #endif /* RIFT_DAEMON_COMPONENTS_H */

@@ -113,12 +113,12 @@ typedef struct rift_config_plugin {
     char **subscribe;
     size_t n_subscribe;
     bool control;
-    uint32_t memory_mb;    /* default 8 */
+    uint32_t memory_mb;    /* default 64 */
     uint64_t instructions; /* per callback; default 100,000 */
     uint32_t deadline_ms;  /* per callback; default 50 */
 } rift_config_plugin;
 
-#define RIFT_CONFIG_PLUGIN_MEMORY_MB    8u
+#define RIFT_CONFIG_PLUGIN_MEMORY_MB    64u
 #define RIFT_CONFIG_PLUGIN_INSTRUCTIONS 100000u
 #define RIFT_CONFIG_PLUGIN_DEADLINE_MS  50u
 

@@ -51,7 +51,8 @@ static bool field_allowed(const rift_control_command *cmd, const char *key) {
 
 /* Runs the checks and the command; returns the response object. */
 static json_t *answer(rift_control *c, const rift_control_command *cmd,
-                      const uint8_t *payload, size_t len, bool *ok) {
+                      const uint8_t *payload, size_t len, const char *reply,
+                      size_t rlen, bool *ok) {
     rift_error err = {0};
     json_t *args = NULL, *data = NULL, *resp = NULL;
     *ok = false;
@@ -86,7 +87,8 @@ static json_t *answer(rift_control *c, const rift_control_command *cmd,
     uint64_t ms = c->settings.timeout_ms ? c->settings.timeout_ms
                                          : RIFT_CONTROL_TIMEOUT_MS;
     rift_tstamp deadline = rift_now_ns() + ms * 1000000ull;
-    int rc = cmd->fn(c->settings.user_data, args, deadline, &data, &err);
+    rift_control_call call = {args, deadline, reply, rlen};
+    int rc = cmd->fn(c->settings.user_data, &call, &data, &err);
     if (rc == RIFT_ERR_TIMEOUT || (rc == 0 && rift_now_ns() > deadline)) {
         /* Past the limit the requester has given up waiting in the
          * original; report the timeout even if the work completed. */
@@ -132,7 +134,7 @@ static void handle(rift_control *c, rift_msg *msg) {
         return;
     }
     bool ok;
-    json_t *resp = answer(c, cmd, payload, plen, &ok);
+    json_t *resp = answer(c, cmd, payload, plen, reply, rlen, &ok);
     if (resp == NULL) {
         rift_log(RIFT_LOG_ERROR, "rift: control %.*s: out of memory", (int)nlen,
                  name);

@@ -30,16 +30,22 @@
 #define RIFT_CONTROL_MAX_PAYLOAD 8192
 #define RIFT_CONTROL_TIMEOUT_MS  40000
 
+/* One request as a command sees it. */
+typedef struct rift_control_call {
+    json_t *args;            /* the payload object; only allowed fields */
+    rift_tstamp deadline_ns; /* absolute rift_now_ns() limit */
+    const char *reply;       /* the requester's "_INBOX." subject */
+    size_t reply_len;
+} rift_control_call;
+
 /*
- * A command. |fn| receives the request object |args| (only allowed fields
- * present) and an absolute rift_now_ns() deadline. On success it stores a
- * new reference in *data and returns 0; on failure it returns a negative
- * code with the requester-visible text in |err|. RIFT_ERR_TIMEOUT becomes
- * "control request timed out; inspect status before retrying".
+ * A command. On success it stores a new reference in *data and returns 0;
+ * on failure it returns a negative code with the requester-visible text in
+ * |err|. RIFT_ERR_TIMEOUT becomes "control request timed out; inspect
+ * status before retrying".
  */
-typedef int (*rift_control_fn)(void *user_data, json_t *args,
-                               rift_tstamp deadline_ns, json_t **data,
-                               rift_error *err);
+typedef int (*rift_control_fn)(void *user_data, const rift_control_call *call,
+                               json_t **data, rift_error *err);
 
 typedef struct rift_control_command {
     const char *name;          /* subject suffix, e.g. "status" */

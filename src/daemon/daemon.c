@@ -12,6 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How long shutdown waits for remote subscribers to acknowledge the
+ * draining event. */
+#define DRAIN_FLUSH_MS 1000
+
 /* ---- Configuration ---- */
 
 const char *rift_daemon_config_path(const char *arg) {
@@ -87,6 +91,29 @@ static void warn_dev(void) {
              "=========");
 }
 
+/* What a newcomer types next, once the development broker is up. */
+static void banner(const rift_daemon *d) {
+    bool echo = false;
+    for (size_t i = 0; i < d->cfg.n_plugins; i++) {
+        echo = echo || strcmp(d->cfg.plugins[i].name, "echo") == 0;
+    }
+    rift_log(RIFT_LOG_INFO,
+             "rift: development broker on %s; in another "
+             "terminal, in this directory, try:",
+             d->quic ? rift_daemon_quic_address(d->quic) : "(no listener)");
+    rift_log(RIFT_LOG_INFO, "rift:   rift sub '>'              # print "
+                            "every message");
+    rift_log(RIFT_LOG_INFO, "rift:   rift pub demo.hello hi    # publish "
+                            "one");
+    if (echo) {
+        rift_log(RIFT_LOG_INFO, "rift:   rift req demo.echo hi     # the "
+                                "echo plugin answers");
+    }
+    rift_log(RIFT_LOG_INFO, "rift:   rift stream pub events events.demo "
+                            "hi && rift stream replay events");
+    rift_log(RIFT_LOG_INFO, "rift:   rift status");
+}
+
 /* ---- Start-up ---- */
 
 static int broker_from(rift_daemon *d, rift_error *err) {
@@ -151,7 +178,8 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
                                      err)) != 0 ||
-        (rc = rift_daemon_lua_start(&d->lua, d->broker, &d->cfg, err)) != 0) {
+        (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,
+                                    err)) != 0) {
         goto fail;
     }
     rift_control_settings cs = {
@@ -164,11 +192,19 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         goto fail;
     }
     if (d->quic != NULL) {
+        /* The bound address, so that port 0 shows the real port (tests and
+         * bench/compare.sh read this line). */
         rift_log(RIFT_LOG_INFO, "rift: messaging QUIC on %s",
-                 d->cfg.messaging.listen);
+                 rift_daemon_quic_address(d->quic));
     }
     rift_events_lifecycle(d->broker, "ready");
+    /* The bridge runs from here on, and a reload may replace cfg. */
+    pthread_mutex_lock(&d->lock);
     rift_log(RIFT_LOG_INFO, "rift: ready (revision %s)", d->cfg.revision);
+    if (d->config_path == NULL) {
+        banner(d);
+    }
+    pthread_mutex_unlock(&d->lock);
     *pd = d;
     return 0;
 fail:
@@ -277,14 +313,19 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->shut_down = true;
     if (d->broker != NULL && d->control != NULL) {
         rift_events_lifecycle(d->broker, "draining");
+        /* The server closes connections at once: let remote subscribers
+         * receive the event first (bounded). */
+        rift_daemon_quic_flush(d->quic, DRAIN_FLUSH_MS);
     }
-    rift_daemon_lua_stop(d->lua);
-    rift_daemon_quic_stop(d->quic);
+    /* The bridge reads and reloads the other components: it stops
+     * before they go away. */
     rift_control_stop(d->control);
-    rift_daemon_streams_close(d->streams);
-    d->lua = NULL;
-    d->quic = NULL;
     d->control = NULL;
+    rift_daemon_lua_stop(d->lua);
+    d->lua = NULL;
+    rift_daemon_quic_stop(d->quic);
+    d->quic = NULL;
+    rift_daemon_streams_close(d->streams);
     d->streams = NULL;
 }
 

@@ -7,8 +7,9 @@
  * valid) → data_dir → broker → streams → TLS check and QUIC listener →
  * Lua plugins and message subscriptions → control bridge → log "rift:
  * messaging QUIC on <addr>" → rift.events.lifecycle {"state":"ready"}.
- * Shutdown: {"state":"draining"} → Lua host → QUIC server → control
- * bridge → streams → broker.
+ * Shutdown: {"state":"draining"} (flushed to remote subscribers, at most
+ * 1 s) → control bridge → Lua host → QUIC server (code 0, "server
+ * shutdown") → streams (checkpointed, synced, closed) → broker.
  */
 #ifndef RIFT_DAEMON_DAEMON_H
 #define RIFT_DAEMON_DAEMON_H
@@ -96,8 +97,8 @@ int rift_daemon_wait_signals(rift_daemon *d);
 
 /*
  * rift_daemon_shutdown runs the shutdown order up to, not including, the
- * broker: "draining" is published, then the Lua host, the QUIC server, the
- * control bridge and the streams stop. The broker stays usable until
+ * broker: "draining" is published, then the control bridge, the Lua host,
+ * the QUIC server and the streams stop. The broker stays usable until
  * rift_daemon_del. Idempotent.
  */
 void rift_daemon_shutdown(rift_daemon *d);

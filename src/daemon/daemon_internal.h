@@ -28,6 +28,24 @@ struct rift_daemon {
     bool shut_down;
 };
 
+/* Commands on streams and consumers (control_streams.c). */
+int rift_daemon_cmd_streams(void *ud, const rift_control_call *call,
+                            json_t **data, rift_error *err);
+int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
+                                json_t **data, rift_error *err);
+int rift_daemon_cmd_stream_replay(void *ud, const rift_control_call *call,
+                                  json_t **data, rift_error *err);
+int rift_daemon_cmd_consumer_open(void *ud, const rift_control_call *call,
+                                  json_t **data, rift_error *err);
+int rift_daemon_cmd_consumer_info(void *ud, const rift_control_call *call,
+                                  json_t **data, rift_error *err);
+int rift_daemon_cmd_consumer_delete(void *ud, const rift_control_call *call,
+                                    json_t **data, rift_error *err);
+
+/* Every stream's summary, configuration order; call with |lock| held. New
+ * reference. */
+json_t *rift_daemon_streams_json(rift_daemon *d);
+
 /* The control command table (daemon_control.c). */
 extern const rift_control_command rift_daemon_commands[];
 extern const size_t rift_daemon_n_commands;

@@ -8,6 +8,7 @@
 #include "daemon/tls.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,8 +22,10 @@ static const char dev_source[] =
     "--\n"
     "-- Before evaluating this, riftd prepares ./rift-data (mode 0700): a\n"
     "-- random token in rift-data/dev.token (0600, reused by later starts)\n"
-    "-- handed over as RIFT_DEV_TOKEN, and a development CA (tls/ca.pem)\n"
-    "-- with a server certificate for localhost, 127.0.0.1 and ::1.\n"
+    "-- handed over as RIFT_DEV_TOKEN, a development CA (tls/ca.pem)\n"
+    "-- with a server certificate for localhost, 127.0.0.1 and ::1, and\n"
+    "-- the bundled example plugins in rift-data/plugins (written once,\n"
+    "-- then yours to edit: SIGHUP or rift.control.reload reloads them).\n"
     "-- RIFT_DEV_LISTEN overrides the listen address.\n"
     "return {\n"
     "  data_dir = \"rift-data\",\n"
@@ -46,8 +49,12 @@ static const char dev_source[] =
     "      },\n"
     "    },\n"
     "  },\n"
-    "  -- TODO(issue 6): list the bundled example plugins once they exist.\n"
-    "  plugins = {},\n"
+    "  plugins = {\n"
+    "    -- rift req demo.echo hi\n"
+    "    { name = \"echo\", path = \"rift-data/plugins/echo\" },\n"
+    "    -- counts demo.> traffic; rift req demo.stats ''\n"
+    "    { name = \"stats\", path = \"rift-data/plugins/stats\" },\n"
+    "  },\n"
     "}\n";
 
 const char *rift_dev_config_source(size_t *len) {
@@ -144,6 +151,70 @@ static bool certs_present(void) {
     return true;
 }
 
+/* Creates the directories of |path| (relative, '/'-separated) below
+ * RIFT_DEV_PLUGINS_DIR. */
+static int make_parents(const char *path, rift_error *err) {
+    char dir[512];
+    for (const char *slash = strchr(path, '/'); slash != NULL;
+         slash = strchr(slash + 1, '/')) {
+        snprintf(dir, sizeof(dir), "%s/%.*s", RIFT_DEV_PLUGINS_DIR,
+                 (int)(slash - path), path);
+        bool created;
+        int rc = rift_dir_ensure_private(dir, &created);
+        if (rc != 0) {
+            return rift_error_set(err, rc, "cannot create %s: %s", dir,
+                                  strerror(-rc));
+        }
+    }
+    return 0;
+}
+
+/* Length of the plugin folder name that starts |path| ("echo/..."). */
+static size_t folder_len(const char *path) {
+    const char *slash = strchr(path, '/');
+    return slash != NULL ? (size_t)(slash - path) : strlen(path);
+}
+
+/* Writes each bundled plugin whose folder is missing; an existing folder
+ * is the user's (edited, or files deleted on purpose). The files of one
+ * plugin are contiguous in the table. */
+static int write_plugins(rift_dev_state *st, rift_error *err) {
+    bool created, skip = false;
+    int rc = rift_dir_ensure_private(RIFT_DEV_PLUGINS_DIR, &created);
+    if (rc != 0) {
+        return rift_error_set(err, rc, "cannot create %s: %s",
+                              RIFT_DEV_PLUGINS_DIR, strerror(-rc));
+    }
+    for (size_t i = 0; i < rift_dev_n_plugin_files; i++) {
+        const rift_dev_file *f = &rift_dev_plugin_files[i];
+        const rift_dev_file *prev =
+            i > 0 ? &rift_dev_plugin_files[i - 1] : NULL;
+        size_t n = folder_len(f->path);
+        if (prev == NULL || folder_len(prev->path) != n ||
+            memcmp(prev->path, f->path, n) != 0) {
+            char folder[512];
+            snprintf(folder, sizeof(folder), "%s/%.*s", RIFT_DEV_PLUGINS_DIR,
+                     (int)n, f->path);
+            skip = access(folder, F_OK) == 0;
+        }
+        if (skip) {
+            continue;
+        }
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", RIFT_DEV_PLUGINS_DIR, f->path);
+        if ((rc = make_parents(f->path, err)) != 0) {
+            return rc;
+        }
+        rc = rift_file_write_atomic(path, f->content, strlen(f->content), 0644);
+        if (rc != 0) {
+            return rift_error_set(err, rc, "cannot write %s: %s", path,
+                                  strerror(-rc));
+        }
+        st->created_plugins = true;
+    }
+    return 0;
+}
+
 int rift_dev_prepare(rift_dev_state *st, bool create, rift_error *err) {
     memset(st, 0, sizeof(*st));
     int rc;
@@ -161,7 +232,7 @@ int rift_dev_prepare(rift_dev_state *st, bool create, rift_error *err) {
     if (rc == -ENOENT) {
         rc = create_token(st, err);
     }
-    if (rc != 0) {
+    if (rc != 0 || (rc = write_plugins(st, err)) != 0) {
         return rc;
     }
     if (certs_present()) {

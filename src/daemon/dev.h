@@ -14,15 +14,28 @@
 
 #include "common/common.h"
 
-#define RIFT_DEV_DATA_DIR   "rift-data"
-#define RIFT_DEV_TOKEN_FILE "rift-data/dev.token"
-#define RIFT_DEV_TLS_DIR    "rift-data/tls"
-#define RIFT_DEV_TOKEN_ENV  "RIFT_DEV_TOKEN"
-#define RIFT_DEV_LABEL      "(built-in development configuration)"
+#define RIFT_DEV_DATA_DIR    "rift-data"
+#define RIFT_DEV_TOKEN_FILE  "rift-data/dev.token"
+#define RIFT_DEV_TLS_DIR     "rift-data/tls"
+#define RIFT_DEV_PLUGINS_DIR "rift-data/plugins"
+#define RIFT_DEV_TOKEN_ENV   "RIFT_DEV_TOKEN"
+#define RIFT_DEV_LABEL       "(built-in development configuration)"
 
 /* Random bytes in a generated dev token (written as 64 hex digits). */
 #define RIFT_DEV_TOKEN_BYTES 32
 #define RIFT_DEV_TOKEN_MAX   1024
+
+/* One file of a bundled example plugin: its path under examples/plugins
+ * (and rift-data/plugins) and its content. */
+typedef struct rift_dev_file {
+    const char *path;
+    const char *content;
+} rift_dev_file;
+
+/* The bundled example plugins (dev_plugins.c, generated from
+ * examples/plugins by scripts/gen-dev-plugins.py). */
+extern const rift_dev_file rift_dev_plugin_files[];
+extern const size_t rift_dev_n_plugin_files;
 
 /* rift_dev_config_source returns the embedded Lua source and its length. */
 const char *rift_dev_config_source(size_t *len);
@@ -32,13 +45,16 @@ typedef struct rift_dev_state {
     bool created_dir;
     bool created_token;
     bool created_certs;
+    bool created_plugins;
 } rift_dev_state;
 
 /*
  * rift_dev_prepare makes ./rift-data ready for the dev default, relative
  * to the working directory: the directory (0700), rift-data/dev.token
- * (0600; 32 random bytes as hex, or the existing token reused) and the TLS
- * files in rift-data/tls (generated when any is missing). With |create|
+ * (0600; 32 random bytes as hex, or the existing token reused), the TLS
+ * files in rift-data/tls (generated when any is missing) and the bundled
+ * example plugins in rift-data/plugins/<name> (written when that folder is
+ * missing, never overwritten: they are the newcomer's to edit). With |create|
  * false nothing is written: an existing token is read, a missing one
  * leaves st->token empty (what `riftd --check` wants).
  *

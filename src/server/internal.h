@@ -188,6 +188,10 @@ struct rift_server {
     pthread_cond_t cond;
     srv_run_state run;
     pthread_t thread;
+    /* Set by the server thread as it returns: a loop that ended without
+     * a stop (rift_server_is_running, the host's watchdog) answers no
+     * posts any more. */
+    atomic_bool thread_ended;
     struct sockaddr_storage addr;
     socklen_t addrlen;
     srv_counters last; /* counters when the thread last stopped */
@@ -292,5 +296,13 @@ void rift_srv_store_detach(srv_stream *ss);
 
 rift_stream *rift_srv_find_stream(const rift_server *srv, const char *name,
                                   size_t len);
+/* Posts |cb| to the running loop and waits until it sets *|done| (under
+ * sig_lock, broadcasting cond). Called with |lock| held. Returns
+ * RIFT_ERR_CLOSED when the server is not running (|cb| not posted),
+ * RIFT_ERR_NOMEM when the post failed. */
+int rift_srv_post_wait(rift_server *srv, rift_post_cb cb, void *arg,
+                       bool *done);
+/* Marks a posted query answered (takes sig_lock, broadcasts). */
+void rift_srv_post_done(rift_server *srv, bool *done);
 
 #endif /* RIFT_SERVER_INTERNAL_H */

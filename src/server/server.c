@@ -321,7 +321,8 @@ int rift_server_address(rift_server *srv, char *buf, size_t cap) {
 
 bool rift_server_is_running(rift_server *srv) {
     pthread_mutex_lock(&srv->lock);
-    bool r = srv->run == SRV_RUNNING;
+    bool r = srv->run == SRV_RUNNING &&
+             !atomic_load_explicit(&srv->thread_ended, memory_order_acquire);
     pthread_mutex_unlock(&srv->lock);
     return r;
 }
@@ -334,6 +335,7 @@ static void *thread_main(void *arg) {
      * publications (rift_srv_rx_batch_done). */
     rift_notifier_set_owner(srv->notifier);
     (void)rift_loop_run(srv->loop);
+    atomic_store_explicit(&srv->thread_ended, true, memory_order_release);
     return NULL;
 }
 
@@ -437,6 +439,7 @@ int rift_server_start(rift_server *srv, const char *address, rift_error *err) {
      * application (riftd watches them with a signalfd). */
     sigset_t all, old;
     sigfillset(&all);
+    atomic_store_explicit(&srv->thread_ended, false, memory_order_relaxed);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     rc = pthread_create(&srv->thread, NULL, thread_main, srv);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -559,8 +562,30 @@ static void stats_cb(void *arg, int status) {
         rift_quic_endpoint_get_stats(srv->ep, &st);
         req->refused = st.conns_refused;
     }
+    rift_srv_post_done(srv, &req->done);
+}
+
+int rift_srv_post_wait(rift_server *srv, rift_post_cb cb, void *arg,
+                       bool *done) {
+    /* A loop that ended on its own runs no posts: waiting would hang. */
+    if (srv->run != SRV_RUNNING ||
+        atomic_load_explicit(&srv->thread_ended, memory_order_acquire)) {
+        return RIFT_ERR_CLOSED;
+    }
+    if (rift_loop_post(srv->loop, cb, arg) != 0) {
+        return RIFT_ERR_NOMEM;
+    }
     pthread_mutex_lock(&srv->sig_lock);
-    req->done = true;
+    while (!*done) {
+        pthread_cond_wait(&srv->cond, &srv->sig_lock);
+    }
+    pthread_mutex_unlock(&srv->sig_lock);
+    return 0;
+}
+
+void rift_srv_post_done(rift_server *srv, bool *done) {
+    pthread_mutex_lock(&srv->sig_lock);
+    *done = true;
     pthread_cond_broadcast(&srv->cond);
     pthread_mutex_unlock(&srv->sig_lock);
 }
@@ -587,13 +612,7 @@ int rift_server_get_stats(rift_server *srv, rift_server_stats *st,
      * |sig_lock| only, so it never waits for |lock|. */
     pthread_mutex_lock(&srv->lock);
     uint64_t refused = srv->last_refused;
-    if (srv->run == SRV_RUNNING &&
-        rift_loop_post(srv->loop, stats_cb, &req) == 0) {
-        pthread_mutex_lock(&srv->sig_lock);
-        while (!req.done) {
-            pthread_cond_wait(&srv->cond, &srv->sig_lock);
-        }
-        pthread_mutex_unlock(&srv->sig_lock);
+    if (rift_srv_post_wait(srv, stats_cb, &req, &req.done) == 0) {
         refused += req.refused;
     } else {
         req.c = srv->last;

@@ -320,6 +320,20 @@ void rift_pend_trim_below(rift_consumer *c, uint64_t first) {
     pend_tidy(c);
 }
 
+void rift_pend_drop_range(rift_consumer *c, uint64_t from, uint64_t to) {
+    for (size_t i = pend_lower(c, from); i < c->pending.len; i++) {
+        rift_pend *p = pend_at(c, i);
+        if (p->seq >= to) {
+            break;
+        }
+        if (p->live) {
+            p->live = 0;
+            c->live--;
+        }
+    }
+    pend_tidy(c);
+}
+
 void rift_pend_trim_above(rift_consumer *c, uint64_t last) {
     while (c->pending.len > 0 && pend_at(c, c->pending.len - 1)->seq > last) {
         if (pend_at(c, c->pending.len - 1)->live) {
@@ -556,6 +570,25 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
         }
         break;
     }
+    case RIFT_EV_HOLE: {
+        uint64_t from = rift_ev_get_u64(&r);
+        uint64_t to = rift_ev_get_u64(&r);
+        if (r.bad) {
+            break; /* reported below */
+        }
+        if (from == 0 || from >= to) {
+            *why = "invalid sequence hole";
+            return -1;
+        }
+        rift_hole *h = rift_ring_push(&st->logged_holes);
+        if (h == NULL) {
+            *why = "out of memory";
+            return -2;
+        }
+        h->from = from;
+        h->to = to;
+        break;
+    }
     default:
         *why = "unknown state event";
         return -1;
@@ -594,8 +627,10 @@ static uint64_t resolve_start(rift_stream *st, const norm_config *n,
         return n->arg;
     case RIFT_START_FIRST:
         return 1;
-    case RIFT_START_LAST_RECEIVED:
-        return st->last_seq >= st->first_seq ? st->last_seq : st->last_seq + 1;
+    case RIFT_START_LAST_RECEIVED: {
+        uint64_t newest = rift_stream_newest(st);
+        return newest != 0 ? newest : st->last_seq + 1;
+    }
     case RIFT_START_NEW_ONLY:
         return st->last_seq + 1;
     default: {
@@ -610,8 +645,11 @@ static uint64_t resolve_start(rift_stream *st, const norm_config *n,
         uint64_t lo = st->first_seq, hi = st->last_seq + 1;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
+            /* A sequence in a hole sorts as the record after it. */
+            uint64_t probe = rift_stream_past_hole(st, mid);
             uint64_t ts;
-            if (rift_stream_ts(st, mid, &ts) && ts < t) {
+            if (probe <= st->last_seq && rift_stream_ts(st, probe, &ts) &&
+                ts < t) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -906,6 +944,11 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
      * pending set has room. */
     while (n < limit && c->live + nnew < c->max_ack_pending &&
            cursor <= st->last_seq) {
+        uint64_t past = rift_stream_past_hole(st, cursor);
+        if (past != cursor) {
+            cursor = past; /* lost sequences: nothing to deliver */
+            continue;
+        }
         rift_srec *r;
         rc = rift_stream_load(st, cursor, &r, err);
         if (rc != 0) {

@@ -116,6 +116,9 @@ enum {
     RIFT_EV_ACK = 4,
     /* u64 first retained sequence */
     RIFT_EV_FIRST_SEQ = 5,
+    /* u64 from, u64 to: sequences [from, to) hold no record and are never
+     * reused (records lost after their sequences were seen) */
+    RIFT_EV_HOLE = 6,
 };
 
 void rift_state_header_encode(uint8_t out[RIFT_STATE_HEADER]);

@@ -407,6 +407,81 @@ static int scan_all_zero(scanner *s, uint64_t off, bool *zero,
     return 0;
 }
 
+/*
+ * rec_check checksums the record of |len| bytes at |pos| (its head already
+ * validated and |len| within the file): *|ok| tells whether the checksum
+ * holds, *|seq| is the sequence in its trailer.
+ */
+static int rec_check(scanner *s, uint64_t pos, uint32_t len, bool *ok,
+                     uint64_t *seq, rift_error *err) {
+    int rc = scan_fill(s, pos, RIFT_REC_HEAD, err);
+    if (rc != 0) {
+        return rc;
+    }
+    const uint8_t *h = s->buf->data + (pos - s->boff);
+    uint32_t stored = rift_get_u32(h + 4);
+    uint32_t crc = rift_crc32c_update(0, h, 4);
+    crc = rift_crc32c_update(crc, h + 8, 8);
+    uint64_t cur = pos + RIFT_REC_HEAD;
+    uint64_t end = pos + len;
+    while (cur < end) {
+        size_t n = (size_t)RIFT_MIN((uint64_t)SCAN_CHUNK, end - cur);
+        if ((rc = scan_fill(s, cur, 1, err)) != 0) {
+            return rc;
+        }
+        n = (size_t)RIFT_MIN((uint64_t)n, s->boff + s->buf->len - cur);
+        crc = rift_crc32c_update(crc, s->buf->data + (cur - s->boff), n);
+        cur += n;
+    }
+    if ((rc = scan_fill(s, end - RIFT_REC_TRAILER, RIFT_REC_TRAILER, err)) !=
+        0) {
+        return rc;
+    }
+    *ok = crc == stored;
+    *seq = rift_get_u64(s->buf->data + (end - RIFT_REC_TRAILER - s->boff));
+    return 0;
+}
+
+/* ---- Sequences a repair removes ---- */
+
+/* The next sequence must be at least |next|: a record the repair removes
+ * had a sequence below it. */
+static void note_lost(rift_stream *st, uint64_t next) {
+    if (next > st->repair_floor) {
+        st->repair_floor = next;
+    }
+}
+
+/*
+ * salvage walks the records of |s| from |pos| as far as their lengths
+ * hold together, for a repair about to remove them: each one whose
+ * checksum holds had its sequence, which must not be used again. Best
+ * effort: it stops at the first implausible head.
+ */
+static int salvage(scanner *s, uint64_t pos, rift_error *err) {
+    while (pos < s->fsize && s->fsize - pos >= RIFT_REC_HEAD) {
+        int rc = scan_fill(s, pos, RIFT_REC_HEAD, err);
+        if (rc != 0) {
+            return rc;
+        }
+        const uint8_t *h = s->buf->data + (pos - s->boff);
+        uint32_t len = rift_get_u32(h);
+        if (!rift_rec_head_valid(h) || len > s->fsize - pos) {
+            break;
+        }
+        bool ok;
+        uint64_t seq;
+        if ((rc = rec_check(s, pos, len, &ok, &seq, err)) != 0) {
+            return rc;
+        }
+        if (ok && seq < UINT64_MAX) {
+            note_lost(s->st, seq + 1);
+        }
+        pos += len;
+    }
+    return 0;
+}
+
 enum {
     SCAN_CLEAN = 0,
     SCAN_TORN = 1,
@@ -443,7 +518,6 @@ static int scan_records(scanner *s, rift_seg *seg, uint64_t *stop,
             return zero ? SCAN_TORN : SCAN_BAD;
         }
         uint32_t len = rift_get_u32(h);
-        uint32_t stored = rift_get_u32(h + 4);
         uint16_t slen = rift_get_u16(h + 8);
         uint32_t plen = rift_get_u32(h + 12);
         if (len > avail) {
@@ -453,8 +527,6 @@ static int scan_records(scanner *s, rift_seg *seg, uint64_t *stop,
             *why = "stored payload exceeds configured limit";
             return -RIFT_ERR_STORAGE; /* reported by the caller */
         }
-        uint32_t crc = rift_crc32c_update(0, h, 4);
-        crc = rift_crc32c_update(crc, h + 8, 8);
         if (st->mode == RIFT_OPEN_VERIFY) {
             /* The offline check also re-validates the subject syntax. */
             size_t need = (size_t)RIFT_REC_HEAD + slen + rift_get_u16(h + 10);
@@ -468,27 +540,16 @@ static int scan_records(scanner *s, rift_seg *seg, uint64_t *stop,
                 return SCAN_BAD;
             }
         }
-        uint64_t cur = pos + RIFT_REC_HEAD;
-        uint64_t end = pos + len;
-        while (cur < end) {
-            size_t n = (size_t)RIFT_MIN((uint64_t)SCAN_CHUNK, end - cur);
-            if ((rc = scan_fill(s, cur, 1, err)) != 0) {
-                return rc;
-            }
-            n = (size_t)RIFT_MIN((uint64_t)n, s->boff + s->buf->len - cur);
-            crc = rift_crc32c_update(crc, s->buf->data + (cur - s->boff), n);
-            cur += n;
+        bool ok;
+        uint64_t rseq;
+        if ((rc = rec_check(s, pos, len, &ok, &rseq, err)) != 0) {
+            return rc;
         }
-        if (crc != stored) {
+        if (!ok) {
             *why = "checksum mismatch";
             return SCAN_BAD;
         }
-        if ((rc = scan_fill(s, end - RIFT_REC_TRAILER, RIFT_REC_TRAILER,
-                            err)) != 0) {
-            return rc;
-        }
-        const uint8_t *t = s->buf->data + (end - RIFT_REC_TRAILER - s->boff);
-        if (rift_get_u64(t) != seq) {
+        if (rseq != seq) {
             *why = "non-monotonic stream sequence";
             return SCAN_BAD;
         }
@@ -500,7 +561,7 @@ static int scan_records(scanner *s, rift_seg *seg, uint64_t *stop,
         e->len = len;
         st->bytes += len;
         seq++;
-        pos = end;
+        pos += len;
     }
     *stop = pos;
     return SCAN_CLEAN;
@@ -523,7 +584,41 @@ static void close_seg(rift_stream *st, rift_seg *s) {
     rift_seg_free(st, s);
 }
 
-/* Deletes the segment files of |later| (not loaded yet). */
+/*
+ * Notes the sequences of the segment file |path| (base |base|, about to
+ * be deleted by a repair): its name says every sequence below |base| was
+ * used, and the base itself once it holds more than a header; salvage
+ * finds the rest.
+ */
+static int note_segment_lost(rift_stream *st, const char *path, uint64_t base,
+                             rift_error *err) {
+    const rift_vfs *v = st->vfs;
+    note_lost(st, base);
+    int fd = v->open(v->user_data, path, O_RDONLY, 0);
+    if (fd < 0) {
+        return 0; /* nothing more to learn from it */
+    }
+    uint64_t fsize = 0;
+    int rc = 0;
+    if (v->fsize(v->user_data, fd, &fsize) == 0 && fsize > RIFT_SEG_HEADER) {
+        note_lost(st, base + 1);
+        rift_sbuf buf;
+        rift_sbuf_init(&buf, st->mem);
+        scanner sc = {.st = st,
+                      .fd = fd,
+                      .path = path,
+                      .fsize = fsize,
+                      .buf = &buf,
+                      .boff = 0};
+        rc = salvage(&sc, RIFT_SEG_HEADER, err);
+        rift_sbuf_free(&buf);
+    }
+    v->close(v->user_data, fd);
+    return rc;
+}
+
+/* Deletes the segment files of |later| (not loaded yet), after noting
+ * the sequences they held. */
 static int delete_later(rift_stream *st, const uint64_t *later, size_t n,
                         rift_error *err) {
     for (size_t k = 0; k < n; k++) {
@@ -532,6 +627,11 @@ static int delete_later(rift_stream *st, const uint64_t *later, size_t n,
         char *p = join(st, name);
         if (p == NULL) {
             return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+        int rc = note_segment_lost(st, p, later[k], err);
+        if (rc != 0) {
+            rift_free(st->mem, p);
+            return rc;
         }
         if (writable(st)) {
             if (st->report != NULL) {
@@ -544,11 +644,19 @@ static int delete_later(rift_stream *st, const uint64_t *later, size_t n,
     return 0;
 }
 
-/* Cuts the log at |seg| offset |off|: truncates it there and deletes every
- * later segment file. */
-static int cut_log(rift_stream *st, rift_seg *seg, uint64_t fsize, uint64_t off,
-                   const uint64_t *later, size_t nlater, rift_error *err) {
+/* Cuts the log at |seg| offset |off| (scanned by |sc|), where a bad
+ * record or a partial one in a sealed segment sits: truncates it there
+ * and deletes every later segment file, noting the sequences removed. */
+static int cut_log(rift_stream *st, scanner *sc, rift_seg *seg, uint64_t fsize,
+                   uint64_t off, const uint64_t *later, size_t nlater,
+                   rift_error *err) {
     note_torn(st, seg->path, off);
+    /* The record at the cut was complete once: its sequence was used. */
+    note_lost(st, seg->end + 1);
+    int src = salvage(sc, off, err);
+    if (src != 0) {
+        return src;
+    }
     if (writable(st)) {
         note_cut(st, fsize - off);
         int rc = truncate_file(st, atomic_load(&seg->fd), seg->path, off, err);
@@ -557,6 +665,18 @@ static int cut_log(rift_stream *st, rift_seg *seg, uint64_t fsize, uint64_t off,
         }
     }
     return delete_later(st, later, nlater, err);
+}
+
+/* Whether the state log holds a hole that ends at |to| and starts at or
+ * below |from| (records end at |from|, the next segment starts at |to|). */
+static bool logged_hole(const rift_stream *st, uint64_t from, uint64_t to) {
+    for (size_t i = 0; i < st->logged_holes.len; i++) {
+        const rift_hole *h = rift_ring_at(&st->logged_holes, i);
+        if (h->to == to && h->from <= from) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
@@ -644,6 +764,15 @@ static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
                 st->ents.len = 0;
                 st->ents.head = 0;
                 st->bytes = 0;
+                st->holes.len = 0;
+                st->holes.head = 0;
+            } else if (seg->base > expect &&
+                       logged_hole(st, expect, seg->base)) {
+                /* Sequences lost earlier and never reused. */
+                if (rift_stream_add_hole(st, expect, seg->base) != 0) {
+                    rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+                    goto out;
+                }
             } else {
                 rc = corrupt(err, "sequence gap before segment", path, 0);
                 goto out;
@@ -672,6 +801,9 @@ static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
             if (st->mode == RIFT_OPEN_REPAIR) {
                 note_torn(st, path, 0);
                 note_cut(st, fsize);
+                if ((rc = note_segment_lost(st, path, seg->base, err)) != 0) {
+                    goto out;
+                }
                 delete_seg_file(st, seg);
                 close_seg(st, seg);
                 rift_ring_pop_back(&st->segs);
@@ -716,7 +848,7 @@ static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
                          path, stop);
             goto out;
         }
-        rc = cut_log(st, seg, fsize, stop, bases + i + 1, n - i - 1, err);
+        rc = cut_log(st, &sc, seg, fsize, stop, bases + i + 1, n - i - 1, err);
         break;
     }
 out:
@@ -727,6 +859,133 @@ out:
             s->written = s->synced = s->flushed = s->size;
         }
     }
+    return rc;
+}
+
+/* ---- The sequence range ---- */
+
+/*
+ * The lowest next sequence the consumers imply: past every delivery they
+ * have pending, and at their cursor unless it is still a start sequence
+ * given by hand that no record has reached yet (a consumer may wait for a
+ * sequence beyond the end; that is no evidence the sequence was used).
+ */
+static uint64_t consumers_floor(const rift_stream *st) {
+    uint64_t floor = 0;
+    for (size_t i = 0; i < st->ncons; i++) {
+        const rift_consumer *c = st->cons[i];
+        if (c->start_mode != RIFT_START_SEQUENCE ||
+            c->next_seq != c->start_seq) {
+            floor = RIFT_MAX(floor, c->next_seq);
+        }
+        for (size_t k = c->pending.len; k > 0; k--) {
+            const rift_pend *p = rift_ring_at(&c->pending, k - 1);
+            if (p->live) {
+                floor = RIFT_MAX(floor, p->seq + (p->seq < UINT64_MAX));
+                break;
+            }
+        }
+    }
+    return floor;
+}
+
+/* Appends one event to state.log and syncs it (recovery, writable). */
+static int log_event(rift_stream *st, const rift_sbuf *ev, rift_error *err) {
+    const rift_vfs *v = st->vfs;
+    char *path = join(st, RIFT_STATE_FILE);
+    if (path == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    int rc = 0;
+    size_t done = 0;
+    while (rc == 0 && done < ev->len) {
+        rift_ssize n = v->pwrite(v->user_data, st->state_fd, ev->data + done,
+                                 ev->len - done, st->state_size + done);
+        if (n <= 0) {
+            rc = io_error(err, "write", path, n < 0 ? (int)n : -EIO);
+        } else {
+            done += (size_t)n;
+        }
+    }
+    if (rc == 0 && (rc = v->fdatasync(v->user_data, st->state_fd)) != 0) {
+        rc = io_error(err, "fdatasync", path, rc);
+    }
+    if (rc == 0) {
+        st->state_size += ev->len;
+        st->state_bytes += ev->len;
+    }
+    rift_free(st->mem, path);
+    return rc;
+}
+
+/* Logs a HOLE [from, to) or a FIRST_SEQ |from| (|to| 0) event. */
+static int log_range_event(rift_stream *st, uint64_t from, uint64_t to,
+                           rift_error *err) {
+    rift_sbuf b;
+    rift_sbuf_init(&b, st->mem);
+    int64_t start = rift_ev_begin(&b, to ? RIFT_EV_HOLE : RIFT_EV_FIRST_SEQ);
+    int rc = start < 0 ? RIFT_ERR_NOMEM : rift_ev_put_u64(&b, from);
+    if (rc == 0 && to != 0) {
+        rc = rift_ev_put_u64(&b, to);
+    }
+    if (rc != 0) {
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    } else {
+        rift_ev_finish(&b, start);
+        rc = log_event(st, &b, err);
+    }
+    rift_sbuf_free(&b);
+    return rc;
+}
+
+/*
+ * settle_range fixes the retained range after the scan. Records end at
+ * |end|, but the next sequence must also be past everything anybody may
+ * have seen: the FIRST_SEQ marker, holes already logged, every consumer's
+ * pending deliveries and cursor, and whatever a repair removed. Sequences
+ * between the last record and that floor are lost, never reused: with
+ * records retained they become a hole (logged, so the next segment's
+ * base is accepted after the gap), else the first retained sequence moves
+ * there (FIRST_SEQ). The next record goes to a new segment at the floor.
+ */
+static int settle_range(rift_stream *st, rift_error *err) {
+    uint64_t end = 1;
+    if (st->segs.len > 0) {
+        end = (*(rift_seg **)rift_ring_at(&st->segs, st->segs.len - 1))->end;
+    }
+    uint64_t floor = RIFT_MAX(end, st->marker);
+    floor = RIFT_MAX(floor, st->repair_floor);
+    floor = RIFT_MAX(floor, consumers_floor(st));
+    for (size_t i = 0; i < st->logged_holes.len; i++) {
+        floor = RIFT_MAX(floor,
+                         ((rift_hole *)rift_ring_at(&st->logged_holes, i))->to);
+    }
+    st->last_seq = floor - 1;
+    if (floor > end) {
+        st->force_roll = true;
+    }
+    uint64_t first = RIFT_MAX(st->first_seq, st->marker);
+    while (st->first_seq < first && st->ents.len > 0) {
+        rift_stream_pop_front(st);
+    }
+    if (st->ents.len == 0) {
+        st->first_seq = floor;
+        st->holes.len = 0;
+        st->holes.head = 0;
+    } else if (floor > end && rift_stream_add_hole(st, end, floor) != 0) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    int rc = 0;
+    if (writable(st) && floor > end) {
+        if (st->ents.len > 0 && !logged_hole(st, end, floor)) {
+            rc = log_range_event(st, end, floor, err);
+        } else if (st->ents.len == 0 && st->marker < floor) {
+            rc = log_range_event(st, floor, 0, err);
+            st->marker = floor;
+        }
+    }
+    st->logged_holes.len = 0;
+    st->logged_holes.head = 0;
     return rc;
 }
 
@@ -767,40 +1026,18 @@ int rift_recover(rift_stream *st, rift_error *err) {
         return rc;
     }
 
-    /* Sequence range: the segments, raised by the persisted marker. */
-    if (st->segs.len > 0) {
-        rift_seg *lastseg =
-            *(rift_seg **)rift_ring_at(&st->segs, st->segs.len - 1);
-        st->last_seq = lastseg->end - 1;
-    } else {
-        st->last_seq = st->marker > 0 ? st->marker - 1 : 0;
-        st->first_seq = st->last_seq + 1;
-    }
-    if (st->marker > st->last_seq + 1) {
-        /* Segments behind the marker are gone: continue after it in a new
-         * segment (recovery then drops the older ones at the gap). */
-        st->last_seq = st->marker - 1;
-        st->force_roll = true;
-    }
-    uint64_t first = RIFT_MAX(st->first_seq, st->marker);
-    while (st->first_seq < first && st->ents.len > 0) {
-        rift_ent *e = rift_ring_at(&st->ents, 0);
-        st->bytes -= e->len;
-        rift_ring_pop_front(&st->ents);
-        st->first_seq++;
-    }
-    if (st->first_seq < first) {
-        st->first_seq = first;
-    }
-    if (st->first_seq > st->last_seq + 1) {
-        st->first_seq = st->last_seq + 1;
+    rc = settle_range(st, err);
+    if (rc != 0) {
+        return rc;
     }
     st->cache_first = st->last_seq + 1;
     if (st->report != NULL) {
+        uint64_t newest = rift_stream_newest(st);
         st->report->segments = st->segs.len;
         st->report->records = st->ents.len;
         st->report->first_sequence = st->first_seq;
-        st->report->last_sequence = st->last_seq;
+        st->report->last_sequence = newest ? newest : st->first_seq - 1;
+        st->report->next_sequence = st->last_seq + 1;
         for (size_t i = 0; i < st->segs.len; i++) {
             st->report->segment_bytes +=
                 (*(rift_seg **)rift_ring_at(&st->segs, i))->size;
@@ -813,6 +1050,10 @@ int rift_recover(rift_stream *st, rift_error *err) {
         rift_consumer *c = st->cons[i];
         rift_pend_trim_below(c, st->first_seq);
         rift_pend_trim_above(c, st->last_seq);
+        for (size_t k = 0; k < st->holes.len; k++) {
+            const rift_hole *h = rift_ring_at(&st->holes, k);
+            rift_pend_drop_range(c, h->from, h->to);
+        }
         /* No fetch of a previous process can still be in flight. */
         for (size_t k = 0; k < c->pending.len; k++) {
             ((rift_pend *)rift_ring_at(&c->pending, k))->delivered_at = 0;
@@ -889,6 +1130,7 @@ int rift_store_repair(const char *path, rift_store_report *report,
         report->records = again.records;
         report->first_sequence = again.first_sequence;
         report->last_sequence = again.last_sequence;
+        report->next_sequence = again.next_sequence;
         report->segment_bytes = again.segment_bytes;
         report->state_events = again.state_events;
         report->consumers = again.consumers;

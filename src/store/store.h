@@ -65,6 +65,15 @@ typedef struct rift_ent {
     uint32_t len;
 } rift_ent;
 
+/* Sequences [from, to) that hold no record and never will: records a
+ * repair or a crash lost after consumers or a later segment had seen
+ * their sequences. They are skipped, never reused (docs/storage-format.md,
+ * "Sequence holes"). */
+typedef struct rift_hole {
+    uint64_t from;
+    uint64_t to;
+} rift_hole;
+
 /* ---- Segments ---- */
 
 typedef struct rift_seg {
@@ -196,6 +205,11 @@ struct rift_stream {
     rift_ring cache; /* rift_srec * for cache_first.. (all, in memory) */
     uint64_t cache_first;
     uint64_t cache_used;
+    /* Holes inside the retained range, ascending: from > first_seq and
+     * to <= last_seq + 1 (the newest one may end the range: it then ends
+     * at the next sequence to publish). Usually empty. |ents| holds the
+     * records only, so a sequence's index skips the holes below it. */
+    rift_ring holes;
     /* Timestamp of the first retained record when front_ts_seq ==
      * first_seq (age retention reads it once per record, not per call). */
     uint64_t front_ts;
@@ -227,6 +241,10 @@ struct rift_stream {
     pthread_t writer;
     bool writer_started;
     bool writer_idle;
+    /* Under lock: the writer waits for work with nothing in flight (not
+     * merely gathering a group), so a caller may write |fill| itself. */
+    bool writer_parked;
+
     bool stopping;
     _Atomic int poison;
     rift_error poison_err;
@@ -247,6 +265,10 @@ struct rift_stream {
     size_t nhelpers;
     pthread_cond_t job_cv;
     bool helpers_stop;
+    /* Recovery only: HOLE events of the state log, and the lowest next
+     * sequence the records a repair cut (or deleted) imply. */
+    rift_ring logged_holes;
+    uint64_t repair_floor;
     /* Read-ahead for records no longer cached. */
     rift_sbuf rbuf;
     rift_seg *rseg;
@@ -256,6 +278,16 @@ struct rift_stream {
 /* ---- stream.c ---- */
 
 uint64_t rift_stream_now(const rift_stream *st);
+/* |seq|, or the end of the hole holding it. */
+uint64_t rift_stream_past_hole(const rift_stream *st, uint64_t seq);
+/* The sequence of the newest retained record, 0 when there is none. */
+uint64_t rift_stream_newest(const rift_stream *st);
+/* Drops the first retained record from the index (not the cache). */
+void rift_stream_pop_front(rift_stream *st);
+/* Moves first_seq past the holes it reached, and drops them. */
+void rift_stream_skip_holes(rift_stream *st);
+/* Appends the hole [from, to) (above every record). 0 or NOMEM. */
+int rift_stream_add_hole(rift_stream *st, uint64_t from, uint64_t to);
 /* Evicts by count, bytes and age; raises consumers. Under lock. */
 void rift_stream_retain(rift_stream *st, uint64_t now);
 /* The timestamp of retained record |seq| (cache or trailer); false when
@@ -297,6 +329,8 @@ int rift_pend_upsert(rift_consumer *c, uint64_t seq, uint64_t delivered_at,
 void rift_pend_drop(rift_consumer *c, rift_pend *p);
 void rift_pend_trim_below(rift_consumer *c, uint64_t first);
 void rift_pend_trim_above(rift_consumer *c, uint64_t last);
+/* Drops the pending entries in [from, to). */
+void rift_pend_drop_range(rift_consumer *c, uint64_t from, uint64_t to);
 /* Appends a full CONSUMER event for |c| to |b|. */
 int rift_consumer_encode(const rift_consumer *c, rift_sbuf *b);
 /* Applies one state event (recovery). 0, or -1 with *|why|. */
@@ -338,8 +372,9 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
                               bool blocking, uint64_t *wait, rift_error *err);
-/* Waits, without the stream lock, until generation |ticket| is durable:
- * 0 or the poison error. 0 for |ticket| 0. */
+/* Waits, without the stream lock, until generation |ticket| is
+ * acknowledged (synced, or for an unsynced stream written): 0 or the
+ * poison error. 0 for |ticket| 0. */
 int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err);
 /* Makes room for one completion so registering one cannot fail later. */
 int rift_writer_reserve(rift_stream *st, rift_error *err);

@@ -101,6 +101,8 @@ static void release_records(rift_stream *st) {
     }
     rift_ring_free(&st->cache);
     rift_ring_free(&st->ents);
+    rift_ring_free(&st->holes);
+    rift_ring_free(&st->logged_holes);
 }
 
 static void close_files(rift_stream *st) {
@@ -245,7 +247,13 @@ int rift_stream_open_mode(rift_stream **pstream,
     st->vfs = settings->vfs ? settings->vfs : rift_vfs_posix();
     st->mode = mode;
     st->report = report;
-    pthread_mutex_init(&st->lock, NULL);
+    /* Callers hold the lock for microseconds (a blocking caller of an
+     * unsynced stream for one write()): a short spin beats sleeping. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&st->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_cond_init(&st->work_cv, NULL);
     pthread_cond_init(&st->done_cv, NULL);
     for (size_t i = 0; i < RIFT_ARRAY_LEN(st->gen_wait); i++) {
@@ -266,6 +274,8 @@ int rift_stream_open_mode(rift_stream **pstream,
     st->dir_fd = -1;
     st->state_fd = -1;
     rift_ring_init(&st->ents, sizeof(rift_ent), mem);
+    rift_ring_init(&st->holes, sizeof(rift_hole), mem);
+    rift_ring_init(&st->logged_holes, sizeof(rift_hole), mem);
     rift_ring_init(&st->cache, sizeof(rift_srec *), mem);
     rift_ring_init(&st->segs, sizeof(rift_seg *), mem);
     rift_ring_init(&st->completions, sizeof(rift_completion), mem);
@@ -348,6 +358,87 @@ void rift_stream_close(rift_stream *st) {
     rift_stream_unref(st);
 }
 
+/* ---- Holes ---- */
+
+static const rift_hole *hole_at(const rift_stream *st, size_t i) {
+    return rift_ring_at(&st->holes, i);
+}
+
+uint64_t rift_stream_past_hole(const rift_stream *st, uint64_t seq) {
+    for (size_t i = 0; i < st->holes.len; i++) {
+        const rift_hole *h = hole_at(st, i);
+        if (seq < h->from) {
+            break;
+        }
+        if (seq < h->to) {
+            return h->to;
+        }
+    }
+    return seq;
+}
+
+uint64_t rift_stream_newest(const rift_stream *st) {
+    if (st->ents.len == 0) {
+        return 0;
+    }
+    if (st->holes.len > 0) {
+        const rift_hole *h = hole_at(st, st->holes.len - 1);
+        if (h->to == st->last_seq + 1) {
+            return h->from - 1; /* the range ends in a hole */
+        }
+    }
+    return st->last_seq;
+}
+
+/* The index entry of retained record |seq| (not in a hole): the holes
+ * below it take no entries. */
+static rift_ent *ent_of(rift_stream *st, uint64_t seq) {
+    uint64_t skip = 0;
+    for (size_t i = 0; i < st->holes.len; i++) {
+        const rift_hole *h = hole_at(st, i);
+        if (seq < h->from) {
+            break;
+        }
+        skip += h->to - h->from;
+    }
+    return rift_ring_at(&st->ents, (size_t)(seq - st->first_seq - skip));
+}
+
+void rift_stream_skip_holes(rift_stream *st) {
+    while (st->holes.len > 0 && hole_at(st, 0)->from <= st->first_seq) {
+        const rift_hole *h = hole_at(st, 0);
+        if (h->to > st->first_seq) {
+            st->first_seq = h->to;
+        }
+        rift_ring_pop_front(&st->holes);
+    }
+}
+
+void rift_stream_pop_front(rift_stream *st) {
+    rift_ent *e = rift_ring_at(&st->ents, 0);
+    st->bytes -= e->len;
+    rift_ring_pop_front(&st->ents);
+    st->first_seq++;
+    rift_stream_skip_holes(st);
+}
+
+int rift_stream_add_hole(rift_stream *st, uint64_t from, uint64_t to) {
+    if (st->holes.len > 0) {
+        rift_hole *last = rift_ring_at(&st->holes, st->holes.len - 1);
+        if (last->to == from) {
+            last->to = to;
+            return 0;
+        }
+    }
+    rift_hole *h = rift_ring_push(&st->holes);
+    if (h == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    h->from = from;
+    h->to = to;
+    return 0;
+}
+
 /* ---- Retention ---- */
 
 void rift_stream_cache_trim(rift_stream *st) {
@@ -390,12 +481,12 @@ void rift_stream_retain(rift_stream *st, uint64_t now) {
             st->bytes <= st->cfg.max_bytes && !front_expired(st, now)) {
             break;
         }
-        st->bytes -= e->len;
-        rift_ring_pop_front(&st->ents);
-        st->first_seq++;
-        if (st->cache_first < st->first_seq && st->cache.len > 0) {
+        uint32_t len = e->len;
+        bool cached = st->cache.len > 0 && st->cache_first == st->first_seq;
+        rift_stream_pop_front(st);
+        if (cached) {
             rift_srec *r = *(rift_srec **)rift_ring_at(&st->cache, 0);
-            st->cache_used -= e->len;
+            st->cache_used -= len;
             rift_srec_unref(st->mem, r);
             rift_ring_pop_front(&st->cache);
             st->cache_first++;
@@ -498,7 +589,10 @@ bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts) {
                   ->ts;
         return true;
     }
-    rift_ent *e = rift_ring_at(&st->ents, seq - st->first_seq);
+    if (rift_stream_past_hole(st, seq) != seq) {
+        return false;
+    }
+    rift_ent *e = ent_of(st, seq);
     rift_seg *s = seg_of(st, seq);
     if (!st->file || s == NULL) {
         return false;
@@ -523,13 +617,13 @@ int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
             *(rift_srec **)rift_ring_at(&st->cache, seq - st->cache_first));
         return 0;
     }
-    rift_ent *e = rift_ring_at(&st->ents, seq - st->first_seq);
     rift_seg *s = seg_of(st, seq);
-    if (!st->file || s == NULL) {
+    if (!st->file || s == NULL || rift_stream_past_hole(st, seq) != seq) {
         return rift_error_set(err, RIFT_ERR_STORAGE,
                               "stream storage: record %llu is missing",
                               (unsigned long long)seq);
     }
+    rift_ent *e = ent_of(st, seq);
     const uint8_t *p = NULL;
     int rc = read_at(st, s, e->off, e->len, &p, err);
     if (rc != 0) {
@@ -736,9 +830,11 @@ int rift_stream_replay(rift_stream *st, uint64_t from, size_t limit,
         return rc;
     }
     rift_stream_retain(st, rift_stream_now(st));
-    /* A synced stream shows only what a completed publish reported. */
-    uint64_t cap =
-        st->file && st->cfg.sync_on_write ? st->durable_seq : st->last_seq;
+    /* A file stream shows only what a completed publish could have
+     * reported: records synced, or for an unsynced stream written. */
+    uint64_t cap = !st->file               ? st->last_seq
+                   : st->cfg.sync_on_write ? st->durable_seq
+                                           : st->written_seq;
     uint64_t start = RIFT_MAX(from, st->first_seq);
     size_t n = 0;
     if (start <= cap) {
@@ -753,12 +849,18 @@ int rift_stream_replay(rift_stream *st, uint64_t from, size_t limit,
         }
     }
     size_t got = 0;
-    for (; got < n; got++) {
-        rc = rift_stream_load(st, start + got, &recs[got], err);
+    for (uint64_t seq = start; got < n && seq <= cap; seq++) {
+        seq = rift_stream_past_hole(st, seq);
+        if (seq > cap) {
+            break;
+        }
+        rc = rift_stream_load(st, seq, &recs[got], err);
         if (rc != 0) {
             break;
         }
+        got++;
     }
+    n = got;
     pthread_mutex_unlock(&st->lock);
     if (rc != 0) {
         for (size_t i = 0; i < got; i++) {

@@ -14,6 +14,12 @@
  * sync for new files, then the state log (or a snapshot replacing it) and
  * its fdatasync, then unlinks of segments retention emptied. State that
  * refers to a record is therefore never durable before the record.
+ *
+ * Unsynced streams (sync_on_write false) skip the syncs but still
+ * acknowledge a mutation only once its bytes were written (pwrite): the
+ * writer completes a generation after writing it, and a blocking caller
+ * that finds the writer parked writes the stage itself under the lock
+ * (write_inline), saving two thread wake-ups per publish.
  */
 #include "store/store.h"
 
@@ -23,9 +29,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Staged bytes beyond which blocking callers of an unsynced stream wait
- * for the writer, so a fast producer cannot grow memory without bound. */
-#define STAGE_HIGH_WATER (64u << 20)
 /* Stage buffers larger than this are released after a cycle. */
 #define STAGE_KEEP (4u << 20)
 
@@ -178,6 +181,16 @@ int rift_writer_snapshot(rift_stream *st) {
         return RIFT_ERR_NOMEM;
     }
     rift_ev_finish(b, start);
+    for (size_t i = 0; i < st->holes.len; i++) {
+        const rift_hole *hole = rift_ring_at(&st->holes, i);
+        start = rift_ev_begin(b, RIFT_EV_HOLE);
+        if (start < 0 || rift_ev_put_u64(b, hole->from) != 0 ||
+            rift_ev_put_u64(b, hole->to) != 0) {
+            b->len = 0;
+            return RIFT_ERR_NOMEM;
+        }
+        rift_ev_finish(b, start);
+    }
     for (size_t i = 0; i < st->ncons; i++) {
         if (rift_consumer_encode(st->cons[i], b) != 0) {
             b->len = 0;
@@ -317,54 +330,6 @@ static void wake_settled(rift_stream *st) {
         wake_slot(st, (size_t)(g % n));
     }
     st->woken_gen = durable;
-}
-
-int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
-                              rift_stream_done_cb cb, void *user_data,
-                              bool blocking, uint64_t *wait, rift_error *err) {
-    (void)err;
-    if (!st->file || !st->cfg.sync_on_write || st->durable_gen >= ticket) {
-        return blocking ? 0 : RIFT_STREAM_DONE;
-    }
-    if (!blocking) {
-        if (cb == NULL) {
-            return 0; /* nobody waits; the operation stands all the same */
-        }
-        /* Callers reserved the slot before mutating, so this succeeds. */
-        rift_completion *c = rift_ring_push(&st->completions);
-        c->ticket = ticket;
-        c->cb = cb;
-        c->user_data = user_data;
-        return 0;
-    }
-    *wait = ticket;
-    return 0;
-}
-
-int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
-                       void *user_data, bool blocking, uint64_t *wait,
-                       rift_error *err) {
-    if (!staged || !st->file) {
-        return blocking ? 0 : RIFT_STREAM_DONE;
-    }
-    uint64_t ticket = st->fill_gen;
-    if (st->cfg.sync_on_write) {
-        st->fill.need_sync = true;
-        st->fill.nops++;
-    }
-    rift_writer_kick(st);
-    if (!st->cfg.sync_on_write) {
-        if (blocking) {
-            while (st->fill.seg_data.len + st->fill.state_data.len >
-                       STAGE_HIGH_WATER &&
-                   st->poison == 0 && !st->closed) {
-                pthread_cond_wait(&st->done_cv, &st->lock);
-            }
-        }
-        return blocking ? 0 : RIFT_STREAM_DONE;
-    }
-    return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, wait,
-                                     err);
 }
 
 /* ---- The cycle (writer thread, no lock) ---- */
@@ -611,6 +576,7 @@ static void free_dead(rift_stream *st, rift_stage *io) {
 
 static void wait_work(rift_stream *st) {
     st->writer_idle = true;
+    st->writer_parked = true;
     if (st->cfg.max_age_ms > 0) {
         /* Age retention also runs when nobody calls, so expired segments
          * leave the disk. */
@@ -628,6 +594,7 @@ static void wait_work(rift_stream *st) {
         pthread_cond_wait(&st->work_cv, &st->lock);
     }
     st->writer_idle = false;
+    st->writer_parked = false;
 }
 
 /*
@@ -841,6 +808,20 @@ static rift_seg *simple_stage(rift_stream *st, const rift_stage *io) {
     return atomic_load(&s->fd) >= 0 ? s : NULL;
 }
 
+/* Records of |io| are in the OS now: readers may pread them and the
+ * cache may let them go. Under lock. */
+static void mark_flushed(rift_stream *st, const rift_stage *io) {
+    for (size_t i = 0; i < io->extents.len; i++) {
+        const rift_extent *e = rift_ring_at(&io->extents, i);
+        if (e->seg->flushed < e->off + e->len) {
+            e->seg->flushed = e->off + e->len;
+        }
+    }
+    if (io->last_seq > st->written_seq) {
+        st->written_seq = io->last_seq;
+    }
+}
+
 static int write_extents(rift_stream *st, rift_stage *io, rift_error *err) {
     for (size_t i = 0; i < io->extents.len; i++) {
         rift_extent *e = rift_ring_at(&io->extents, i);
@@ -853,6 +834,110 @@ static int write_extents(rift_stream *st, rift_stage *io, rift_error *err) {
         e->seg->written = e->off + e->len;
     }
     return 0;
+}
+
+int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
+                              rift_stream_done_cb cb, void *user_data,
+                              bool blocking, uint64_t *wait, rift_error *err) {
+    (void)err;
+    if (!st->file || st->durable_gen >= ticket) {
+        return blocking ? 0 : RIFT_STREAM_DONE;
+    }
+    if (!blocking) {
+        if (cb == NULL) {
+            return 0; /* nobody waits; the operation stands all the same */
+        }
+        /* Callers reserved the slot before mutating, so this succeeds. */
+        rift_completion *c = rift_ring_push(&st->completions);
+        c->ticket = ticket;
+        c->cb = cb;
+        c->user_data = user_data;
+        return 0;
+    }
+    *wait = ticket;
+    return 0;
+}
+
+/*
+ * Whether a blocking caller may write |fill| itself: an unsynced stream,
+ * the writer parked with nothing in flight, nobody's async completion in
+ * the stage, and nothing in it but appends to existing files (new
+ * segments, snapshots, unlinks and syncs stay on the writer thread).
+ * Handing a publish to the writer and being woken costs two thread
+ * wake-ups, several times a write() (measured: concurrent blocking
+ * publishers went through the writer 6x slower than writing inline, one
+ * by one under the lock). Under lock.
+ */
+static bool can_write_inline(rift_stream *st) {
+    const rift_stage *f = &st->fill;
+    if (st->cfg.sync_on_write || !st->writer_parked ||
+        st->completions.len > 0 || f->has_snapshot || f->dead.len > 0 ||
+        f->full_sync || st->poison != 0) {
+        return false;
+    }
+    for (size_t i = 0; i < f->extents.len; i++) {
+        const rift_extent *e = rift_ring_at(&f->extents, i);
+        if (atomic_load(&e->seg->fd) < 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Writes |fill| on the caller's thread, under the lock, exactly as the
+ * writer's cycle would (segment data, then state events, one write each,
+ * no sync) and settles its generation. The lock keeps everyone else out,
+ * and the writer is parked, so the order of generations is kept. Returns
+ * 0 or the write error (the stream is then poisoned).
+ */
+static int write_inline(rift_stream *st, rift_error *err) {
+    rift_stage *f = &st->fill;
+    uint64_t gen = st->fill_gen++;
+    rift_error cerr = {0};
+    int rc = write_extents(st, f, &cerr);
+    for (size_t i = 0; rc == 0 && i < f->extents.len; i++) {
+        rc = mark_dirty(st, ((rift_extent *)rift_ring_at(&f->extents, i))->seg,
+                        &cerr);
+    }
+    if (rc == 0 && f->state_data.len > 0) {
+        rc = write_all(st, st->state_fd, f->state_data.data, f->state_data.len,
+                       st->state_size, RIFT_STATE_FILE, &cerr);
+        if (rc == 0) {
+            st->state_size += f->state_data.len;
+            st->state_dirty = true;
+        }
+    }
+    if (rc == 0) {
+        mark_flushed(st, f);
+        atomic_store(&st->durable_gen, gen);
+    } else {
+        set_poison(st, rc, gen, &cerr);
+        rift_error_copy(err, &cerr);
+    }
+    stage_reset(f);
+    st->fill_kicked = false;
+    wake_settled(st);
+    rift_stream_cache_trim(st);
+    return rc;
+}
+
+int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
+                       void *user_data, bool blocking, uint64_t *wait,
+                       rift_error *err) {
+    if (!staged || !st->file) {
+        return blocking ? 0 : RIFT_STREAM_DONE;
+    }
+    uint64_t ticket = st->fill_gen;
+    st->fill.nops++;
+    if (st->cfg.sync_on_write) {
+        st->fill.need_sync = true;
+    } else if (blocking && can_write_inline(st)) {
+        return write_inline(st, err);
+    }
+    rift_writer_kick(st);
+    return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, wait,
+                                     err);
 }
 
 static void *writer_main(void *arg) {
@@ -896,15 +981,7 @@ static void *writer_main(void *arg) {
 
         pthread_mutex_lock(&st->lock);
         if (!poisoned && rc == 0) {
-            for (size_t i = 0; i < io->extents.len; i++) {
-                rift_extent *e = rift_ring_at(&io->extents, i);
-                if (e->seg->flushed < e->off + e->len) {
-                    e->seg->flushed = e->off + e->len;
-                }
-            }
-            if (io->last_seq > st->written_seq) {
-                st->written_seq = io->last_seq;
-            }
+            mark_flushed(st, io);
             bool settled_here = true;
             if (simple != NULL) {
                 if (dispatch(st, gen, simple, io->last_seq)) {

@@ -166,7 +166,7 @@ typedef enum fault_kind {
     FAULT_SHORT,
 } fault_kind;
 
-static void run_faults(fault_kind kind, int max_n) {
+static void run_faults(fault_kind kind, int max_n, bool sync) {
     int failures_seen = 0;
     for (int n = 1; n <= max_n; n++) {
         char *dir = rift_test_tmpdir();
@@ -187,6 +187,7 @@ static void run_faults(fault_kind kind, int max_n) {
         s.storage_path = dir;
         s.vfs = &tv.vfs;
         s.segment_bytes = 4096; /* rolls several times in the workload */
+        s.sync_on_write = sync;
         rift_stream *st = NULL;
         rift_error err = {0};
         outcome o = {0};
@@ -209,7 +210,8 @@ static void run_faults(fault_kind kind, int max_n) {
         }
         check_after_reopen(dir, &o);
         if (rift_test_failed()) {
-            fprintf(stderr, "fault kind %d at call %d\n", (int)kind, n);
+            fprintf(stderr, "fault kind %d at call %d (%s)\n", (int)kind, n,
+                    sync ? "synced" : "unsynced");
             return;
         }
         test_vfs_free(&tv);
@@ -219,24 +221,36 @@ static void run_faults(fault_kind kind, int max_n) {
 }
 
 RIFT_TEST(fail_nth_write) {
-    run_faults(FAULT_WRITE, 60);
+    run_faults(FAULT_WRITE, 60, true);
 }
 
 RIFT_TEST(fail_nth_fdatasync) {
-    run_faults(FAULT_SYNC, 60);
+    run_faults(FAULT_SYNC, 60, true);
 }
 
 RIFT_TEST(short_nth_write) {
-    run_faults(FAULT_SHORT, 60);
+    run_faults(FAULT_SHORT, 60, true);
+}
+
+/* Unsynced streams acknowledge after write(): a failed or short write
+ * fails that very operation, poisons the stream, and loses nothing that
+ * was acknowledged. */
+RIFT_TEST(fail_nth_write_unsynced) {
+    run_faults(FAULT_WRITE, 60, false);
+}
+
+RIFT_TEST(short_nth_write_unsynced) {
+    run_faults(FAULT_SHORT, 60, false);
 }
 
 /* A failing stream does not disturb another one. */
-RIFT_TEST(disk_full_isolated) {
+static void disk_full_isolated(bool sync) {
     char *da = rift_test_tmpdir(), *db = rift_test_tmpdir();
     test_vfs tv;
     test_vfs_init(&tv);
     rift_stream_settings s;
     rift_stream_settings_default(&s);
+    s.sync_on_write = sync;
     s.storage_path = da;
     s.vfs = &tv.vfs;
     rift_stream *a = NULL, *b = NULL;
@@ -277,6 +291,14 @@ RIFT_TEST(disk_full_isolated) {
     rift_test_rmdir(db);
 }
 
+RIFT_TEST(disk_full_isolated) {
+    disk_full_isolated(true);
+}
+
+RIFT_TEST(disk_full_isolated_unsynced) {
+    disk_full_isolated(false);
+}
+
 /* The async form reports the failure through its callback. */
 typedef struct cb_state {
     pthread_mutex_t mu;
@@ -298,7 +320,8 @@ static void on_done(void *ud, int status, const rift_error *err) {
     pthread_mutex_unlock(&c->mu);
 }
 
-RIFT_TEST(async_failure_reaches_callbacks) {
+/* |sync|: the group's fdatasync fails; else (unsynced) its write does. */
+static void async_failure(bool sync) {
     char *dir = rift_test_tmpdir();
     test_vfs tv;
     test_vfs_init(&tv);
@@ -307,12 +330,17 @@ RIFT_TEST(async_failure_reaches_callbacks) {
     rift_stream_settings_default(&s);
     s.storage_path = dir;
     s.vfs = &tv.vfs;
+    s.sync_on_write = sync;
     rift_stream *st = NULL;
     CHECK_OK(rift_stream_open(&st, &s, NULL));
     cb_state cs = {.done = 0};
     pthread_mutex_init(&cs.mu, NULL);
     pthread_cond_init(&cs.cv, NULL);
-    atomic_store(&tv.fail_sync_at, atomic_load(&tv.syncs) + 1);
+    if (sync) {
+        atomic_store(&tv.fail_sync_at, atomic_load(&tv.syncs) + 1);
+    } else {
+        atomic_store(&tv.fail_write_at, atomic_load(&tv.pwrites) + 1);
+    }
     int pending = 0;
     uint8_t buf[512];
     for (uint64_t i = 1; i <= 10; i++) {
@@ -333,11 +361,23 @@ RIFT_TEST(async_failure_reaches_callbacks) {
     CHECK(pending > 0);
     CHECK_EQ_INT(cs.failed, pending);
     CHECK_EQ_INT(cs.code, RIFT_ERR_IO);
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(st, &info, NULL));
+    CHECK(info.poisoned);
+    rift_stream_info_free(&info);
     rift_stream_close(st);
     pthread_mutex_destroy(&cs.mu);
     pthread_cond_destroy(&cs.cv);
     test_vfs_free(&tv);
     rift_test_rmdir(dir);
+}
+
+RIFT_TEST(async_failure_reaches_callbacks) {
+    async_failure(true);
+}
+
+RIFT_TEST(async_write_failure_unsynced) {
+    async_failure(false);
 }
 
 /* ---- Failing allocations ---- */

@@ -2,7 +2,8 @@
  * test_store_cli.c — `rift store verify|repair DIR` end to end
  * (integration tests): a directory written through the public API is
  * verified clean, a flipped byte is reported with its file and offset and
- * a failing exit status, repair cuts it and the stream opens again.
+ * a failing exit status, repair cuts it and the stream opens again without
+ * reusing the removed record's sequence.
  */
 #include "test.h"
 
@@ -78,11 +79,16 @@ RIFT_TEST(verify_and_repair) {
     snprintf(args, sizeof(args), "store verify %s", dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof(out)), 0);
 
+    CHECK_MSG(strstr(out, "records:       2 (sequences 1..2)") != NULL, "%s",
+              out);
+    /* Sequence 3 was used by the record repair removed: never again. */
+    CHECK_MSG(strstr(out, "next sequence: 4") != NULL, "%s", out);
+
     CHECK_OK(rift_stream_open(&st, &s, NULL));
     rift_stored stored;
     CHECK_OK(rift_stream_publish(st, "a.b", 3, NULL, 0, (const uint8_t *)"n", 1,
                                  &stored, NULL));
-    CHECK_EQ_U64(stored.sequence, 3);
+    CHECK_EQ_U64(stored.sequence, 4);
     /* The lock: verify refuses a directory that is open. */
     CHECK_EQ_INT(run_cli(args, out, sizeof(out)), 1);
     CHECK(strstr(out, "already open or cannot be locked") != NULL);

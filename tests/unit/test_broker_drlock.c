@@ -18,6 +18,7 @@ typedef struct shared {
     atomic_int stop;
     atomic_int started;
     atomic_int torn;
+    atomic_int writes; /* completed writer sections */
     int nthreads;
 } shared;
 
@@ -27,6 +28,11 @@ static void *reader(void *arg) {
     /* Wait until every reader thread exists, so they need distinct
      * slots (more than RIFT_DRLOCK_MAX_SLOTS of them). */
     while (atomic_load(&s->started) < s->nthreads && !atomic_load(&s->stop)) {
+        sched_yield();
+    }
+    /* Read only once the writer is running, so the sections overlap even
+     * when a loaded scheduler runs the writer late. */
+    while (atomic_load(&s->writes) == 0 && !atomic_load(&s->stop)) {
         sched_yield();
     }
     for (int i = 0; i < 200; i++) {
@@ -42,12 +48,14 @@ static void *reader(void *arg) {
 
 static void *writer(void *arg) {
     shared *s = arg;
-    while (!atomic_load(&s->stop)) {
+    /* At least 100 sections, then until the readers are done. */
+    for (int n = 0; n < 100 || !atomic_load(&s->stop); n++) {
         rift_drlock_wrlock(&s->lock);
         s->a++;
         sched_yield(); /* widen the window a reader could slip into */
         s->b++;
         rift_drlock_wrunlock(&s->lock);
+        atomic_fetch_add(&s->writes, 1);
     }
     return NULL;
 }

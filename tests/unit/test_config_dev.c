@@ -227,6 +227,65 @@ RIFT_TEST(dev_source_is_documented_verbatim) {
     CHECK_MSG(found, "docs/riftd.md must quote the dev configuration verbatim");
 }
 
+RIFT_TEST(bundled_plugins_match_the_examples) {
+    const char *root = getenv("RIFT_SOURCE_DIR");
+    CHECK(root != NULL);
+    CHECK(rift_dev_n_plugin_files >= 2);
+    for (size_t i = 0; i < rift_dev_n_plugin_files; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/examples/plugins/%s", root,
+                 rift_dev_plugin_files[i].path);
+        char *text = NULL;
+        size_t len = 0;
+        int rc = rift_file_read(path, 1 << 20, &text, &len);
+        bool same =
+            rc == 0 && strcmp(text, rift_dev_plugin_files[i].content) == 0;
+        free(text);
+        CHECK_MSG(same,
+                  "%s differs from src/daemon/dev_plugins.c: run "
+                  "scripts/gen-dev-plugins.py",
+                  path);
+    }
+}
+
+RIFT_TEST(dev_prepare_writes_plugins_once) {
+    cwd_guard g;
+    CHECK(enter_tmp(&g));
+    rift_dev_state st;
+    rift_error err = {0};
+    int rc1 = rift_dev_prepare(&st, true, &err);
+    bool first = st.created_plugins;
+    char *echo = NULL;
+    size_t len = 0;
+    int r_echo =
+        rift_file_read("rift-data/plugins/echo/init.lua", 1 << 20, &echo, &len);
+    bool counter = access("rift-data/plugins/stats/lua/counter.lua", R_OK) == 0;
+    /* An edited plugin is kept; a file deleted from a kept folder stays
+     * deleted. */
+    rift_file_write_atomic("rift-data/plugins/echo/init.lua", "-- mine\n", 8,
+                           0644);
+    unlink("rift-data/plugins/stats/lua/counter.lua");
+    int rc2 = rift_dev_prepare(&st, true, &err);
+    bool second = st.created_plugins;
+    char *mine = NULL;
+    rift_file_read("rift-data/plugins/echo/init.lua", 1 << 20, &mine, &len);
+    bool still_deleted =
+        access("rift-data/plugins/stats/lua/counter.lua", F_OK) != 0;
+    leave_tmp(&g);
+    bool ok_echo = r_echo == 0 && echo && strstr(echo, "demo.echo");
+    bool ok_mine = mine && strcmp(mine, "-- mine\n") == 0;
+    free(echo);
+    free(mine);
+    CHECK_OK(rc1);
+    CHECK(first);
+    CHECK(ok_echo);
+    CHECK(counter);
+    CHECK_OK(rc2);
+    CHECK(!second);
+    CHECK(ok_mine);
+    CHECK(still_deleted);
+}
+
 RIFT_TEST(tls_check_texts) {
     cwd_guard g;
     CHECK(enter_tmp(&g));

@@ -212,7 +212,7 @@ RIFT_TEST(plugins_schema) {
     CHECK_EQ_STR(echo->name, "echo");
     CHECK_EQ_STR(echo->path, "plugins/echo");
     CHECK(!echo->restricted);
-    CHECK_EQ_INT(echo->memory_mb, 8);
+    CHECK_EQ_INT(echo->memory_mb, 64);
     CHECK_EQ_U64(echo->instructions, 100000);
     CHECK_EQ_INT(echo->deadline_ms, 50);
     CHECK_EQ_STR(audit->path, "vendor/audit");

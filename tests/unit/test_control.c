@@ -18,6 +18,7 @@
 typedef struct fixture {
     char *dir;
     char path[512];
+    char config[1024];
     rift_daemon *d;
     rift_broker *b;
 } fixture;
@@ -26,9 +27,11 @@ static bool write_config(fixture *f, const char *src) {
     return rift_file_write_atomic(f->path, src, strlen(src), 0644) == 0;
 }
 
-static const char base_config[] =
+/* The file stream lives in the test's own directory (storage paths are
+ * relative to the working directory, which tests share). */
+static const char base_config_fmt[] =
     "return { log = 'warn', messaging = { streams = { jobs = { subjects = { "
-    "'jobs.>' } }, archive = { storage_path = 'archive-data' } } } }";
+    "'jobs.>' } }, archive = { storage_path = '%s/archive-data' } } } }";
 
 static bool setup(fixture *f, uint64_t timeout_ms) {
     memset(f, 0, sizeof(*f));
@@ -37,7 +40,8 @@ static bool setup(fixture *f, uint64_t timeout_ms) {
         return false;
     }
     snprintf(f->path, sizeof(f->path), "%s/rift.lua", f->dir);
-    if (!write_config(f, base_config)) {
+    snprintf(f->config, sizeof(f->config), base_config_fmt, f->dir);
+    if (!write_config(f, f->config)) {
         return false;
     }
     rift_daemon_options opts = {.config_path = f->path,
@@ -129,9 +133,13 @@ RIFT_TEST(status_reports_the_broker) {
         json_array_size(json_object_get(data, "streams")) == 2 &&
         json_is_array(json_object_get(data, "plugins")) &&
         json_is_null(json_object_get(data, "listen")) &&
+        json_is_null(json_object_get(data, "remote")) &&
+        json_is_true(json_object_get(
+            json_array_get(json_object_get(data, "streams"), 0), "open")) &&
         strlen(json_string_value(json_object_get(data, "revision"))) == 16;
     /* Keys are sorted, like the original's serde_json output. */
-    bool sorted = s != NULL && strncmp(s, "{\"data\":{\"bytes\":", 17) == 0;
+    bool sorted = s != NULL &&
+                  strncmp(s, "{\"data\":{\"address\":null,\"bytes\":", 32) == 0;
     json_decref(v);
     free(s);
     teardown(&f);
@@ -251,8 +259,8 @@ RIFT_TEST(reload_applies_and_announces) {
     rift_sub *ev = sub_to(f.b, "rift.events.>");
     CHECK(ev != NULL);
     /* Only non-messaging settings change: accepted. */
-    char edited[sizeof(base_config) + 8];
-    snprintf(edited, sizeof(edited), "%s", base_config);
+    char edited[sizeof(f.config)];
+    snprintf(edited, sizeof(edited), "%s", f.config);
     memcpy(strstr(edited, "'warn'"), "'info'", 6);
     CHECK(write_config(&f, edited));
     char *r = req(f.b, "rift.control.reload", "{}");
@@ -336,6 +344,8 @@ RIFT_TEST(streams_and_stream_info) {
     char *badname = req(f.b, "rift.control.stream.info", "{\"name\":5}");
     char *extra =
         req(f.b, "rift.control.stream.info", "{\"name\":\"jobs\",\"x\":1}");
+    char archive[600];
+    snprintf(archive, sizeof(archive), "%s/archive-data", f.dir);
     teardown(&f);
     json_t *lv = list ? json_loads(list, 0, NULL) : NULL;
     json_t *streams = json_object_get(json_object_get(lv, "data"), "streams");
@@ -347,7 +357,8 @@ RIFT_TEST(streams_and_stream_info) {
                    json_object_get(json_array_get(streams, 0), "name")),
                "archive") == 0 &&
         strcmp(json_string_value(json_object_get(idata, "storage_path")),
-               "archive-data") == 0 &&
+               archive) == 0 &&
+        json_object_get(idata, "open") == json_true() &&
         strcmp(json_string_value(json_object_get(idata, "storage")), "file") ==
             0 &&
         json_integer_value(json_object_get(idata, "max_messages")) == 100000 &&
@@ -435,4 +446,41 @@ RIFT_TEST(lifecycle_ready_then_draining) {
     CHECK_OK(rc);
     CHECK(ok);
     CHECK_EQ_INT(after, RIFT_ERR_NO_RESPONDERS);
+}
+
+RIFT_TEST(stream_and_consumer_command_errors) {
+    fixture f;
+    CHECK(setup(&f, 0));
+    /* Replay of an empty stream: no records, next = 1. */
+    CHECK_REPLY(&f, "rift.control.stream.replay", "{\"stream\":\"jobs\"}",
+                "{\"data\":{\"first_seq\":1,\"last_seq\":0,\"next\":1,"
+                "\"records\":[],\"stream\":\"jobs\"},\"ok\":true}");
+    CHECK_REPLY(&f, "rift.control.stream.replay",
+                "{\"stream\":\"jobs\",\"limit\":1001}",
+                "{\"error\":\"limit must be an integer in 1..=1000\","
+                "\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.replay",
+                "{\"stream\":\"jobs\",\"from\":0}",
+                "{\"error\":\"from must be an integer in "
+                "1..=9223372036854775807\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.replay", "{\"stream\":\"nope\"}",
+                "{\"error\":\"unknown stream \\\"nope\\\"; use streams to "
+                "list streams\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.replay", "{}",
+                "{\"error\":\"stream must be a nonempty string of at most 96 "
+                "bytes\",\"ok\":false}");
+    /* In process there is no QUIC requester to act for, and this
+     * configuration has no principals. */
+    CHECK_REPLY(&f, "rift.control.consumer.open",
+                "{\"stream\":\"jobs\",\"name\":\"w\"}",
+                "{\"error\":\"identity is required unless the request comes "
+                "from a QUIC client (REQUEST)\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.consumer.delete",
+                "{\"stream\":\"jobs\",\"name\":\"w\",\"identity\":\"x\"}",
+                "{\"error\":\"unknown identity \\\"x\\\"; use status to list "
+                "identities\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.consumer.info",
+                "{\"stream\":\"jobs\",\"name\":\"w\",\"filter\":\">\"}",
+                "{\"error\":\"unknown control payload field\",\"ok\":false}");
+    teardown(&f);
 }

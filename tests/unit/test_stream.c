@@ -353,8 +353,11 @@ RIFT_TEST(vector5_flipped_byte) {
     CHECK_EQ_U64(rep.torn_offset, (uint64_t)(size - 38));
     CHECK_EQ_U64(rep.repaired_bytes, 38);
     CHECK_EQ_U64(rep.records, 1);
+    CHECK_EQ_U64(rep.last_sequence, 1);
+    /* Sequence 2 was used by the record that was cut: never again. */
+    CHECK_EQ_U64(rep.next_sequence, 3);
     CHECK_OK(ctx_open(&c, NULL));
-    CHECK_EQ_U64(pub(c.st, "a.b", "again"), 2);
+    CHECK_EQ_U64(pub(c.st, "a.b", "again"), 3);
     ctx_done(&c);
 }
 
@@ -386,8 +389,10 @@ RIFT_TEST(flipped_byte_in_earlier_segment) {
     CHECK_OK(rift_store_repair(c.dir, &rep, &err));
     CHECK_EQ_U64(rep.records, 1);
     CHECK(rep.deleted_segments >= 4);
+    /* The deleted segments still tell which sequences were used. */
+    CHECK_EQ_U64(rep.next_sequence, 21);
     CHECK_OK(ctx_open(&c, NULL));
-    CHECK_EQ_U64(pub(c.st, "a.b", "x"), 2);
+    CHECK_EQ_U64(pub(c.st, "a.b", "x"), 21);
     ctx_done(&c);
 }
 

@@ -279,6 +279,92 @@ RIFT_TEST(async_memory_completes_at_once) {
     ctx_done(&c);
 }
 
+/* ---- Unsynced streams acknowledge after write() ---- */
+
+#define REC_BYTES (32 + 3 + 7) /* "t.x", "payload" */
+
+typedef struct written_check {
+    waiter *w;
+    const char *seg;
+    uint64_t seq;
+    long size_at_cb;
+} written_check;
+
+static void on_written(void *ud, int status, const rift_error *err) {
+    written_check *c = ud;
+    /* The record is in the file (handed to the OS) before completion. */
+    c->size_at_cb = test_file_size(c->seg);
+    on_done(c->w, status, err);
+}
+
+RIFT_TEST(unsynced_acknowledges_after_write) {
+    ctx c;
+    ctx_init(&c, true);
+    c.s.sync_on_write = false;
+    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    const uint8_t *pl = (const uint8_t *)"payload";
+    rift_stored out;
+    CHECK_OK(rift_stream_publish(c.st, "t.x", 3, NULL, 0, pl, 7, &out, NULL));
+    char seg[4096];
+    CHECK_EQ_INT(test_segments(c.dir, seg, sizeof(seg)), 1);
+    CHECK_EQ_INT(test_file_size(seg), 32 + REC_BYTES);
+    for (int i = 0; i < 20; i++) {
+        CHECK_OK(
+            rift_stream_publish(c.st, "t.x", 3, NULL, 0, pl, 7, &out, NULL));
+        CHECK_EQ_INT(test_file_size(seg), 32 + (long)out.sequence * REC_BYTES);
+    }
+    /* Async: completion, not RIFT_STREAM_DONE, on the writer thread, once
+     * written. */
+    waiter w = {.done = 0, .st = c.st};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    written_check checks[100];
+    for (int i = 0; i < 100; i++) {
+        checks[i] = (written_check){.w = &w, .seg = seg};
+        CHECK_EQ_INT(rift_stream_publish_async(c.st, "t.x", 3, NULL, 0, pl, 7,
+                                               &out, on_written, &checks[i],
+                                               NULL),
+                     0);
+        checks[i].seq = out.sequence;
+    }
+    wait_for(&w, 100);
+    CHECK_EQ_INT(w.failed, 0);
+    CHECK(!pthread_equal(w.cb_thread, pthread_self()));
+    for (int i = 0; i < 100; i++) {
+        CHECK_MSG(checks[i].size_at_cb >= 32 + (long)checks[i].seq * REC_BYTES,
+                  "seq %llu completed with %ld bytes in the segment",
+                  (unsigned long long)checks[i].seq, checks[i].size_at_cb);
+    }
+    /* Fetch and ack complete the same way. */
+    char state[4200];
+    snprintf(state, sizeof(state), "%s/state.log", c.dir);
+    rift_consumer *cons = NULL;
+    CHECK_OK(rift_stream_consumer_open(c.st, "w", 1, NULL, &cons, NULL));
+    long before = test_file_size(state);
+    rift_batch b = {0};
+    written_check fc = {.w = &w, .seg = state};
+    CHECK_EQ_INT(rift_consumer_fetch_async(cons, 4, &b, on_written, &fc, NULL),
+                 0);
+    wait_for(&w, 101);
+    CHECK(fc.size_at_cb > before);
+    before = fc.size_at_cb;
+    CHECK_EQ_INT(b.count, 4);
+    CHECK_EQ_INT(rift_consumer_ack_async(cons, b.items[0].record.sequence,
+                                         on_written, &fc, NULL),
+                 0);
+    wait_for(&w, 102);
+    CHECK(fc.size_at_cb > before);
+    before = fc.size_at_cb;
+    CHECK_OK(rift_consumer_ack(cons, b.items[1].record.sequence, NULL));
+    CHECK(test_file_size(state) > before);
+    rift_batch_free(&b);
+    CHECK_EQ_INT(w.failed, 0);
+    rift_consumer_close(cons);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    ctx_done(&c);
+}
+
 /* ---- Concurrent consumers and publishers ---- */
 
 typedef struct work_arg {

@@ -18,8 +18,9 @@ static void usage(FILE *out) {
                  "       rift store repair DIR   cut the log at the first bad "
                  "record\n\n"
                  "Both take the directory lock: stop the server using DIR "
-                 "first.\nrepair loses every record after the cut, and later "
-                 "publishes reuse their\nsequence numbers.\n");
+                 "first.\nrepair loses every record after the cut; their "
+                 "sequence numbers are never\nreused (the next publish gets "
+                 "the next sequence shown).\n");
 }
 
 static void print_report(const rift_store_report *r, bool repair) {
@@ -30,7 +31,7 @@ static void print_report(const rift_store_report *r, bool repair) {
         printf(" (sequences %" PRIu64 "..%" PRIu64 ")", r->first_sequence,
                r->last_sequence);
     }
-    printf("\nlast sequence: %" PRIu64 "\n", r->last_sequence);
+    printf("\nnext sequence: %" PRIu64 "\n", r->next_sequence);
     printf("consumers:     %zu\n", r->consumers);
     printf("state events:  %" PRIu64 "\n", r->state_events);
     if (r->torn) {

@@ -89,7 +89,7 @@ bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
     return true;
 }
 
-static void print_escaped(FILE *out, const uint8_t *p, size_t n) {
+void rift_cli_print_escaped(FILE *out, const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint8_t b = p[i];
         if (b == '\\') {
@@ -115,14 +115,14 @@ void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw) {
     size_t slen, rlen;
     const char *subject = rift_msg_subject(m, &slen);
     const char *reply = rift_msg_reply(m, &rlen);
-    print_escaped(out, (const uint8_t *)subject, slen);
+    rift_cli_print_escaped(out, (const uint8_t *)subject, slen);
     if (reply != NULL) {
         fputs(" (reply ", out);
-        print_escaped(out, (const uint8_t *)reply, rlen);
+        rift_cli_print_escaped(out, (const uint8_t *)reply, rlen);
         fputc(')', out);
     }
     fputs(": ", out);
-    print_escaped(out, p, len);
+    rift_cli_print_escaped(out, p, len);
     fputc('\n', out);
     fflush(out);
 }

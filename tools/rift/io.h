@@ -45,6 +45,10 @@ bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
  */
 void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw);
 
+/* rift_cli_print_escaped writes |n| bytes with non-printable ones as
+ * \xHH and '\' as \\ (the escaping of rift_cli_print_msg). */
+void rift_cli_print_escaped(FILE *out, const uint8_t *p, size_t n);
+
 /* rift_cli_stop_requested is true once SIGINT or SIGTERM arrived (after
  * rift_cli_catch_signals). */
 void rift_cli_catch_signals(void);

@@ -19,9 +19,13 @@ static const struct {
     {"sub", rift_cmd_sub, "print the messages of a subscription"},
     {"req", rift_cmd_req, "send a request and print the reply"},
     {"reply", rift_cmd_reply, "answer requests on a subject"},
+    {"status", rift_cmd_status, "show riftd's status"},
+    {"stream", rift_cmd_stream, "publish to, inspect or replay a stream"},
+    {"consumer", rift_cmd_consumer, "open, fetch, ack or delete a consumer"},
     {"bench", rift_cmd_bench,
      "measure throughput and latency (like nats bench)"},
     {"store", rift_cmd_store, "verify or repair a stream directory"},
+    {"certs", rift_cmd_certs, "create development TLS certificates"},
 };
 
 static void usage(FILE *out) {

@@ -1,5 +1,5 @@
 /*
- * config_lua.h — internal helpers of the configuration parser (daemon
+ * config_lua.h — internal helpers of the configuration parser (lua
  * layer): typed, raw (metamethod-free) reads of Lua table fields that
  * produce the §5 error texts. Used by config_parse.c and
  * config_messaging.c only.

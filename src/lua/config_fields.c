@@ -1,8 +1,8 @@
 /*
  * config_fields.c — typed reads of Lua configuration fields with the §5
- * error texts (daemon layer). See config_lua.h.
+ * error texts (lua layer; fills the daemon's rift_config). See config_lua.h.
  */
-#include "daemon/config_lua.h"
+#include "lua/config_lua.h"
 
 #include "subject/debug_str.h"
 

@@ -1,9 +1,10 @@
 /*
- * config_parse.c — the root table of the Lua configuration (daemon layer):
- * riftd's own keys (plugins, data_dir, log), on_message and the §7.1
- * pairing rule, and the hand-off to the messaging parser.
+ * config_parse.c — the root table of the Lua configuration (lua layer; fills
+ * the daemon's rift_config): riftd's own keys (plugins, data_dir, log),
+ * on_message and the §7.1 pairing rule, and the hand-off to the messaging
+ * parser.
  */
-#include "daemon/config_lua.h"
+#include "lua/config_lua.h"
 
 #include <string.h>
 
@@ -319,9 +320,13 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
         return rc;
     }
     /* §7.1: handlers without subscriptions never run, subscriptions without
-     * handlers only fill queues; either is a configuration mistake. */
+     * handlers only fill queues; either is a configuration mistake. Folder
+     * plugins register their rift.on("message") handlers only when the
+     * plugin host loads them, so with plugins configured the host makes
+     * the subscriptions-without-handlers check across everything. */
     bool handlers = cfg->has_on_message || cfg->n_message_handlers > 0;
-    if (handlers != (cfg->messaging.n_subscriptions > 0)) {
+    bool subs = cfg->messaging.n_subscriptions > 0;
+    if ((handlers && !subs) || (subs && !handlers && cfg->n_plugins == 0)) {
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
                               "on_message and messaging.subscriptions must be "
                               "configured together");

@@ -1,14 +1,15 @@
 /*
  * config_messaging.c — the `messaging = { ... }` table of the Lua
- * configuration (daemon layer): every key, default, range and error text
- * of rift-v1-behaviour.md §5.1 and the stream keys of §4.1.
+ * configuration (lua layer; fills the daemon's rift_config): every key,
+ * default, range and error text of rift-v1-behaviour.md §5.1 and the stream
+ * keys of §4.1.
  *
  * Validation order: unknown keys, scalar keys, the listener rules, then
  * principals, Lua subscriptions and streams. Where the reference does not
  * fix a text (a wrong type, a missing key) the message follows the same
  * "<path>.<key>: ..." shape; docs/riftd.md lists them.
  */
-#include "daemon/config_lua.h"
+#include "lua/config_lua.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /*
- * config_eval.c — evaluation of the Lua configuration (daemon layer): a
- * fresh Lua 5.4 state per evaluation with a memory budget and an
- * instruction/deadline hook, a restricted environment, the `rift` table
- * (rift.config, rift.on, rift.plugin, rift.publish), then the protected
+ * config_eval.c — evaluation of the Lua configuration (lua layer; fills the
+ * daemon's rift_config): a fresh Lua 5.4 state per evaluation with a memory
+ * budget and an instruction/deadline hook, a restricted environment, the `rift`
+ * table (rift.config, rift.on, rift.plugin, rift.publish), then the protected
  * parse into a rift_config.
  *
  * The environment offers only what a configuration needs: the base
@@ -10,7 +10,7 @@
  * dofile, require, collectgarbage, print), string, table, math, utf8, and
  * os.getenv/os.time/os.clock/os.date. Text chunks only (no bytecode).
  */
-#include "daemon/config_lua.h"
+#include "lua/config_lua.h"
 
 #include <errno.h>
 #include <fcntl.h>

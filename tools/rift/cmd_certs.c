@@ -1,0 +1,146 @@
+/*
+ * cmd_certs.c — `rift certs init`: a development CA and a server
+ * certificate it signed, with GnuTLS through the quic layer's generator
+ * (the files riftd's development default makes at its first start), for
+ * extra names on demand (tools layer).
+ */
+#include "cmd.h"
+#include "io.h"
+
+#include "quic/certgen.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_NAMES 64
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: rift certs init [--dir DIR] [--name NAME ...] [--days N] "
+            "[--force]\n"
+            "Writes a development CA (ca.pem, ca.key) and a server "
+            "certificate it signed\n(server.pem, server.key) into DIR, by "
+            "default $RIFT_HOME/tls or rift-data/tls\n(riftd's development "
+            "default). The server certificate is valid for localhost,\n"
+            "127.0.0.1 and ::1 plus every --name (a DNS name or an IP "
+            "address). Keys are\nECDSA P-256 with mode 0600; --days sets the "
+            "validity (default 825).\nExisting files are kept unless --force "
+            "is given. Clients trust DIR/ca.pem.\n");
+}
+
+/* Creates the parent of the default TLS directory (riftd's data
+ * directory) privately when missing. */
+static int ensure_parent(const char *dir) {
+    char parent[4096];
+    snprintf(parent, sizeof(parent), "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL || slash == parent) {
+        return 0;
+    }
+    *slash = '\0';
+    if (mkdir(parent, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "rift certs: cannot create %s: %s\n", parent,
+                strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static int init(int argc, char **argv) {
+    const char *dir = NULL, *days_s = NULL;
+    const char *names[MAX_NAMES];
+    size_t n_names = 0;
+    bool force = false;
+    for (int i = 2; i < argc;) {
+        const char *name = NULL;
+        int r = rift_cli_opt_value("certs", "--dir", argc, argv, &i, &dir);
+        if (r == 0) {
+            r = rift_cli_opt_value("certs", "--days", argc, argv, &i, &days_s);
+        }
+        if (r == 0) {
+            r = rift_cli_opt_value("certs", "--name", argc, argv, &i, &name);
+            if (r > 0) {
+                if (n_names == MAX_NAMES) {
+                    fprintf(stderr, "rift certs: at most %d names\n",
+                            MAX_NAMES);
+                    return 2;
+                }
+                names[n_names++] = name;
+            }
+        }
+        if (r < 0) {
+            return 2;
+        }
+        if (r > 0) {
+            continue;
+        }
+        const char *a = argv[i++];
+        if (strcmp(a, "--force") == 0) {
+            force = true;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        fprintf(stderr, "rift certs: unexpected argument '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    rift_certgen_options o;
+    rift_certgen_options_default(&o);
+    uint64_t days = o.validity_days;
+    if (days_s != NULL &&
+        (!rift_cli_parse_u64("certs", "--days", days_s, &days) || days == 0 ||
+         days > 36500)) {
+        if (days == 0 || days > 36500) {
+            fprintf(stderr, "rift certs: --days expects 1..36500\n");
+        }
+        return 2;
+    }
+    char def[4096];
+    if (dir == NULL) {
+        const char *home = getenv("RIFT_HOME");
+        snprintf(def, sizeof(def), "%s/tls",
+                 home != NULL && *home != '\0' ? home : "rift-data");
+        dir = def;
+        if (ensure_parent(dir) != 0) {
+            return 1;
+        }
+    }
+    o.names = names;
+    o.n_names = n_names;
+    o.validity_days = (unsigned)days;
+    o.overwrite = force;
+    rift_error err = {0};
+    if (rift_certgen_dev(dir, &o, &err) != 0) {
+        fprintf(stderr, "rift certs: %s%s\n", err.text,
+                err.code == RIFT_ERR_EXISTS ? " (--force replaces it)" : "");
+        return 1;
+    }
+    printf("wrote %s/%s, %s/%s (CA) and %s/%s, %s/%s (server)\n", dir,
+           RIFT_CERTGEN_CA_CERT, dir, RIFT_CERTGEN_CA_KEY, dir,
+           RIFT_CERTGEN_SERVER_CERT, dir, RIFT_CERTGEN_SERVER_KEY);
+    printf("server names: localhost, 127.0.0.1, ::1");
+    for (size_t i = 0; i < n_names; i++) {
+        printf(", %s", names[i]);
+    }
+    printf("\nvalid for %u days; clients trust %s/%s\n", o.validity_days, dir,
+           RIFT_CERTGEN_CA_CERT);
+    return 0;
+}
+
+int rift_cmd_certs(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "init") == 0) {
+        return init(argc, argv);
+    }
+    if (argc == 2 &&
+        (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,358 @@
+/*
+ * cmd_stream.c — `rift stream pub|info|replay` (tools layer): append to a
+ * retained stream with STREAM_PUBLISH (opcode 10), and, through riftd's
+ * control commands (protocol v1 has no opcode for them), list streams,
+ * show one, and replay its records without a consumer.
+ */
+#include "cmd.h"
+#include "conn.h"
+#include "control.h"
+#include "io.h"
+#include "timefmt.h"
+
+#include "daemon/base64.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: rift stream pub STREAM SUBJECT [DATA|-] [--reply SUBJECT]\n"
+            "       rift stream info [STREAM] [--json]\n"
+            "       rift stream replay STREAM [--from SEQ] [--limit N] [--raw "
+            "| --json]\n"
+            "       (each takes the connection flags)\n\n"
+            "pub     appends DATA ('-' reads stdin) and prints the sequence "
+            "once it is stored.\n"
+            "info    lists the streams, or shows STREAM with its "
+            "configuration.\n"
+            "replay  prints the retained records from SEQ on (default: the "
+            "first), at most N\n        (default: all), as \"#SEQ TIME "
+            "SUBJECT: PAYLOAD\"; --raw writes the payloads\n        only, "
+            "--json one JSON object per record (payload in base64).\n"
+            "info and replay use riftd's control commands: they need "
+            "control = true and a\npublish grant on rift.control.> (the "
+            "command names have two tokens).\n\n");
+    rift_cli_conn_usage(out);
+}
+
+/* Arguments shared by the three subcommands. */
+typedef struct stream_args {
+    rift_cli_conn cc;
+    const char *pos[3];
+    int npos;
+    const char *reply, *from, *limit;
+    bool raw, json;
+} stream_args;
+
+/* Returns -1 to go on, else an exit code. */
+static int parse(stream_args *a, int argc, char **argv, int max_pos) {
+    for (int i = 2; i < argc;) {
+        int r = rift_cli_conn_flag(&a->cc, "stream", argc, argv, &i);
+        if (r == 0) {
+            r = rift_cli_opt_value("stream", "--reply", argc, argv, &i,
+                                   &a->reply);
+        }
+        if (r == 0) {
+            r = rift_cli_opt_value("stream", "--from", argc, argv, &i,
+                                   &a->from);
+        }
+        if (r == 0) {
+            r = rift_cli_opt_value("stream", "--limit", argc, argv, &i,
+                                   &a->limit);
+        }
+        if (r < 0) {
+            return 2;
+        }
+        if (r > 0) {
+            continue;
+        }
+        const char *s = argv[i++];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(s, "--raw") == 0) {
+            a->raw = true;
+            continue;
+        }
+        if (strcmp(s, "--json") == 0) {
+            a->json = true;
+            continue;
+        }
+        if ((s[0] == '-' && s[1] != '\0') || a->npos == max_pos) {
+            fprintf(stderr, "rift stream: unexpected argument '%s'\n", s);
+            usage(stderr);
+            return 2;
+        }
+        a->pos[a->npos++] = s;
+    }
+    return -1;
+}
+
+/* ---- pub ---- */
+
+static int cmd_pub(stream_args *a) {
+    if (a->npos < 2) {
+        usage(stderr);
+        return 2;
+    }
+    uint8_t *data;
+    size_t len;
+    bool owned;
+    if (rift_cli_read_data("stream", a->pos[2], &data, &len, &owned) != 0) {
+        return 1;
+    }
+    rift_client *c;
+    int rc = rift_cli_connect(&a->cc, "stream", &c);
+    if (rc == 0) {
+        rift_error err;
+        rift_client_stored st;
+        const char *stream = a->pos[0], *subject = a->pos[1];
+        if (rift_client_stream_publish(
+                c, stream, strlen(stream), subject, strlen(subject), a->reply,
+                a->reply ? strlen(a->reply) : 0, data, len, &st, &err) != 0) {
+            fprintf(stderr, "rift stream: %s\n", err.text);
+            rc = 1;
+        } else {
+            char when[RIFT_CLI_TIME_LEN];
+            rift_cli_time_format(st.timestamp_ms, when);
+            printf("%s: stored as sequence %llu at %s\n", stream,
+                   (unsigned long long)st.sequence, when);
+        }
+        rift_client_close(c);
+    }
+    if (owned) {
+        free(data);
+    }
+    return rc;
+}
+
+/* ---- info ---- */
+
+static void print_list(const json_t *data) {
+    const json_t *streams = json_object_get(data, "streams");
+    if (json_array_size(streams) == 0) {
+        printf("no streams\n");
+        return;
+    }
+    printf("%-20s %-7s %10s %12s %10s %10s %9s\n", "STREAM", "STORAGE",
+           "MESSAGES", "BYTES", "FIRST", "LAST", "CONSUMERS");
+    size_t i;
+    json_t *s;
+    json_array_foreach((json_t *)streams, i, s) {
+        printf("%-20s %-7s %10lld %12lld %10lld %10lld %9lld\n",
+               rift_cli_json_str(s, "name"), rift_cli_json_str(s, "storage"),
+               rift_cli_json_int(s, "messages"), rift_cli_json_int(s, "bytes"),
+               rift_cli_json_int(s, "first_seq"),
+               rift_cli_json_int(s, "last_seq"),
+               rift_cli_json_int(s, "consumers"));
+    }
+}
+
+static void print_limit(const json_t *s, const char *key, const char *label) {
+    const json_t *v = json_object_get(s, key);
+    if (json_is_integer(v)) {
+        printf("%-18s %lld\n", label, (long long)json_integer_value(v));
+    } else {
+        printf("%-18s none\n", label);
+    }
+}
+
+static void print_info(const json_t *s) {
+    printf("%-18s %s\n", "stream", rift_cli_json_str(s, "name"));
+    const char *path = json_string_value(json_object_get(s, "storage_path"));
+    printf("%-18s %s%s%s\n", "storage", rift_cli_json_str(s, "storage"),
+           path ? " " : "", path ? path : "");
+    printf("%-18s", "subjects");
+    size_t i;
+    json_t *subj;
+    json_array_foreach(json_object_get(s, "subjects"), i, subj) {
+        printf("%s%s", i ? ", " : " ", json_string_value(subj));
+    }
+    printf("\n%-18s %lld\n", "messages", rift_cli_json_int(s, "messages"));
+    printf("%-18s %lld\n", "bytes", rift_cli_json_int(s, "bytes"));
+    if (rift_cli_json_int(s, "messages") > 0) {
+        printf("%-18s %lld..%lld\n", "sequences",
+               rift_cli_json_int(s, "first_seq"),
+               rift_cli_json_int(s, "last_seq"));
+    } else {
+        printf("%-18s none (last %lld)\n", "sequences",
+               rift_cli_json_int(s, "last_seq"));
+    }
+    printf("%-18s %lld\n", "consumers", rift_cli_json_int(s, "consumers"));
+    print_limit(s, "max_messages", "max_messages");
+    print_limit(s, "max_bytes", "max_bytes");
+    print_limit(s, "max_payload_bytes", "max_payload_bytes");
+    print_limit(s, "max_consumers", "max_consumers");
+    print_limit(s, "max_age_ms", "max_age_ms");
+    printf("%-18s %s\n", "sync_on_write",
+           rift_cli_json_bool(s, "sync_on_write") ? "yes" : "no");
+    if (json_object_get(s, "segments") != NULL) {
+        printf("%-18s %lld (%lld bytes on disk)\n", "segments",
+               rift_cli_json_int(s, "segments"),
+               rift_cli_json_int(s, "disk_bytes"));
+    }
+    if (rift_cli_json_bool(s, "poisoned")) {
+        printf("%-18s a write failed; restart riftd to reopen the stream\n",
+               "state");
+    }
+}
+
+static int cmd_info(stream_args *a) {
+    rift_client *c;
+    if (rift_cli_connect(&a->cc, "stream", &c) != 0) {
+        return 1;
+    }
+    json_t *data;
+    int rc =
+        a->npos == 0
+            ? rift_cli_control(c, "stream", "streams", NULL, &data)
+            : rift_cli_control(c, "stream", "stream.info",
+                               json_pack("{s:s}", "name", a->pos[0]), &data);
+    rift_client_close(c);
+    if (rc != 0) {
+        return rc;
+    }
+    if (a->json) {
+        rift_cli_json_print(stdout, data);
+    } else if (a->npos == 0) {
+        print_list(data);
+    } else {
+        print_info(data);
+    }
+    json_decref(data);
+    return 0;
+}
+
+/* ---- replay ---- */
+
+/* Prints one record; false when its payload is not valid base64. */
+static bool print_record(const json_t *r, const stream_args *a) {
+    if (a->json) {
+        json_dumpf(r, stdout, JSON_COMPACT | JSON_SORT_KEYS);
+        fputc('\n', stdout);
+        return true;
+    }
+    const char *b64 = rift_cli_json_str(r, "payload");
+    size_t blen = strlen(b64), len = 0;
+    uint8_t *payload = malloc(blen / 4 * 3 + 1);
+    if (payload == NULL || !rift_base64_decode(b64, blen, payload, &len)) {
+        free(payload);
+        return false;
+    }
+    if (a->raw) {
+        fwrite(payload, 1, len, stdout);
+    } else {
+        char when[RIFT_CLI_TIME_LEN];
+        rift_cli_time_format((uint64_t)rift_cli_json_int(r, "time_ms"), when);
+        const char *subject = rift_cli_json_str(r, "subject");
+        const char *reply = json_string_value(json_object_get(r, "reply"));
+        printf("#%lld %s ", rift_cli_json_int(r, "seq"), when);
+        rift_cli_print_escaped(stdout, (const uint8_t *)subject,
+                               strlen(subject));
+        if (reply != NULL) {
+            printf(" (reply ");
+            rift_cli_print_escaped(stdout, (const uint8_t *)reply,
+                                   strlen(reply));
+            printf(")");
+        }
+        printf(": ");
+        rift_cli_print_escaped(stdout, payload, len);
+        printf("\n");
+    }
+    free(payload);
+    return true;
+}
+
+static int cmd_replay(stream_args *a) {
+    uint64_t from = 1, limit = 0;
+    if (a->npos != 1) {
+        usage(stderr);
+        return 2;
+    }
+    if ((a->from != NULL &&
+         !rift_cli_parse_u64("stream", "--from", a->from, &from)) ||
+        (a->limit != NULL &&
+         !rift_cli_parse_u64("stream", "--limit", a->limit, &limit))) {
+        return 2;
+    }
+    if (from == 0) {
+        from = 1;
+    }
+    rift_client *c;
+    if (rift_cli_connect(&a->cc, "stream", &c) != 0) {
+        return 1;
+    }
+    int rc = 0;
+    uint64_t printed = 0;
+    /* One answer holds at most 1,000 records (and about 1 MiB): ask again
+     * from where the last one ended until the limit or the end. */
+    while (rc == 0 && (limit == 0 || printed < limit)) {
+        uint64_t want = limit == 0 ? 1000 : limit - printed;
+        json_t *data;
+        rc =
+            rift_cli_control(c, "stream", "stream.replay",
+                             json_pack("{s:s,s:I,s:I}", "stream", a->pos[0],
+                                       "from", (json_int_t)from, "limit",
+                                       (json_int_t)(want > 1000 ? 1000 : want)),
+                             &data);
+        if (rc != 0) {
+            break;
+        }
+        const json_t *records = json_object_get(data, "records");
+        size_t i;
+        json_t *r;
+        json_array_foreach((json_t *)records, i, r) {
+            if (!print_record(r, a)) {
+                fprintf(stderr,
+                        "rift stream: record %lld has a malformed "
+                        "payload\n",
+                        rift_cli_json_int(r, "seq"));
+                rc = 1;
+                break;
+            }
+            printed++;
+        }
+        uint64_t next = (uint64_t)rift_cli_json_int(data, "next");
+        bool end = json_array_size(records) == 0 || next <= from ||
+                   next > (uint64_t)rift_cli_json_int(data, "last_seq");
+        from = next;
+        json_decref(data);
+        if (end) {
+            break;
+        }
+    }
+    fflush(stdout);
+    rift_client_close(c);
+    return rc;
+}
+
+int rift_cmd_stream(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    stream_args a;
+    memset(&a, 0, sizeof(a));
+    rift_cli_conn_init(&a.cc);
+    const char *sub = argv[1];
+    int max_pos = strcmp(sub, "pub") == 0 ? 3 : 1;
+    int rc = parse(&a, argc, argv, max_pos);
+    if (rc >= 0) {
+        return rc;
+    }
+    if (strcmp(sub, "pub") == 0) {
+        return cmd_pub(&a);
+    }
+    if (strcmp(sub, "info") == 0) {
+        return cmd_info(&a);
+    }
+    if (strcmp(sub, "replay") == 0) {
+        return cmd_replay(&a);
+    }
+    fprintf(stderr, "rift stream: unknown subcommand '%s'\n", sub);
+    usage(stderr);
+    return 2;
+}
