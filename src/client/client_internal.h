@@ -55,10 +55,10 @@
 /* Size of a publisher's batch block; larger frames get their own. */
 #define RIFT_CLIENT_PUB_BLOCK (64u << 10)
 /* A subscription returns consumed bytes to the server in batches of this
- * size: well below the 2 MiB stream window, so the server never stalls
- * on a reader that keeps up, and one post per batch instead of per
- * message. */
-#define RIFT_CLIENT_CREDIT_BATCH (64u << 10)
+ * size: an eighth of the 2 MiB stream window, so the server never stalls
+ * on a reader that keeps up, and one post (a wakeup of the client thread,
+ * a MAX_STREAM_DATA) per batch instead of per message. */
+#define RIFT_CLIENT_CREDIT_BATCH (256u << 10)
 /* Extra deadline of a request over its own timeout (§2.9). */
 #define RIFT_CLIENT_REQUEST_GRACE_MS 5000u
 

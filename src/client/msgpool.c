@@ -12,7 +12,7 @@
  *     its private list, refilled in one exchange from the shared list;
  *   - any thread frees by pushing onto the class's shared list (a
  *     lock-free stack; popping is only ever "take all", so there is no ABA
- *     problem), up to about 1 MiB per class, beyond which blocks go back
+ *     problem), up to about 4 MiB per class, beyond which blocks go back
  *     to the allocator.
  *
  * Messages may outlive the client, so the pool is reference-counted: one
@@ -36,8 +36,10 @@
  * fits the first. */
 static const size_t class_size[NCLASS] = {256, 1024, 4096};
 
-/* Bytes of freed blocks a class keeps. */
-#define CLASS_KEEP_BYTES (1u << 20)
+/* Bytes of freed blocks a class keeps: a subscription's queue can hold a
+ * stream window (2 MiB) of 64-byte messages, ~24,000 blocks, and a queue
+ * that drains and refills should not go through the allocator. */
+#define CLASS_KEEP_BYTES (4u << 20)
 
 /* In front of every block (16 bytes keep malloc's alignment). */
 typedef struct slot {
@@ -49,7 +51,7 @@ typedef struct slot {
 typedef struct pool_class {
     slot *local;              /* client thread only */
     _Atomic(slot *) returned; /* freed blocks, any thread */
-    atomic_size_t nreturned;  /* approximate length of returned */
+    atomic_size_t nreturned;  /* about the length of returned (a cap) */
     size_t keep;              /* cap on nreturned */
 } pool_class;
 
@@ -92,10 +94,7 @@ static size_t list_free(rift_msgpool *p, slot *s) {
 static size_t drain_returned(rift_msgpool *p) {
     size_t n = 0;
     for (size_t i = 0; i < NCLASS; i++) {
-        slot *s = atomic_exchange(&p->cls[i].returned, NULL);
-        size_t k = list_free(p, s);
-        atomic_fetch_sub(&p->cls[i].nreturned, k);
-        n += k;
+        n += list_free(p, atomic_exchange(&p->cls[i].returned, NULL));
     }
     return n;
 }
@@ -111,14 +110,11 @@ static void *pool_malloc(size_t size, void *ud) {
         pool_class *c = &p->cls[ci];
         if (c->local == NULL &&
             atomic_load_explicit(&c->returned, memory_order_relaxed) != NULL) {
-            /* Refill in one step; counting walks the list once. */
-            slot *s = atomic_exchange(&c->returned, NULL);
-            size_t k = 0;
-            for (slot *t = s; t != NULL; t = t->next) {
-                k++;
-            }
-            atomic_fetch_sub(&c->nreturned, k);
-            c->local = s;
+            /* Refill in one step. The count only caps the shared list, so
+             * an approximate reset is enough (walking the list to count it
+             * would touch every block once more). */
+            c->local = atomic_exchange(&c->returned, NULL);
+            atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
         }
         if (c->local != NULL) {
             slot *s = c->local;

@@ -65,7 +65,12 @@ rift_ssize rift_frame_reader_feed(rift_frame_reader *r, const uint8_t *data,
 
     size_t pos = 0;
     uint8_t taken = 0; /* prefix bytes taken from this chunk */
-    if (r->prefix_have < 4) {
+    if (r->prefix_have == 0 && len >= 4) {
+        /* The common case, a whole prefix in the chunk: no byte loop. */
+        r->body_len = rift_be32_load(data);
+        r->prefix_have = 4;
+        pos = taken = 4;
+    } else if (r->prefix_have < 4) {
         while (r->prefix_have < 4 && pos < len) {
             r->prefix[r->prefix_have++] = data[pos++];
             taken++;
