@@ -420,3 +420,38 @@ RIFT_TEST(client_transport_profile) {
     CHECK(ok);
     CHECK(ca.rc != 0);
 }
+
+/* ---- §2.7: the end of a connection aborts its requests ---- */
+
+RIFT_TEST(connection_end_drops_pending_requests) {
+    afix a;
+    CHECK(afix_up(&a, NULL));
+    rawcli *r = rc_login(a.f.loop, &a.f.addr, a.f.addrlen, a.f.ca, "wide");
+    CHECK(r != NULL);
+    rc_stream *idle = rc_open(r);
+    CHECK(rc_subscribe(idle, "game.idle", NULL));
+    CHECK(fix_wait_subs(&a.f, 1, 2000));
+    /* Two requests nobody answers, with a long timeout; each holds an
+     * inbox subscription. */
+    rawcli *c = rc_login(a.f.loop, &a.f.addr, a.f.addrlen, a.f.ca, "plugin");
+    CHECK(c != NULL);
+    uint8_t buf[256];
+    size_t n = rc_build_request(buf, 60000, "game.idle", "q", 1);
+    for (int i = 0; i < 2; i++) {
+        rc_stream *q = rc_open(c);
+        CHECK(q != NULL && rc_send(q, buf, n, true));
+    }
+    CHECK(fix_wait_subs(&a.f, 3, 5000));
+    /* The requester goes away: like the original's aborted stream tasks,
+     * its requests and their inboxes go with the connection instead of
+     * waiting for their timeout. */
+    rc_free(c);
+    CHECK(fix_wait_subs(&a.f, 1, 3000));
+    rift_server_stats st;
+    CHECK_OK(rift_server_get_stats(a.f.srv, &st, NULL));
+    CHECK_EQ_U64(st.connections, 1);
+    CHECK_EQ_U64(st.streams, 1);
+    rift_server_stats_free(&st);
+    rc_free(r);
+    afix_down(&a);
+}
