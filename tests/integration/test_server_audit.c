@@ -455,3 +455,66 @@ RIFT_TEST(connection_end_drops_pending_requests) {
     rc_free(r);
     afix_down(&a);
 }
+
+/* ---- Allocator hooks (rift_mem) on the server and the client ---- */
+
+typedef struct mem_count {
+    atomic_long calls;
+} mem_count;
+
+static void *m_malloc(size_t size, void *ud) {
+    atomic_fetch_add(&((mem_count *)ud)->calls, 1);
+    return malloc(size);
+}
+
+static void m_free(void *ptr, void *ud) {
+    (void)ud;
+    free(ptr);
+}
+
+static void *m_calloc(size_t n, size_t size, void *ud) {
+    atomic_fetch_add(&((mem_count *)ud)->calls, 1);
+    return calloc(n, size);
+}
+
+static void *m_realloc(void *ptr, size_t size, void *ud) {
+    atomic_fetch_add(&((mem_count *)ud)->calls, 1);
+    return realloc(ptr, size);
+}
+
+RIFT_TEST(custom_allocators_serve_connections) {
+    mem_count sc = {0}, cc = {0};
+    rift_mem smem = {&sc, m_malloc, m_free, m_calloc, m_realloc};
+    rift_mem cmem = {&cc, m_malloc, m_free, m_calloc, m_realloc};
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    f.settings.mem = &smem;
+    CHECK(fix_start(&f));
+    char addr[64];
+    CHECK_OK(rift_server_address(f.srv, addr, sizeof(addr)));
+    rift_client_settings s;
+    rift_client_settings_default(&s);
+    s.address = addr;
+    s.ca_file = f.ca;
+    s.server_name = "localhost";
+    s.token = RC_TOKEN("plugin");
+    s.mem = &cmem;
+    rift_client *c = NULL;
+    rift_error err = {0};
+    CHECK_OK(rift_client_connect(&c, &s, &err));
+    rift_subscription *sub = NULL;
+    CHECK_OK(rift_client_subscribe(c, "game.m", 6, NULL, 0, &sub, &err));
+    CHECK_OK(
+        rift_client_publish(c, "game.m", 6, (const uint8_t *)"hi", 2, &err));
+    rift_msg *m = NULL;
+    CHECK_OK(rift_subscription_recv(sub, 5000000000, &m, &err));
+    size_t n = 0;
+    const uint8_t *p = rift_msg_payload(m, &n);
+    CHECK_EQ_MEM(p, n, "hi", 2);
+    rift_msg_unref(m);
+    rift_subscription_close(sub);
+    rift_client_close(c);
+    fix_fini(&f);
+    CHECK(atomic_load(&sc.calls) > 0);
+    CHECK(atomic_load(&cc.calls) > 0);
+}
