@@ -518,3 +518,30 @@ RIFT_TEST(custom_allocators_serve_connections) {
     CHECK(atomic_load(&sc.calls) > 0);
     CHECK(atomic_load(&cc.calls) > 0);
 }
+
+/* ---- Issue 4: Retry (address validation) can be switched on ---- */
+
+RIFT_TEST(retry_setting_validates_addresses) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    CHECK(!f.settings.retry); /* off by default, as quinn's */
+    CHECK(fix_start(&f));
+    rawcli *c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    CHECK(c != NULL);
+    /* A server that sent a Retry names its source CID in its transport
+     * parameters (RFC 9000 §7.3). */
+    CHECK(!ngtcp2_conn_get_remote_transport_params(c->conn->qc)
+               ->retry_scid_present);
+    rc_free(c);
+    rift_server_del(f.srv);
+    f.settings.retry = true;
+    CHECK(fix_start(&f));
+    c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    CHECK(c != NULL);
+    CHECK(ngtcp2_conn_get_remote_transport_params(c->conn->qc)
+              ->retry_scid_present);
+    rc_stream *p = rc_open(c);
+    CHECK(rc_ping(p));
+    rc_free(c);
+    fix_fini(&f);
+}
