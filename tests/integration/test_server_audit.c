@@ -545,3 +545,58 @@ RIFT_TEST(retry_setting_validates_addresses) {
     rc_free(c);
     fix_fini(&f);
 }
+
+/* ---- §2.9 SUBSCRIBE 9: each MESSAGE is re-checked before it is written
+ * (local publishers may use broker limits wider than the wire's) ---- */
+
+static bool local_publish(afix *a, const char *subject, const char *reply,
+                          size_t plen) {
+    uint8_t *p = calloc(1, plen + 1);
+    rift_publish_report rep;
+    rift_error err;
+    int rc =
+        rift_broker_publish(a->f.broker, subject, strlen(subject), reply,
+                            reply ? strlen(reply) : 0, p, plen, &rep, &err);
+    free(p);
+    return rc == 0 && rep.delivered == 1;
+}
+
+RIFT_TEST(messages_beyond_the_wire_limits_end_the_subscription) {
+    rift_broker_settings bs;
+    rift_broker_settings_default(&bs);
+    bs.max_payload_bytes = 2 * 1048576;
+    bs.max_subject_bytes = 2048;
+    afix a;
+    CHECK(afix_up(&a, &bs));
+    rawcli *c = rc_login(a.f.loop, &a.f.addr, a.f.addrlen, a.f.ca, "plugin");
+    CHECK(c != NULL);
+    char big[1100];
+    memset(big, 'x', 1030);
+    memcpy(big, "game.", 5);
+    big[1030] = '\0';
+    struct {
+        const char *subject, *reply;
+        size_t plen;
+        const char *text;
+    } cases[] = {
+        {"game.p", NULL, 1048577, "payload exceeds 1 MiB transport limit"},
+        {big, NULL, 1, "invalid subject length"},
+        {"game.r", big, 1, "invalid subject length"},
+    };
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(cases); i++) {
+        rc_stream *s = rc_open(c);
+        CHECK(rc_subscribe(s, "game.>", NULL));
+        /* One that passes first, then the one that cannot be sent. */
+        CHECK(local_publish(&a, "game.ok", NULL, 1048576));
+        CHECK(
+            local_publish(&a, cases[i].subject, cases[i].reply, cases[i].plen));
+        rc_msg m;
+        CHECK(rc_expect_msg(s, &m, 10000));
+        CHECK_EQ_INT(m.payload_len, 1048576);
+        CHECK_MSG(rc_expect_error(s, 2, cases[i].text, 5000), "case %zu", i);
+        CHECK(rc_expect_end(s, 5000));
+        CHECK(fix_wait_subs(&a.f, 0, 5000));
+    }
+    rc_free(c);
+    afix_down(&a);
+}
