@@ -600,3 +600,61 @@ RIFT_TEST(messages_beyond_the_wire_limits_end_the_subscription) {
     rc_free(c);
     afix_down(&a);
 }
+
+/* ---- Issue 4: shutdown closes every connection with 0 "server shutdown",
+ * authenticated or not, busy or idle ---- */
+
+static void *stop_thread(void *srv) {
+    rift_server_stop(srv);
+    return NULL;
+}
+
+typedef struct three {
+    rawcli *c[3];
+} three;
+
+static bool all_closed(void *arg) {
+    three *t = arg;
+    for (int i = 0; i < 3; i++) {
+        if (!t->c[i]->close.seen) {
+            return false;
+        }
+    }
+    return true;
+}
+
+RIFT_TEST(shutdown_closes_every_connection) {
+    afix a;
+    CHECK(afix_up(&a, NULL));
+    three t;
+    /* Idle and authenticated; in the middle of a request; never
+     * authenticated. */
+    t.c[0] = rc_login(a.f.loop, &a.f.addr, a.f.addrlen, a.f.ca, "plugin");
+    t.c[1] = rc_login(a.f.loop, &a.f.addr, a.f.addrlen, a.f.ca, "wide");
+    t.c[2] = rc_connect(a.f.loop, &a.f.addr, a.f.addrlen, a.f.ca, true);
+    CHECK(t.c[0] && t.c[1] && t.c[2]);
+    rc_stream *sub = rc_open(t.c[1]);
+    CHECK(rc_subscribe(sub, "game.idle", NULL));
+    uint8_t buf[256];
+    size_t n = rc_build_request(buf, 60000, "game.idle", "q", 1);
+    rc_stream *q = rc_open(t.c[0]);
+    CHECK(rc_send(q, buf, n, true));
+    CHECK(fix_wait_subs(&a.f, 2, 5000));
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, stop_thread, a.f.srv));
+    rawcli idle = {.loop = a.f.loop};
+    rc_run(&idle, all_closed, &t, 5000);
+    pthread_join(th, NULL);
+    for (int i = 0; i < 3; i++) {
+        rawcli *c = t.c[i];
+        CHECK_MSG(c->close.seen && c->close.kind == RIFT_QUIC_CLOSE_PEER_APP &&
+                      c->close.code == 0 &&
+                      strcmp(c->close.reason, "server shutdown") == 0,
+                  "connection %d: seen %d kind %d code %llu reason %s", i,
+                  c->close.seen, c->close.kind,
+                  (unsigned long long)c->close.code, c->close.reason);
+        rc_free(c);
+    }
+    CHECK_EQ_INT(rift_broker_subscription_count(a.f.broker), 0);
+    afix_down(&a);
+}
