@@ -3,12 +3,17 @@
  * (integration tests of the program): an endless loop at the top level, a
  * memory bomb, deep recursion, error values that are not strings (one
  * whose __tostring would loop), a huge error text, and plugins doing the
- * same in init.lua. Each must end riftd before anything binds with exactly
- * one clear line on stderr, "riftd: <reason>", and exit status 1.
+ * same in init.lua; and a corrupt stream directory. Each must end riftd
+ * before anything binds with exactly one clear line on stderr,
+ * "riftd: <reason>", and exit status 1.
  */
 #include "common/common.h"
 #include "procs.h"
+#include "rift/stream.h"
 #include "test.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -129,4 +134,55 @@ RIFT_TEST(hostile_plugin_init) {
     CHECK(run_case("plugin_loop"));
     CHECK(run_case("plugin_memory"));
     CHECK(run_case("plugin_error_table"));
+}
+
+RIFT_TEST(corrupt_stream_directory) {
+    char *dir = rift_test_tmpdir();
+    CHECK(dir != NULL);
+    char path[700];
+    snprintf(path, sizeof(path), "%s/jobs-data", dir);
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    ss.storage_path = path;
+    rift_stream *st;
+    CHECK_OK(rift_stream_open(&st, &ss, NULL));
+    for (int i = 0; i < 3; i++) {
+        rift_stored out;
+        CHECK_OK(rift_stream_publish(st, "jobs.x", 6, NULL, 0,
+                                     (const uint8_t *)"payload", 7, &out,
+                                     NULL));
+    }
+    rift_stream_close(st);
+    /* Flip a byte inside the first record of the first segment. */
+    char seg[800];
+    snprintf(seg, sizeof(seg), "%s/00000000000000000001.seg", path);
+    int fd = open(seg, O_RDWR);
+    CHECK(fd >= 0);
+    off_t size = lseek(fd, 0, SEEK_END);
+    CHECK(size > 100);
+    uint8_t b;
+    CHECK(pread(fd, &b, 1, size - 20) == 1);
+    b ^= 0x5a;
+    CHECK(pwrite(fd, &b, 1, size - 20) == 1);
+    close(fd);
+    CHECK(rift_proc_write_file(
+        dir, "rift.lua",
+        "return { messaging = { streams = { jobs = { subjects = "
+        "{ 'jobs.>' }, storage_path = 'jobs-data' } } } }"));
+    rift_proc p;
+    const char *args[] = {"-c", "rift.lua", "--log-level", "off", NULL};
+    CHECK(rift_proc_start(&p, rift_proc_riftd(), dir, "riftd", args, NULL, NULL,
+                          0));
+    int rc = rift_proc_wait(&p, RIFT_PROC_WAIT_MS);
+    char *err = rift_proc_read(p.err);
+    bool ok = rc == 1 &&
+              one_line(err, "riftd: messaging.streams.jobs: stream "
+                            "storage: ") &&
+              strstr(err, ".seg") != NULL;
+    if (!ok) {
+        fprintf(stderr, "  exit %d, stderr [%s]\n", rc, err ? err : "");
+    }
+    free(err);
+    rift_test_rmdir(dir);
+    CHECK(ok);
 }
