@@ -13,6 +13,7 @@
 #include "quic/internal.h"
 #include "quic_harness.h"
 #include "rawcli.h"
+#include "store_testutil.h"
 
 #include "rift/client.h"
 #include "rift/stream.h"
@@ -657,4 +658,85 @@ RIFT_TEST(shutdown_closes_every_connection) {
     }
     CHECK_EQ_INT(rift_broker_subscription_count(a.f.broker), 0);
     afix_down(&a);
+}
+
+/* ---- A full disk under a served stream: a clear error, nothing
+ * acknowledged lost, everything else still served ---- */
+
+/* STREAM_PUBLISH on a fresh stream; returns the first frame's body. */
+static const uint8_t *stream_publish_once(rawcli *c, const char *stream,
+                                          const char *payload, size_t *len) {
+    uint8_t buf[256];
+    size_t n = b_stream_publish(buf, stream, "game.d", payload);
+    rc_stream *s = rc_open(c);
+    if (s == NULL || !rc_send(s, buf, n, true)) {
+        return NULL;
+    }
+    return rc_frame(s, 5000, len);
+}
+
+RIFT_TEST(full_disk_keeps_the_server_serving) {
+    test_vfs tv;
+    test_vfs_init(&tv);
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    char dir[4300];
+    snprintf(dir, sizeof(dir), "%s/disk", f.tmp);
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    ss.storage_path = dir;
+    ss.vfs = &tv.vfs;
+    rift_stream *disk, *mem;
+    CHECK_OK(rift_stream_open(&disk, &ss, NULL));
+    CHECK_OK(rift_stream_open(&mem, NULL, NULL));
+    rift_server_stream list[2] = {{"disk", 4, disk}, {"mem", 3, mem}};
+    f.settings.streams = list;
+    f.settings.stream_count = 2;
+    CHECK(fix_start(&f));
+    rawcli *c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    CHECK(c != NULL);
+    size_t len;
+    const uint8_t *b = stream_publish_once(c, "disk", "kept", &len);
+    CHECK(b != NULL && b[0] == 11 && len == 17);
+    /* The disk fills up. */
+    atomic_store(&tv.fail_write_at, atomic_load(&tv.pwrites) + 1);
+    b = stream_publish_once(c, "disk", "lost", &len);
+    CHECK(b != NULL && b[0] == 3 && b[1] == 0 && b[2] == 2);
+    char text[1100] = "";
+    if (b != NULL && len >= 5) {
+        snprintf(text, sizeof(text), "%.*s", (int)len - 5, (const char *)b + 5);
+    }
+    CHECK_MSG(strncmp(text, "messaging I/O: ", 15) == 0 &&
+                  strstr(text, "No space left on device") != NULL,
+              "%s", text);
+    CHECK_MSG(strstr(text, dir) == NULL, "a path leaked: %s", text);
+    /* The stream stays failed (until reopened), with a clear text. */
+    b = stream_publish_once(c, "disk", "again", &len);
+    CHECK(b != NULL && b[0] == 3 && b[1] == 0 && b[2] == 2);
+    CHECK(b != NULL && len > 20 && memcmp(b + 5, "stream storage: ", 16) == 0);
+    /* Everything else carries on. */
+    b = stream_publish_once(c, "mem", "fine", &len);
+    CHECK(b != NULL && b[0] == 11 && len == 17);
+    rc_stream *sub = rc_open(c), *p = rc_open(c);
+    CHECK(rc_subscribe(sub, "game.live", NULL));
+    CHECK(rc_publish(p, "game.live", "x", 1, true));
+    rc_msg m;
+    CHECK(rc_expect_msg(sub, &m, 5000));
+    rc_free(c);
+    rift_server_del(f.srv);
+    f.srv = NULL;
+    rift_stream_close(disk);
+    rift_stream_close(mem);
+    /* Reopened on a healthy disk: the acknowledged record is there, the
+     * failed one is not. */
+    ss.vfs = NULL;
+    CHECK_OK(rift_stream_open(&disk, &ss, NULL));
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(disk, &info, NULL));
+    CHECK_EQ_U64(info.messages, 1);
+    CHECK_EQ_U64(info.last_sequence, 1);
+    rift_stream_info_free(&info);
+    rift_stream_close(disk);
+    test_vfs_free(&tv);
+    fix_fini(&f);
 }
