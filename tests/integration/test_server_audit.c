@@ -740,3 +740,48 @@ RIFT_TEST(full_disk_keeps_the_server_serving) {
     test_vfs_free(&tv);
     fix_fini(&f);
 }
+
+/* ---- §2.9 REQUEST 2: the requester needs no subscribe grant for the
+ * inbox (nor any subscribe grant at all) ---- */
+
+RIFT_TEST(request_needs_no_inbox_grant) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    const char *pub[] = {"game.>"};
+    rift_server_identity ids[2] = {
+        f.settings.identities[0], /* plugin: the responder */
+        {.name = "req",
+         .name_len = 3,
+         .token = RC_TOKEN("req"),
+         .token_len = strlen(RC_TOKEN("req")),
+         .publish = pub,
+         .publish_count = 1},
+    };
+    f.settings.identities = ids;
+    f.settings.identity_count = 2;
+    CHECK(fix_start(&f));
+    rawcli *r = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    rawcli *q = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "req");
+    CHECK(r && q);
+    rc_stream *rs = rc_open(r), *rp = rc_open(r);
+    CHECK(rc_subscribe(rs, "game.echo", NULL));
+    uint8_t buf[4300];
+    size_t n = rc_build_request(buf, 5000, "game.echo", "hi", 2);
+    rc_stream *qs = rc_open(q);
+    CHECK(rc_send(qs, buf, n, true));
+    rc_msg m;
+    CHECK(rc_expect_msg(rs, &m, 5000));
+    n = rc_build_msg(buf, 5, m.reply, NULL, "ho", 2);
+    CHECK(rc_send(rp, buf, n, false) && rc_expect_ok(rp, 5000));
+    CHECK(rc_expect_msg(qs, &m, 5000));
+    CHECK_EQ_MEM(m.payload, m.payload_len, "ho", 2);
+    /* While a plain publication with that kind of reply is refused. */
+    n = rc_build_msg(buf, 5, "game.echo", "_INBOX.mine", NULL, 0);
+    rc_stream *p = rc_open(q);
+    CHECK(rc_send(p, buf, n, false));
+    CHECK(rc_expect_error(p, 1, "reply must be an authorized _INBOX subject",
+                          5000));
+    rc_free(r);
+    rc_free(q);
+    fix_fini(&f);
+}
