@@ -785,3 +785,30 @@ RIFT_TEST(request_needs_no_inbox_grant) {
     rc_free(q);
     fix_fini(&f);
 }
+
+/* ---- §2.6 2: a handshake that never finishes is dropped after
+ * handshake_timeout and gives its connection slot back ---- */
+
+RIFT_TEST(abandoned_handshakes_give_their_slot_back) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    f.settings.max_connections = 1;
+    f.settings.handshake_timeout_ms = 300;
+    CHECK(fix_start(&f));
+    /* The client's first flight reaches the server, then the client
+     * vanishes without a word. */
+    rawcli *gone = rc_connect(f.loop, &f.addr, f.addrlen, f.ca, false);
+    CHECK(gone != NULL);
+    rift_loop_run_once(f.loop, 0);
+    rc_abort(gone);
+    rift_tstamp t0 = rift_now_ns();
+    rawcli *c = NULL;
+    while (c == NULL && rift_now_ns() - t0 < 5000000000ull) {
+        c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    }
+    CHECK(c != NULL);
+    rc_stream *p = rc_open(c);
+    CHECK(rc_ping(p));
+    rc_free(c);
+    fix_fini(&f);
+}
