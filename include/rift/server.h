@@ -89,9 +89,15 @@ typedef struct rift_server_settings {
     /** Named retained streams; none by default. */
     const rift_server_stream *streams;
     size_t stream_count;
-    /** Optional 32 bytes keying stateless resets (give a restarted
-     * server the same secret); NULL = a random per-process secret. */
+    /** Optional 32 bytes keying stateless resets and Retry tokens (give
+     * a restarted server the same secret); NULL = a random per-process
+     * secret. */
     const uint8_t *static_secret;
+    /** Validate every client address with a QUIC Retry before a
+     * connection is created (RFC 9000 §8.1): one more round trip per
+     * connection, in exchange for spoofed Initials costing no state.
+     * Default off (quinn's default, as the original). */
+    bool retry;
     /** Allocator; NULL for malloc. Must outlive the server. */
     const rift_mem *mem;
 } rift_server_settings;

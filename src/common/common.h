@@ -91,6 +91,12 @@ typedef enum rift_log_level {
     RIFT_LOG_OFF = 4,
 } rift_log_level;
 
+/* Longest message of one log line, bytes (longer ones are cut on a UTF-8
+ * character boundary). */
+#define RIFT_LOG_LINE_MAX 4096
+
+/* rift_log writes one line "<UTC time> <level> <message>" to stderr with a
+ * single write; line breaks in the message become spaces. */
 void rift_log(rift_log_level level, const char *fmt, ...) RIFT_PRINTF(2, 3);
 void rift_log_set_level(rift_log_level level);
 rift_log_level rift_log_get_level(void);

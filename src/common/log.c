@@ -1,6 +1,7 @@
 /*
  * log.c — process-wide leveled logging to stderr (common layer). One line
- * per call, written with a single write so lines from threads don't mix.
+ * per call, written with a single write so lines from threads don't mix;
+ * line breaks inside a message become spaces.
  */
 #include "common/common.h"
 
@@ -24,7 +25,9 @@ void rift_log(rift_log_level level, const char *fmt, ...) {
     if ((int)level < atomic_load(&log_level) || level >= RIFT_LOG_OFF) {
         return;
     }
-    char line[2048];
+    /* Room for the prefix and a message of RIFT_LOG_LINE_MAX bytes, e.g.
+     * "<plugin>: on_message: <error cut to 2,048 bytes>" (§7.1). */
+    char line[64 + RIFT_LOG_LINE_MAX + 2];
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -36,15 +39,25 @@ void rift_log(rift_log_level level, const char *fmt, ...) {
     if (n < 0) {
         return;
     }
+    char *msg = line + n;
+    size_t room = sizeof(line) - (size_t)n - 1;
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(msg, room, fmt, ap);
     va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof(line) - 2) {
-        len = sizeof(line) - 2;
+    size_t len = m < 0 ? 0 : (size_t)m;
+    if (len >= room) {
+        /* Cut (on a character boundary) what vsnprintf kept. */
+        len = rift_text_cut(msg, room - 1, room - 2);
     }
-    line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len);
+    /* One line per call, whatever the message carries (Lua errors and
+     * texts from peers may hold line breaks). */
+    for (size_t i = 0; i < len; i++) {
+        if (msg[i] == '\n' || msg[i] == '\r') {
+            msg[i] = ' ';
+        }
+    }
+    msg[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n + len);
     (void)w;
 }

@@ -3,7 +3,7 @@
  * configuration file in a restricted environment and its translation into
  * plain C structures, validated exactly as rift-v1-behaviour.md §5 says
  * (same keys, defaults, ranges and error texts for `messaging`), plus
- * riftd's own top-level keys (plugins, data_dir, log).
+ * riftd's own top-level keys (plugins, data_dir, log, quic).
  *
  * Nothing here binds, opens streams or touches the data directory: a
  * rift_config is a value. Tokens are read from the environment by a
@@ -122,8 +122,14 @@ typedef struct rift_config_plugin {
 #define RIFT_CONFIG_PLUGIN_INSTRUCTIONS 100000u
 #define RIFT_CONFIG_PLUGIN_DEADLINE_MS  50u
 
+/* riftd's `quic` table: transport options beyond §5 (our extension). */
+typedef struct rift_config_quic {
+    bool retry; /* QUIC Retry address validation; default off */
+} rift_config_quic;
+
 typedef struct rift_config {
     rift_config_messaging messaging;
+    rift_config_quic quic;
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */

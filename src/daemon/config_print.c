@@ -99,6 +99,7 @@ void rift_config_print_summary(const rift_config *cfg, FILE *out) {
     fprintf(out, "log level: %s\n",
             cfg->log_level_set ? level_name(cfg->log_level) : "(default)");
     print_messaging(&cfg->messaging, out);
+    fprintf(out, "quic: retry=%s\n", cfg->quic.retry ? "yes" : "no");
     fprintf(out, "lua message handlers: %s%zu\n",
             cfg->has_on_message ? "on_message + " : "",
             cfg->n_message_handlers);

@@ -225,6 +225,7 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
     int rc = evaluate(&next, d->config_path, &o, &why);
     if (rc == 0 &&
         (!rift_config_messaging_equal(&d->cfg.messaging, &next.messaging) ||
+         d->cfg.quic.retry != next.quic.retry ||
          (d->cfg.data_dir == NULL) != (next.data_dir == NULL) ||
          (d->cfg.data_dir != NULL &&
           strcmp(d->cfg.data_dir, next.data_dir) != 0))) {

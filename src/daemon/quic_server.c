@@ -128,6 +128,7 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
     s.max_streams_per_connection = (size_t)m->max_streams_per_connection;
     s.handshake_timeout_ms = m->handshake_timeout_ms;
     s.io_timeout_ms = m->io_timeout_ms;
+    s.retry = cfg->quic.retry;
     s.streams = sst;
     s.stream_count = rift_daemon_streams_count(streams);
     rift_error why = {0};

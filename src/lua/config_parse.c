@@ -1,6 +1,6 @@
 /*
  * config_parse.c — the root table of the Lua configuration (lua layer; fills
- * the daemon's rift_config): riftd's own keys (plugins, data_dir, log),
+ * the daemon's rift_config): riftd's own keys (plugins, data_dir, log, quic),
  * on_message and the §7.1 pairing rule, and the hand-off to the messaging
  * parser.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *const root_keys[] = {
-    "messaging", "plugins", "data_dir", "log", "on_message", NULL,
+    "messaging", "plugins", "data_dir", "log", "on_message", "quic", NULL,
 };
 
 static const char *const plugin_keys[] = {
@@ -20,6 +20,8 @@ static const char *const grant_keys[] = {"publish", "subscribe", "control",
                                          NULL};
 
 static const char *const log_keys[] = {"level", NULL};
+
+static const char *const quic_keys[] = {"retry", NULL};
 
 static const char plugin_names_text[] =
     "plugins: names must be unique and contain 1..=128 letters, digits, "
@@ -298,6 +300,30 @@ out:
     return rc;
 }
 
+/* `quic = { retry = bool }`: transport options the original's messaging
+ * table does not have (so they live outside it). */
+static int parse_quic(lua_State *L, int root, rift_config *cfg,
+                      rift_error *err) {
+    int rc = 0;
+    int type = rift_config_push_field(L, root, "quic");
+    int t = lua_gettop(L);
+    if (type == LUA_TNIL) {
+        goto out;
+    }
+    if (type != LUA_TTABLE) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "quic: expected a table");
+        goto out;
+    }
+    if ((rc = rift_config_check_keys(L, t, "quic", quic_keys, err)) != 0) {
+        goto out;
+    }
+    rc = rift_config_get_bool(L, t, "quic", "retry", &cfg->quic.retry, err);
+out:
+    lua_settop(L, t - 1);
+    return rc;
+}
+
 /* ---- Root ---- */
 
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
@@ -316,7 +342,8 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
     if ((rc = rift_config_parse_messaging(L, root, cfg, err)) != 0 ||
         (rc = parse_plugins(L, root, plugin_names, cfg, err)) != 0 ||
         (rc = parse_data_dir(L, root, cfg, err)) != 0 ||
-        (rc = parse_log(L, root, cfg, err)) != 0) {
+        (rc = parse_log(L, root, cfg, err)) != 0 ||
+        (rc = parse_quic(L, root, cfg, err)) != 0) {
         return rc;
     }
     /* §7.1: handlers without subscriptions never run, subscriptions without

@@ -514,9 +514,9 @@ int rift_quic_conn_new(rift_quic_conn **pc, rift_quic_endpoint *ep,
     params.active_connection_id_limit = RIFT_QUIC_CID_LIMIT;
     params.max_datagram_frame_size = 0;
 
-    ngtcp2_mem mem = {(void *)ep->mem, mem_malloc, mem_free, mem_calloc,
-                      mem_realloc};
-    const ngtcp2_mem *pmem = ep->mem ? &mem : NULL;
+    c->mem = (ngtcp2_mem){(void *)ep->mem, mem_malloc, mem_free, mem_calloc,
+                          mem_realloc};
+    const ngtcp2_mem *pmem = ep->mem ? &c->mem : NULL;
 
     ngtcp2_cid scid;
     if (random_cid(ep, &scid) != 0) {

@@ -77,6 +77,9 @@ typedef enum conn_state {
 struct rift_quic_conn {
     rift_quic_endpoint *ep;
     ngtcp2_conn *qc;
+    /* ngtcp2 keeps a pointer to its allocator: it must live as long as
+     * qc (used only when the endpoint has a rift_mem). */
+    ngtcp2_mem mem;
     gnutls_session_t tls;
     ngtcp2_crypto_conn_ref ref;
     void *user_data;

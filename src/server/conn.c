@@ -223,6 +223,18 @@ static void on_conn_closed(rift_quic_conn *qc, const rift_quic_close_info *ci,
     rift_server *srv = c->srv;
     c->qc = NULL;
     rift_timer_stop(&c->auth_timer);
+    /* §2.7: the connection's end aborts its stream tasks. A request still
+     * waiting for its reply goes now, inbox included (otherwise a client
+     * could pin inboxes, which count against max_subscriptions, for up to
+     * 120 s per stream by reconnecting); store operations run to their
+     * end (their records are freed by the completion). */
+    for (srv_stream *ss = srv->all, *next; ss != NULL; ss = next) {
+        next = ss->next;
+        if (ss->conn == c && ss->state == SS_BUSY && ss->inbox != NULL &&
+            ss->qs == NULL) {
+            rift_srv_stream_free(ss);
+        }
+    }
     if (c->state == SC_READY) {
         srv->id_conns[c->id_index]--;
         srv->c.authenticated--;

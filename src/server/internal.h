@@ -183,6 +183,7 @@ struct rift_server {
     uint64_t io_ns;
     uint8_t secret[32];
     bool has_secret;
+    bool retry;
     srv_stream_entry *streams; /* sorted by name */
     size_t nstreams;
 

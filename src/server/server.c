@@ -216,6 +216,7 @@ int rift_server_new(rift_server **psrv, rift_broker *broker,
     srv->max_streams = settings->max_streams_per_connection;
     srv->handshake_ns = settings->handshake_timeout_ms * 1000000u;
     srv->io_ns = settings->io_timeout_ms * 1000000u;
+    srv->retry = settings->retry;
     if (settings->static_secret != NULL) {
         memcpy(srv->secret, settings->static_secret, sizeof(srv->secret));
         srv->has_secret = true;
@@ -449,6 +450,7 @@ int rift_server_start(rift_server *srv, const char *address, rift_error *err) {
     qs.cert_file = srv->cert_file;
     qs.key_file = srv->key_file;
     qs.static_secret = srv->has_secret ? srv->secret : NULL;
+    qs.retry = srv->retry;
     qs.mem = srv->mem;
     if ((rc = rift_quic_server_new(&srv->ep, srv->loop,
                                    (const struct sockaddr *)&ss, sslen, &qs,

@@ -167,7 +167,7 @@ RIFT_TEST(script_style_rift_config) {
                   "both");
     CHECK_REJECTS("rift.config.bogus = 1",
                   "bogus: unknown field (expected messaging, plugins, "
-                  "data_dir, log, on_message)");
+                  "data_dir, log, on_message, quic)");
 }
 
 /* ---- our keys ---- */
@@ -194,6 +194,26 @@ RIFT_TEST(data_dir_and_log) {
                   "log.level: expected one of debug, info, warn, error, off");
     CHECK_REJECTS("return { log = { lvl = 'info' } }",
                   "log.lvl: unknown field (expected level)");
+}
+
+RIFT_TEST(quic_retry) {
+    rift_config cfg;
+    rift_error err = {0};
+    CHECK_OK(load_opts("return {}", &cfg, NULL, &err));
+    CHECK(!cfg.quic.retry);
+    rift_config_free(&cfg);
+    CHECK_OK(load_opts("return { quic = { retry = true } }", &cfg, NULL, &err));
+    CHECK(cfg.quic.retry);
+    rift_config_free(&cfg);
+    CHECK_OK(
+        load_opts("rift.config.quic = { retry = false }", &cfg, NULL, &err));
+    CHECK(!cfg.quic.retry);
+    rift_config_free(&cfg);
+    CHECK_REJECTS("return { quic = true }", "quic: expected a table");
+    CHECK_REJECTS("return { quic = { retry = 1 } }",
+                  "quic.retry: expected a boolean");
+    CHECK_REJECTS("return { quic = { reset = true } }",
+                  "quic.reset: unknown field (expected retry)");
 }
 
 RIFT_TEST(plugins_schema) {

@@ -20,6 +20,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -227,6 +228,24 @@ fn load_key(path: &str) -> Result<rustls::PrivateKey> {
     Err(anyhow!("no private key in {}", path))
 }
 
+/// TLS 1.3 session tickets the server sent (rustls stores each under a key
+/// starting with "session"); a Rift server sends none (§9: no 0-RTT).
+static TICKETS: AtomicUsize = AtomicUsize::new(0);
+
+struct TicketLog;
+
+impl rustls::client::StoresClientSessions for TicketLog {
+    fn put(&self, key: Vec<u8>, _value: Vec<u8>) -> bool {
+        if key.starts_with(b"session") {
+            TICKETS.fetch_add(1, Ordering::SeqCst);
+        }
+        true
+    }
+    fn get(&self, _key: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+}
+
 fn client_config(ca: &str) -> Result<quinn::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     for c in load_certs(ca)? {
@@ -239,6 +258,10 @@ fn client_config(ca: &str) -> Result<quinn::ClientConfig> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     crypto.alpn_protocols = vec![alpn()];
+    // Ask for tickets and 0-RTT the way a resuming client would.
+    crypto.session_storage = Arc::new(TicketLog);
+    crypto.enable_tickets = true;
+    crypto.enable_early_data = true;
     Ok(quinn::ClientConfig::new(Arc::new(crypto)))
 }
 
@@ -337,6 +360,7 @@ async fn client_main(argv: &[String]) -> Result<()> {
         "auth" => {
             authenticate(&conn, token).await?;
             println!("auth ok");
+            no_tickets()?;
         }
         "badauth" => {
             let r = authenticate(&conn, token).await;
@@ -359,12 +383,25 @@ async fn client_main(argv: &[String]) -> Result<()> {
             authenticate(&conn, token).await?;
             println!("auth ok");
             run_all(&conn).await?;
+            no_tickets()?;
         }
         other => bail!("unknown scenario {}", other),
     }
     conn.close(0u32.into(), b"client closed");
     endpoint.wait_idle().await;
     println!("ALL OK");
+    Ok(())
+}
+
+/// No session tickets, hence no resumption and no 0-RTT (§2.1). A server
+/// sends tickets with or right after the end of its handshake, so they are
+/// in by the time the AUTH round trip is over.
+fn no_tickets() -> Result<()> {
+    let tickets = TICKETS.load(Ordering::SeqCst);
+    if tickets != 0 {
+        bail!("the server sent {} TLS session ticket(s)", tickets);
+    }
+    println!("no session tickets ok");
     Ok(())
 }
 
@@ -483,9 +520,18 @@ async fn run_all(conn: &quinn::Connection) -> Result<()> {
     if code != 2 || text != "frame length exceeds limit or is zero" {
         bail!("malformed: got ERROR({}, {})", code, text);
     }
+    if read_frame(&mut mr, MAX_FRAME).await?.is_some() {
+        bail!("malformed: stream not finished after ERROR");
+    }
+    // §2.7 / §9: after ERROR and FIN the server stops our sending half
+    // with code 0.
+    match tokio::time::timeout(Duration::from_secs(5), ms.stopped()).await {
+        Ok(Ok(code)) if u64::from(code) == 0 => {}
+        other => bail!("malformed: expected STOP_SENDING(0), got {:?}", other),
+    }
     ps.write_all(&frame(OP_PING, &[])).await?;
     expect_ok(&mut pr).await.context("PING after malformed frame")?;
-    println!("malformed frame ok");
+    println!("malformed frame ok (ERROR, FIN, STOP_SENDING(0))");
 
     // A clean FIN on a publisher stream draws ERROR(2, "QUIC stream closed").
     ps.finish().await?;
