@@ -394,6 +394,58 @@ static int encode_error(rift_ssize n, rift_error *err) {
                           RIFT_CLIENT_ERR_STRING);
 }
 
+/* The checks and header encoding each stream call shares with its
+ * asynchronous twin: the header length in |hdr|, or a negative error code
+ * with |err| set. */
+static rift_ssize encode_stream_publish(uint8_t *hdr, const char *stream,
+                                        size_t stream_len, const char *subject,
+                                        size_t subject_len, const char *reply,
+                                        size_t reply_len, size_t payload_len,
+                                        rift_error *err) {
+    int rc = rift_client_check_string(stream, stream_len, err);
+    if (rc != 0 ||
+        (rc = rift_client_check_publish(subject, subject_len, reply, reply_len,
+                                        payload_len, err)) != 0) {
+        return rc;
+    }
+    rift_ssize n = rift_frame_encode_stream_publish_header(
+        hdr, RIFT_FRAME_HEADER_MAX, stream, stream_len, subject, subject_len,
+        reply, reply_len, payload_len);
+    return n < 0 ? encode_error(n, err) : n;
+}
+
+static rift_ssize encode_fetch(uint8_t *hdr, const char *stream,
+                               size_t stream_len, const char *name,
+                               size_t name_len, uint32_t limit,
+                               rift_error *err) {
+    int rc;
+    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
+        (rc = rift_client_check_string(name, name_len, err)) != 0) {
+        return rc;
+    }
+    if (limit == 0 || limit > RIFT_FRAME_MAX_FETCH) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "fetch limit must be 1..256");
+    }
+    rift_ssize n = rift_frame_encode_consumer_fetch(
+        hdr, RIFT_FRAME_HEADER_MAX, stream, stream_len, name, name_len, limit);
+    return n < 0 ? encode_error(n, err) : n;
+}
+
+static rift_ssize encode_ack(uint8_t *hdr, const char *stream,
+                             size_t stream_len, const char *name,
+                             size_t name_len, uint64_t sequence,
+                             rift_error *err) {
+    int rc;
+    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
+        (rc = rift_client_check_string(name, name_len, err)) != 0) {
+        return rc;
+    }
+    rift_ssize n = rift_frame_encode_ack(hdr, RIFT_FRAME_HEADER_MAX, stream,
+                                         stream_len, name, name_len, sequence);
+    return n < 0 ? encode_error(n, err) : n;
+}
+
 int rift_client_request(rift_client *c, const char *subject, size_t subject_len,
                         const uint8_t *payload, size_t payload_len,
                         uint64_t timeout_ms, rift_msg **preply,
@@ -416,7 +468,8 @@ int rift_client_request(rift_client *c, const char *subject, size_t subject_len,
     call.payload_len = payload_len;
     call.timeout_ns =
         (timeout_ms + RIFT_CLIENT_REQUEST_GRACE_MS) * (uint64_t)1000000u;
-    if ((rc = rift_client_call_run(&call, err)) != 0) {
+    rc = rift_client_call_run(&call, err);
+    if (rc != 0) {
         return rc;
     }
     *preply = call.msg;
@@ -429,24 +482,19 @@ int rift_client_stream_publish(rift_client *c, const char *stream,
                                size_t reply_len, const uint8_t *payload,
                                size_t payload_len, rift_client_stored *stored,
                                rift_error *err) {
-    int rc = rift_client_check_string(stream, stream_len, err);
-    if (rc != 0 ||
-        (rc = rift_client_check_publish(subject, subject_len, reply, reply_len,
-                                        payload_len, err)) != 0) {
-        return rc;
-    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
-    rift_ssize n = rift_frame_encode_stream_publish_header(
-        hdr, sizeof(hdr), stream, stream_len, subject, subject_len, reply,
-        reply_len, payload_len);
+    rift_ssize n =
+        encode_stream_publish(hdr, stream, stream_len, subject, subject_len,
+                              reply, reply_len, payload_len, err);
     if (n < 0) {
-        return encode_error(n, err);
+        return (int)n;
     }
     rift_client_call call;
     call_init(&call, c, RIFT_CALL_STREAM_PUBLISH, hdr, n);
     call.payload = payload;
     call.payload_len = payload_len;
-    if ((rc = rift_client_call_run(&call, err)) != 0) {
+    int rc = rift_client_call_run(&call, err);
+    if (rc != 0) {
         return rc;
     }
     if (stored != NULL) {
@@ -492,26 +540,18 @@ int rift_client_fetch(rift_client *c, const char *stream, size_t stream_len,
                       const char *name, size_t name_len, uint32_t limit,
                       rift_client_delivery *out, size_t *count,
                       rift_error *err) {
-    int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0) {
-        return rc;
-    }
-    if (limit == 0 || limit > RIFT_FRAME_MAX_FETCH) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                              "fetch limit must be 1..256");
-    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
-    rift_ssize n = rift_frame_encode_consumer_fetch(
-        hdr, sizeof(hdr), stream, stream_len, name, name_len, limit);
+    rift_ssize n =
+        encode_fetch(hdr, stream, stream_len, name, name_len, limit, err);
     if (n < 0) {
-        return encode_error(n, err);
+        return (int)n;
     }
     rift_client_call call;
     call_init(&call, c, RIFT_CALL_FETCH, hdr, n);
     call.out = out;
     call.limit = limit;
-    if ((rc = rift_client_call_run(&call, err)) != 0) {
+    int rc = rift_client_call_run(&call, err);
+    if (rc != 0) {
         return rc;
     }
     *count = call.nmsgs;
@@ -521,16 +561,11 @@ int rift_client_fetch(rift_client *c, const char *stream, size_t stream_len,
 int rift_client_ack(rift_client *c, const char *stream, size_t stream_len,
                     const char *name, size_t name_len, uint64_t sequence,
                     rift_error *err) {
-    int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0) {
-        return rc;
-    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
-    rift_ssize n = rift_frame_encode_ack(hdr, sizeof(hdr), stream, stream_len,
-                                         name, name_len, sequence);
+    rift_ssize n =
+        encode_ack(hdr, stream, stream_len, name, name_len, sequence, err);
     if (n < 0) {
-        return encode_error(n, err);
+        return (int)n;
     }
     rift_client_call call;
     call_init(&call, c, RIFT_CALL_ACK, hdr, n);
@@ -594,18 +629,12 @@ int rift_client_stream_publish_async(rift_client *c, const char *stream,
                                      size_t payload_len,
                                      rift_client_stored_fn done, void *arg,
                                      rift_error *err) {
-    int rc = rift_client_check_string(stream, stream_len, err);
-    if (rc != 0 ||
-        (rc = rift_client_check_publish(subject, subject_len, reply, reply_len,
-                                        payload_len, err)) != 0) {
-        return rc;
-    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
-    rift_ssize n = rift_frame_encode_stream_publish_header(
-        hdr, sizeof(hdr), stream, stream_len, subject, subject_len, reply,
-        reply_len, payload_len);
+    rift_ssize n =
+        encode_stream_publish(hdr, stream, stream_len, subject, subject_len,
+                              reply, reply_len, payload_len, err);
     if (n < 0) {
-        return encode_error(n, err);
+        return (int)n;
     }
     rift_client_call *call = async_new(c, RIFT_CALL_STREAM_PUBLISH, 0, hdr,
                                        (size_t)n, payload, payload_len, err);
@@ -621,16 +650,11 @@ int rift_client_ack_async(rift_client *c, const char *stream, size_t stream_len,
                           const char *name, size_t name_len, uint64_t sequence,
                           rift_client_done_fn done, void *arg,
                           rift_error *err) {
-    int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0) {
-        return rc;
-    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
-    rift_ssize n = rift_frame_encode_ack(hdr, sizeof(hdr), stream, stream_len,
-                                         name, name_len, sequence);
+    rift_ssize n =
+        encode_ack(hdr, stream, stream_len, name, name_len, sequence, err);
     if (n < 0) {
-        return encode_error(n, err);
+        return (int)n;
     }
     rift_client_call *call =
         async_new(c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
@@ -647,20 +671,11 @@ int rift_client_fetch_async(rift_client *c, const char *stream,
                             size_t name_len, uint32_t limit,
                             rift_client_fetched_fn done, void *arg,
                             rift_error *err) {
-    int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0) {
-        return rc;
-    }
-    if (limit == 0 || limit > RIFT_FRAME_MAX_FETCH) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                              "fetch limit must be 1..256");
-    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
-    rift_ssize n = rift_frame_encode_consumer_fetch(
-        hdr, sizeof(hdr), stream, stream_len, name, name_len, limit);
+    rift_ssize n =
+        encode_fetch(hdr, stream, stream_len, name, name_len, limit, err);
     if (n < 0) {
-        return encode_error(n, err);
+        return (int)n;
     }
     /* The deliveries array lives behind the call. */
     rift_client_call *call =
