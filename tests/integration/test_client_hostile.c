@@ -14,11 +14,12 @@
  */
 // labels: threads
 #include "test.h"
+#include "test_rng.h"
+#include "thread_server.h"
 
 #include "codec/frame.h"
 #include "common/common.h"
 #include "net/loop.h"
-#include "quic/certgen.h"
 #include "quic/quic.h"
 #include "rift/client.h"
 
@@ -29,27 +30,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- Randomness ---- */
-
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static uint64_t rnd(rng *r) {
-    r->s ^= r->s >> 12;
-    r->s ^= r->s << 25;
-    r->s ^= r->s >> 27;
-    return r->s * 0x2545F4914F6CDD1Dull;
-}
-
-static uint32_t below(rng *r, uint32_t n) {
-    return (uint32_t)(rnd(r) % n);
-}
-
-static bool chance(rng *r, unsigned percent) {
-    return below(r, 100) < percent;
-}
 
 /* ---- Frames a hostile server sends ---- */
 
@@ -164,12 +144,7 @@ static void gen_answer(rng *r, out *o) {
 /* ---- The server ---- */
 
 typedef struct hsrv {
-    char *dir;
-    char ca[4200], cert[4200], key[4200];
-    char addr[64];
-    rift_loop *loop;
-    rift_quic_endpoint *ep;
-    pthread_t thread;
+    thread_server ts;
     rng r; /* server thread only */
     out o;
     atomic_uint answers;
@@ -254,59 +229,16 @@ static const rift_quic_callbacks h_cbs = {
     .stream_close = h_close,
 };
 
-static void *h_thread(void *arg) {
-    rift_loop_run(((hsrv *)arg)->loop);
-    return NULL;
-}
-
 static bool h_start(hsrv *srv, uint64_t seed) {
     memset(srv, 0, sizeof(*srv));
     srv->r.s = seed | 1;
     srv->o.cap = 4 << 20;
     srv->o.p = malloc(srv->o.cap);
-    rift_error err;
-    if (srv->o.p == NULL || (srv->dir = rift_test_tmpdir()) == NULL ||
-        rift_certgen_dev(srv->dir, NULL, &err) != 0 ||
-        rift_loop_new(&srv->loop, NULL) != 0) {
-        return false;
-    }
-    snprintf(srv->ca, sizeof(srv->ca), "%s/ca.pem", srv->dir);
-    snprintf(srv->cert, sizeof(srv->cert), "%s/server.pem", srv->dir);
-    snprintf(srv->key, sizeof(srv->key), "%s/server.key", srv->dir);
-    rift_quic_settings qs;
-    rift_quic_settings_default(&qs);
-    qs.cert_file = srv->cert;
-    qs.key_file = srv->key;
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (rift_quic_server_new(&srv->ep, srv->loop, (struct sockaddr *)&sa,
-                             sizeof(sa), &qs, &h_cbs, srv, &err) != 0) {
-        fprintf(stderr, "server: %s\n", err.text);
-        return false;
-    }
-    struct sockaddr_storage ss;
-    socklen_t len;
-    rift_quic_endpoint_local_addr(srv->ep, &ss, &len);
-    snprintf(srv->addr, sizeof(srv->addr), "127.0.0.1:%u",
-             ntohs(((struct sockaddr_in *)&ss)->sin_port));
-    return pthread_create(&srv->thread, NULL, h_thread, srv) == 0;
-}
-
-static void h_shutdown_cb(void *arg, int status) {
-    hsrv *srv = arg;
-    (void)status;
-    rift_quic_endpoint_del(srv->ep);
-    srv->ep = NULL;
-    rift_loop_stop(srv->loop);
+    return srv->o.p != NULL && thread_server_start(&srv->ts, &h_cbs, srv);
 }
 
 static void h_stop(hsrv *srv) {
-    if (srv->ep != NULL) {
-        rift_loop_post(srv->loop, h_shutdown_cb, srv);
-        pthread_join(srv->thread, NULL);
-    }
-    rift_loop_del(srv->loop);
-    rift_test_rmdir(srv->dir);
+    thread_server_stop(&srv->ts);
     free(srv->o.p);
 }
 
@@ -323,8 +255,8 @@ typedef struct worker {
 static rift_client *connect_client(worker *w) {
     rift_client_settings s;
     rift_client_settings_default(&s);
-    s.address = w->srv->addr;
-    s.ca_file = w->srv->ca;
+    s.address = w->srv->ts.addr;
+    s.ca_file = w->srv->ts.ca;
     s.server_name = "localhost";
     s.token = "hostile-0123456789abcdef0123456789";
     s.connect_timeout_ms = 3000;

@@ -8,6 +8,7 @@
  */
 // labels: threads
 #include "test.h"
+#include "thread_server.h"
 
 #include "codec/frame.h"
 #include "common/common.h"
@@ -38,12 +39,7 @@ enum auth_mode {
 };
 
 typedef struct script_srv {
-    char *dir;
-    char ca[4200], cert[4200], key[4200];
-    char addr[64];
-    rift_loop *loop;
-    rift_quic_endpoint *ep;
-    pthread_t thread;
+    thread_server ts;
     pthread_mutex_t mu;
     /* Under mu. */
     enum auth_mode auth;
@@ -182,60 +178,14 @@ static const rift_quic_callbacks srv_cbs = {
     .stream_close = srv_stream_close,
 };
 
-static void *srv_thread(void *arg) {
-    script_srv *srv = arg;
-    rift_loop_run(srv->loop);
-    return NULL;
-}
-
 static bool srv_start(script_srv *srv) {
     memset(srv, 0, sizeof(*srv));
     pthread_mutex_init(&srv->mu, NULL);
-    rift_error err;
-    if ((srv->dir = rift_test_tmpdir()) == NULL ||
-        rift_certgen_dev(srv->dir, NULL, &err) != 0) {
-        return false;
-    }
-    snprintf(srv->ca, sizeof(srv->ca), "%s/ca.pem", srv->dir);
-    snprintf(srv->cert, sizeof(srv->cert), "%s/server.pem", srv->dir);
-    snprintf(srv->key, sizeof(srv->key), "%s/server.key", srv->dir);
-    if (rift_loop_new(&srv->loop, NULL) != 0) {
-        return false;
-    }
-    rift_quic_settings qs;
-    rift_quic_settings_default(&qs);
-    qs.cert_file = srv->cert;
-    qs.key_file = srv->key;
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (rift_quic_server_new(&srv->ep, srv->loop, (struct sockaddr *)&sa,
-                             sizeof(sa), &qs, &srv_cbs, srv, &err) != 0) {
-        fprintf(stderr, "server: %s\n", err.text);
-        return false;
-    }
-    struct sockaddr_storage ss;
-    socklen_t len;
-    rift_quic_endpoint_local_addr(srv->ep, &ss, &len);
-    snprintf(srv->addr, sizeof(srv->addr), "127.0.0.1:%u",
-             ntohs(((struct sockaddr_in *)&ss)->sin_port));
-    return pthread_create(&srv->thread, NULL, srv_thread, srv) == 0;
-}
-
-static void srv_shutdown_cb(void *arg, int status) {
-    script_srv *srv = arg;
-    (void)status;
-    rift_quic_endpoint_del(srv->ep);
-    srv->ep = NULL;
-    rift_loop_stop(srv->loop);
+    return thread_server_start(&srv->ts, &srv_cbs, srv);
 }
 
 static void srv_stop(script_srv *srv) {
-    if (srv->ep != NULL) {
-        rift_loop_post(srv->loop, srv_shutdown_cb, srv);
-        pthread_join(srv->thread, NULL);
-    }
-    rift_loop_del(srv->loop);
-    rift_test_rmdir(srv->dir);
+    thread_server_stop(&srv->ts);
     free(srv->reply);
     pthread_mutex_destroy(&srv->mu);
 }
@@ -325,8 +275,8 @@ static int connect_to(script_srv *srv, rift_client **c, uint32_t op_ms,
                       rift_error *err) {
     rift_client_settings s;
     rift_client_settings_default(&s);
-    s.address = srv->addr;
-    s.ca_file = srv->ca;
+    s.address = srv->ts.addr;
+    s.ca_file = srv->ts.ca;
     s.server_name = "localhost";
     s.token = TOKEN;
     s.op_timeout_ms = op_ms;
@@ -771,7 +721,7 @@ RIFT_TEST(server_close_fails_pending_and_later_operations) {
     pthread_t t;
     CHECK_OK(pthread_create(&t, NULL, wait_ack, &w));
     CHECK(rift_test_wait_until(one_stream, &srv, 5000));
-    rift_loop_post(srv.loop, close_conn_cb, &srv);
+    rift_loop_post(srv.ts.loop, close_conn_cb, &srv);
     pthread_join(t, NULL);
     CHECK_EQ_INT(w.rc, RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(w.err.text, "server shutdown");

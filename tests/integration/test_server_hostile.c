@@ -14,6 +14,7 @@
  */
 // labels: threads
 #include "rawcli.h"
+#include "test_rng.h"
 
 #include "rift/stream.h"
 
@@ -98,28 +99,6 @@ static int count_fds(const char *dir) {
     }
     closedir(d);
     return n;
-}
-
-/* ---- Randomness ---- */
-
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static uint64_t rnd(rng *r) {
-    /* xorshift64* */
-    r->s ^= r->s >> 12;
-    r->s ^= r->s << 25;
-    r->s ^= r->s >> 27;
-    return r->s * 0x2545F4914F6CDD1Dull;
-}
-
-static uint32_t below(rng *r, uint32_t n) {
-    return (uint32_t)(rnd(r) % n);
-}
-
-static bool chance(rng *r, unsigned percent) {
-    return below(r, 100) < percent;
 }
 
 /* ---- Frames ---- */
