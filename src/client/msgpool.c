@@ -19,9 +19,14 @@
  * reference for its owner and one for every block it allocated that is
  * not back with the allocator (in use, or on a list). Blocks bigger than
  * the largest class are allocated directly but hold a reference too: the
- * message's `mem` points into the pool. After rift_msgpool_close every
- * free goes straight back to the allocator, and the last one frees the
- * pool.
+ * message's `mem` points into the pool. rift_msgpool_close swaps every
+ * shared list for the LIST_CLOSED mark, after which every free goes
+ * straight back to the allocator, and the last one frees the pool.
+ *
+ * A block pushed onto a shared list hands its reference to the list: the
+ * closer may take and free it, and then the pool, at once. So a free
+ * never touches the pool after its push succeeded; the closed mark lives
+ * in the list head itself, where the push sees it atomically.
  */
 #include "client/client_internal.h"
 
@@ -31,6 +36,9 @@
 
 #define NCLASS    3
 #define CLASS_BIG UINT32_MAX
+
+/* The head of a closed shared list: push nothing, free directly. */
+#define LIST_CLOSED ((slot *)(uintptr_t)1)
 
 /* Usable bytes of each class: a 64-byte payload with a short subject
  * fits the first. */
@@ -59,7 +67,6 @@ struct rift_msgpool {
     rift_mem mem; /* what messages carry; user_data = the pool */
     const rift_mem *base;
     atomic_size_t refs;
-    atomic_bool closed;
     pool_class cls[NCLASS];
 };
 
@@ -89,27 +96,17 @@ static size_t list_free(rift_msgpool *p, slot *s) {
     return n;
 }
 
-/* Takes every returned block of every class and frees them. The caller
- * holds a reference, so the pool outlives the call. */
-static size_t drain_returned(rift_msgpool *p) {
-    size_t n = 0;
-    for (size_t i = 0; i < NCLASS; i++) {
-        n += list_free(p, atomic_exchange(&p->cls[i].returned, NULL));
-    }
-    return n;
-}
-
 static void *pool_malloc(size_t size, void *ud) {
     rift_msgpool *p = ud;
     uint32_t ci = 0;
     while (ci < NCLASS && size > class_size[ci]) {
         ci++;
     }
-    if (ci < NCLASS &&
-        !atomic_load_explicit(&p->closed, memory_order_relaxed)) {
+    if (ci < NCLASS) {
+        /* Only the owner allocates, and never concurrently with close. */
         pool_class *c = &p->cls[ci];
-        if (c->local == NULL &&
-            atomic_load_explicit(&c->returned, memory_order_relaxed) != NULL) {
+        slot *head = atomic_load_explicit(&c->returned, memory_order_relaxed);
+        if (c->local == NULL && head != NULL && head != LIST_CLOSED) {
             /* Refill in one step. The count only caps the shared list, so
              * an approximate reset is enough (walking the list to count it
              * would touch every block once more). */
@@ -143,23 +140,19 @@ static void pool_free(void *ptr, void *ud) {
         return;
     }
     slot *s = slot_of(ptr);
-    if (s->cls != CLASS_BIG && !atomic_load(&p->closed)) {
+    if (s->cls != CLASS_BIG) {
         pool_class *c = &p->cls[s->cls];
         if (atomic_load_explicit(&c->nreturned, memory_order_relaxed) <
             c->keep) {
             atomic_fetch_add_explicit(&c->nreturned, 1, memory_order_relaxed);
             slot *head =
                 atomic_load_explicit(&c->returned, memory_order_relaxed);
-            do {
+            while (head != LIST_CLOSED) {
                 s->next = head;
-            } while (!atomic_compare_exchange_weak(&c->returned, &head, s));
-            /* Closed meanwhile: nobody will take it but us (or a
-             * concurrent drain; each block is taken exactly once). */
-            if (atomic_load(&p->closed)) {
-                size_t n = drain_returned(p);
-                pool_unref_n(p, n);
+                if (atomic_compare_exchange_weak(&c->returned, &head, s)) {
+                    return; /* the pool may be gone from here on */
+                }
             }
-            return;
         }
     }
     rift_free(p->base, s);
@@ -206,7 +199,6 @@ int rift_msgpool_new(rift_msgpool **pp, const rift_mem *base) {
     p->mem.calloc = pool_calloc;
     p->mem.realloc = pool_realloc;
     atomic_init(&p->refs, 1);
-    atomic_init(&p->closed, false);
     for (size_t i = 0; i < NCLASS; i++) {
         atomic_init(&p->cls[i].returned, NULL);
         atomic_init(&p->cls[i].nreturned, 0);
@@ -220,9 +212,9 @@ void rift_msgpool_close(rift_msgpool *p) {
     if (p == NULL) {
         return;
     }
-    atomic_store(&p->closed, true);
-    size_t n = drain_returned(p);
+    size_t n = 0;
     for (size_t i = 0; i < NCLASS; i++) {
+        n += list_free(p, atomic_exchange(&p->cls[i].returned, LIST_CLOSED));
         n += list_free(p, p->cls[i].local);
         p->cls[i].local = NULL;
     }

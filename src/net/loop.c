@@ -275,12 +275,15 @@ int rift_loop_post(rift_loop *loop, rift_post_cb cb, void *arg) {
         loop->post_head = n;
     }
     loop->post_tail = n;
-    bool need_wake = !loop->wake_pending;
-    loop->wake_pending = true;
-    pthread_mutex_unlock(&loop->post_lock);
-    if (need_wake) {
+    /* Wake under the lock: once the loop can see the node, its callback
+     * may end the loop's owner (a server waiting for its last store
+     * completion deletes the loop), so the poster must be done with the
+     * loop by then. Only the first post of a batch pays the write. */
+    if (!loop->wake_pending) {
+        loop->wake_pending = true;
         wake(loop);
     }
+    pthread_mutex_unlock(&loop->post_lock);
     return 0;
 }
 

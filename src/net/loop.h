@@ -87,7 +87,8 @@ typedef void (*rift_post_cb)(void *arg, int status);
 /**
  * rift_loop_post queues |cb|(|arg|, 0) to run on the loop thread soon, in
  * FIFO order with other posts, and wakes the loop. Thread-safe. When it
- * fails, |cb| is never called.
+ * fails, |cb| is never called. The poster is done with |loop| before |cb|
+ * can run, so |cb| may end the thread that deletes the loop.
  *
  * Errors: RIFT_ERR_NOMEM.
  */
