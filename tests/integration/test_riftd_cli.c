@@ -89,8 +89,11 @@ RIFT_TEST(dev_default_from_an_empty_directory) {
     int m_key = mode_of(f.dir, "rift-data/tls/server.key");
     int m_cakey = mode_of(f.dir, "rift-data/tls/ca.key");
     int m_stream = mode_of(f.dir, "rift-data/streams/events");
+    /* The banner follows the ready line: wait for its last line. */
+    bool banner_end =
+        rift_proc_wait_text(&f.p, true, "rift status", RIFT_PROC_WAIT_MS);
     char *log = rift_proc_read(f.p.err);
-    bool banner = log && strstr(log, "rift sub '>'") &&
+    bool banner = banner_end && log && strstr(log, "rift sub '>'") &&
                   strstr(log, "rift pub demo.hello hi") &&
                   strstr(log, "rift status") &&
                   strstr(log, "DEVELOPMENT CONFIGURATION");
