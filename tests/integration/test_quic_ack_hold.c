@@ -78,8 +78,15 @@ RIFT_TEST(answer_later_lets_the_late_answer_carry_the_ack) {
     cli_app app = {0};
     rift_quic_endpoint *cli = NULL;
     CHECK(setup(&h, &app, &cli, true));
-    /* 4 ms: past the ACK hold, well within the answer hold. */
-    CHECK_EQ_INT(round_trip(&h, &app, cli, 4), 1);
+    /* 4 ms: past the ACK hold, well within the answer hold. A stall of
+     * the test thread longer than the answer hold would let the bare ACK
+     * go first, so a loaded machine gets three tries. */
+    long sent = -1;
+    for (int i = 0; i < 3 && sent != 1; i++) {
+        sent = round_trip(&h, &app, cli, 4);
+        CHECK(sent >= 1);
+    }
+    CHECK_EQ_INT(sent, 1);
     rift_quic_endpoint_del(cli);
     cli_app_free(&app);
     harness_fini(&h);
