@@ -50,8 +50,14 @@ struct rift_loop {
     post_node *post_head;
     post_node *post_tail;
     bool wake_pending; /* an eventfd write is outstanding (under lock) */
+    /* A callback of this loop posted to it (loop thread only): the post
+     * runs after this iteration's events, with no eventfd write. */
+    bool self_posted;
     atomic_bool stop;
 };
+
+/* The loop this thread is running (inside rift_loop_run_once). */
+static _Thread_local rift_loop *tls_running;
 
 /* The timer slack is per thread; set it once in every thread that runs a
  * loop. The default 50 µs slack would blur ngtcp2's pacing deadlines. */
@@ -275,11 +281,17 @@ int rift_loop_post(rift_loop *loop, rift_post_cb cb, void *arg) {
         loop->post_head = n;
     }
     loop->post_tail = n;
-    /* Wake under the lock: once the loop can see the node, its callback
-     * may end the loop's owner (a server waiting for its last store
-     * completion deletes the loop), so the poster must be done with the
-     * loop by then. Only the first post of a batch pays the write. */
-    if (!loop->wake_pending) {
+    if (tls_running == loop) {
+        /* Posted by one of the loop's own callbacks (a completion that
+         * starts the next call): the loop runs it before it sleeps again,
+         * so the eventfd write and the extra wake-up are not needed. */
+        loop->self_posted = true;
+    } else if (!loop->wake_pending) {
+        /* Wake under the lock: once the loop can see the node, its
+         * callback may end the loop's owner (a server waiting for its
+         * last store completion deletes the loop), so the poster must be
+         * done with the loop by then. Only the first post of a batch pays
+         * the write. */
         loop->wake_pending = true;
         wake(loop);
     }
@@ -400,6 +412,9 @@ int rift_loop_run_once(rift_loop *loop, int64_t timeout_ns) {
     if (loop->heap_len > 0 && loop->heap[0]->deadline < deadline) {
         deadline = loop->heap[0]->deadline;
     }
+    if (loop->self_posted) {
+        deadline = 0; /* posted from the last iteration's timers: poll */
+    }
     int n = wait_events(loop, deadline);
     if (n < 0) {
         if (errno == EINTR) {
@@ -407,9 +422,19 @@ int rift_loop_run_once(rift_loop *loop, int64_t timeout_ns) {
         }
         return -errno;
     }
+    rift_loop *outer = tls_running;
+    tls_running = loop;
     loop->nevents = n;
     dispatch(loop);
+    /* Own posts before the timers: a write they make is flushed by a
+     * zero-delay timer in this same pass. Posts they make in turn wait
+     * for the next iteration, which then does not block. */
+    if (loop->self_posted) {
+        loop->self_posted = false;
+        run_posts(loop, 0);
+    }
     run_timers(loop);
+    tls_running = outer;
     return 0;
 }
 

@@ -491,7 +491,7 @@ int rift_quic_conn_new(rift_quic_conn **pc, rift_quic_endpoint *ep,
     settings.max_tx_udp_payload_size = ep->pmtud_probes[ep->npmtud - 1];
     settings.pmtud_probes = ep->pmtud_probes;
     settings.pmtud_probeslen = ep->npmtud;
-    if (st->ack_hold > 0) {
+    if (st->ack_hold > 0 || st->answer_hold > 0) {
         /* Every write carries the ACK of what arrived before it (ngtcp2
          * otherwise leaves it out until srtt/8 has passed, a few µs on
          * loopback, and sends it alone a moment later); the hold below
@@ -884,10 +884,14 @@ void rift_quic_conn_read(rift_quic_conn *c, const rift_udp_addr *local,
     ngtcp2_pkt_info pi = {0};
     rift_tstamp ts = rift_now_ns();
     c->rx_data_seen = false;
+    c->rx_answer_later = false;
     int rv = ngtcp2_conn_read_pkt(c->qc, &path, &pi, data, len, ts);
+    bool data_seen = c->rx_data_seen;
+    c->rx_data_seen = false; /* answer_later is over for this packet */
     if (rv == 0) {
-        if (c->rx_data_seen && c->rx_data_pkts++ == 0) {
-            c->hold_until = ts + ep->settings.ack_hold;
+        if (data_seen && c->rx_data_pkts++ == 0) {
+            c->hold_until = ts + (c->rx_answer_later ? ep->settings.answer_hold
+                                                     : ep->settings.ack_hold);
         }
         rift_quic_ep_mark_dirty(ep, c);
         return;
@@ -1141,7 +1145,8 @@ static void conn_write(rift_quic_conn *c, bool may_hold) {
 }
 
 void rift_quic_conn_write(rift_quic_conn *c) {
-    conn_write(c, c->ep->settings.ack_hold > 0);
+    const rift_quic_settings *st = &c->ep->settings;
+    conn_write(c, st->ack_hold > 0 || st->answer_hold > 0);
 }
 
 /* ---- Timer ---- */
@@ -1265,6 +1270,14 @@ int rift_quic_conn_open_stream(rift_quic_conn *conn, void *ud,
     s->id = id;
     *ps = s;
     return 0;
+}
+
+void rift_quic_conn_answer_later(rift_quic_conn *conn) {
+    /* Only meaningful while a packet's stream data is being delivered:
+     * read_pkt turns it into the hold of that packet. */
+    if (conn->rx_data_seen) {
+        conn->rx_answer_later = true;
+    }
 }
 
 uint64_t rift_quic_conn_streams_left(const rift_quic_conn *conn) {

@@ -37,6 +37,7 @@ void rift_quic_settings_default(rift_quic_settings *s) {
     s->gso = true;
     s->gro = true;
     s->ack_hold = 2 * NGTCP2_MILLISECONDS;
+    s->answer_hold = 15 * NGTCP2_MILLISECONDS;
 }
 
 void rift_quic_settings_default_client(rift_quic_settings *s) {

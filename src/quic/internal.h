@@ -94,10 +94,12 @@ struct rift_quic_conn {
     bool confirmed;       /* the handshake is confirmed */
 
     /* ACK hold (settings.ack_hold): packets with stream data read since
-     * the connection last wrote, whether the packet being read has any,
+     * the connection last wrote, whether the packet being read has any
+     * (and whether the application will answer it later, answer_hold),
      * and until when the ACK of a lone one may wait. */
     uint32_t rx_data_pkts;
     bool rx_data_seen;
+    bool rx_answer_later;
     rift_tstamp hold_until;
 
     ngtcp2_path_storage ps; /* current path (local, remote) */

@@ -97,6 +97,14 @@ typedef struct rift_quic_settings {
      * acknowledged at once, as usual. (Must stay well below the 25 ms
      * max_ack_delay the peer assumes.) */
     uint64_t ack_hold;
+    /** Answer hold, ns; 0 disables. Default 15 ms. The ACK hold of a
+     * lone data packet the application promised to answer later
+     * (rift_quic_conn_answer_later): a durable write answers after its
+     * fdatasync, often more than ack_hold later, and a bare ACK in
+     * between costs both sides a packet and a wake-up. Must stay below
+     * the 25 ms max_ack_delay the peer assumes, with room for a late
+     * timer. */
+    uint64_t answer_hold;
 
     /** Server: certificate chain and private key, PEM files. */
     const char *cert_file;
@@ -324,6 +332,16 @@ void rift_quic_conn_close(rift_quic_conn *conn, uint64_t code,
  */
 int rift_quic_conn_open_stream(rift_quic_conn *conn, void *ud,
                                rift_quic_stream **ps);
+
+/**
+ * rift_quic_conn_answer_later says that the stream data being delivered
+ * (call it from a stream_data callback) will be answered, but not before
+ * the callback returns: if it is the only data packet since the last
+ * write, its ACK may wait up to settings.answer_hold (instead of
+ * ack_hold) for the answer to carry it. Anything else to send still ends
+ * the hold at once. A no-op outside a stream_data callback.
+ */
+void rift_quic_conn_answer_later(rift_quic_conn *conn);
 
 /** Streams the peer still allows us to open right now. */
 uint64_t rift_quic_conn_streams_left(const rift_quic_conn *conn);

@@ -121,7 +121,14 @@ static void done_cb(void *user_data, int status, const rift_error *err) {
 static void submitted(srv_store_op *op, int rc, const rift_error *err) {
     rift_server *srv = op->srv;
     if (rc == 0) {
-        return; /* the completion will be posted */
+        /* The completion will be posted, typically after an fdatasync:
+         * longer than the usual ACK hold, and a bare ACK meanwhile would
+         * cost both sides a packet and a wake-up. STORED or OK carries
+         * the ACK instead. */
+        if (op->ss != NULL && op->ss->qs != NULL) {
+            rift_quic_conn_answer_later(rift_quic_stream_conn(op->ss->qs));
+        }
+        return;
     }
     atomic_fetch_sub_explicit(&srv->store_inflight, 1, memory_order_relaxed);
     if (rc == RIFT_STREAM_DONE) {

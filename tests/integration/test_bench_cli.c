@@ -531,6 +531,27 @@ RIFT_TEST(stream_synced_and_windowed) {
                             "32",          "--stream", "mem",    "--subject",
                             "bench.mem.y", "--label",  "window", NULL};
     CHECK_EQ_INT(run(&f, "window", window, 0), 0);
+    /* The same synced row with a thread per publisher blocked in
+     * rift_client_stream_publish instead of completion callbacks. */
+    const char *blocking[] = {"stream",
+                              "--msgs",
+                              "60",
+                              "--pubs",
+                              "3",
+                              "--batch",
+                              "1",
+                              "--stream",
+                              "file",
+                              "--subject",
+                              "bench.file.z",
+                              "--ack-wait",
+                              "blocking",
+                              "--label",
+                              "blocking",
+                              NULL};
+    CHECK_EQ_INT(run(&f, "blocking", blocking, 0), 0);
+    const char *bad[] = {"stream", "--ack-wait", "spin", NULL};
+    CHECK_EQ_INT(run(&f, "bad", bad, 2), 2);
     row r;
     int n;
     CHECK(csv_row(&f, "sync", &r, &n));
@@ -538,11 +559,14 @@ RIFT_TEST(stream_synced_and_windowed) {
     CHECK_EQ_INT((int)num(&r, 7), 2);
     CHECK_EQ_INT((int)num(&r, 8), 0);
     CHECK_EQ_INT((int)num(&r, 9), 1);
+    CHECK(csv_row(&f, "blocking", &r, &n));
+    check_row(&r, "blocking", "stream", 60, "ack");
+    CHECK_EQ_INT((int)num(&r, 7), 3);
     CHECK(csv_row(&f, "window", &r, &n));
     check_row(&r, "window", "stream", 2000, "");
     CHECK_EQ_INT((int)num(&r, 9), 32);
     /* Every STORED counted is in the streams. */
-    CHECK_EQ_U64(stream_messages(f.file), 100);
+    CHECK_EQ_U64(stream_messages(f.file), 160);
     CHECK_EQ_U64(stream_messages(f.mem), 2000);
     fix_down(&f);
 }

@@ -130,6 +130,14 @@ static void srv_data(rift_quic_stream *s, const uint8_t *data, size_t len,
         break;
     case SRV_STOP:
         break;
+    case SRV_LATER:
+        if (fin) {
+            app->later = s;
+            if (app->answer_later) {
+                rift_quic_conn_answer_later(rift_quic_stream_conn(s));
+            }
+        }
+        break;
     }
     ss->bytes += len;
     app->bytes_total += len;

@@ -24,6 +24,8 @@ typedef enum srv_mode {
     SRV_FRAMES, /* parse [u32 len][u32 seq][...] frames; answer the count */
     SRV_SINK,   /* check the byte pattern; answer the byte count */
     SRV_STOP,   /* STOP_SENDING(7) + FIN right away */
+    SRV_LATER,  /* keep the stream whose FIN arrived in |later|; the test
+                   answers (answer_later: after saying it will) */
 } srv_mode;
 
 typedef struct close_copy {
@@ -59,6 +61,9 @@ typedef struct srv_app {
     rift_quic_conn *last_conn;
     /* Close each connection right after its handshake with this code. */
     bool close_on_handshake;
+    /* SRV_LATER: the stream to answer; call rift_quic_conn_answer_later. */
+    rift_quic_stream *later;
+    bool answer_later;
 } srv_app;
 
 /* ---- Client app ---- */

@@ -303,6 +303,55 @@ RIFT_TEST(post_runs_in_fifo_order_and_cancels_on_del) {
     CHECK_EQ_INT(g_post.n, 4);
 }
 
+/* A chain of posts made from the loop's own callbacks (a timer, then each
+ * post making the next) runs without any eventfd wake-up: every
+ * iteration that has one pending polls instead of blocking. */
+typedef struct chain_ctx {
+    rift_loop *loop;
+    int left;
+    int ran;
+} chain_ctx;
+
+static void chain_post(void *arg, int status) {
+    chain_ctx *c = arg;
+    if (status != 0) {
+        return;
+    }
+    c->ran++;
+    if (--c->left > 0) {
+        (void)rift_loop_post(c->loop, chain_post, c);
+    }
+}
+
+static void chain_timer(rift_timer *t, void *arg) {
+    (void)t;
+    chain_ctx *c = arg;
+    (void)rift_loop_post(c->loop, chain_post, c);
+}
+
+RIFT_TEST(posts_from_own_callbacks_run_without_blocking) {
+    rift_loop *loop;
+    CHECK_OK(rift_loop_new(&loop, NULL));
+    chain_ctx c = {loop, 3, 0};
+    rift_timer t;
+    rift_timer_init(loop, &t, chain_timer, &c);
+    CHECK_OK(rift_timer_start(&t, 0));
+    /* Each pass would block for 10 s if a pending own post did not make
+     * the wait a poll. */
+    rift_tstamp t0 = rift_now_ns();
+    for (int i = 0; i < 8 && c.ran < 3; i++) {
+        CHECK_OK(rift_loop_run_once(loop, 10000000000));
+    }
+    CHECK_EQ_INT(c.ran, 3);
+    CHECK(rift_now_ns() - t0 < 5000000000ull);
+    /* A post from another context still wakes the loop. */
+    memset(&g_post, 0, sizeof(g_post));
+    CHECK_OK(rift_loop_post(loop, post_record, (void *)7));
+    CHECK_OK(rift_loop_run_once(loop, 10000000000));
+    CHECK_EQ_INT(g_post.n, 1);
+    rift_loop_del(loop);
+}
+
 RIFT_TEST(stop_before_run_returns_at_once) {
     rift_loop *loop;
     CHECK_OK(rift_loop_new(&loop, NULL));

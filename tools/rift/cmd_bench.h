@@ -73,6 +73,7 @@ typedef struct bench_cfg {
     const char *consumer; /* NULL: a fresh name per run */
     uint32_t max_ack_pending;
     unsigned ack_threads;
+    bool ack_blocking; /* stream --batch 1: --ack-wait blocking */
     const char *csv;
     const char *label;
     int server_pid; /* 0: none */

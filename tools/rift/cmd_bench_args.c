@@ -79,7 +79,13 @@ static void usage(FILE *out) {
         "form a queue group\n"
         "  --consumer NAME      consume: durable consumer name (a fresh one "
         "per run)\n"
-        "  --ack-threads N      consume: acknowledgements in flight (256)\n\n"
+        "  --ack-threads N      consume: acknowledgements in flight (256)\n"
+        "  --ack-wait MODE      stream --batch 1: callback (the next publish "
+        "starts from\n"
+        "                       the previous one's completion) or blocking "
+        "(a thread per\n"
+        "                       publisher waits in rift_client_stream_publish)"
+        " (callback)\n\n"
         "Prints a report (msgs/s, MB/s, latency p50/p95/p99/max, per-client "
         "min/avg/max).\nExit status: 0 clean, 3 the row was written but "
         "messages were lost or failed,\n1 failure (no row), 2 usage.\n\n");
@@ -165,6 +171,7 @@ enum {
     OPT_RESPONDERS,
     OPT_CONSUMER,
     OPT_ACK_THREADS,
+    OPT_ACK_WAIT,
     OPT_COUNT
 };
 
@@ -173,6 +180,7 @@ static const char *const opt_names[OPT_COUNT] = {
     "--batch",    "--subject",    "--stream",     "--max-ack-pending",
     "--csv",      "--label",      "--server-pid", "--timeout",
     "--progress", "--responders", "--consumer",   "--ack-threads",
+    "--ack-wait",
 };
 
 static int check(bench_cfg *cfg, const char *const *v) {
@@ -237,6 +245,16 @@ static int check(bench_cfg *cfg, const char *const *v) {
             cfg->progress = BENCH_PROGRESS_OFF;
         } else if (strcmp(v[OPT_PROGRESS], "auto") != 0) {
             fprintf(stderr, "rift bench: --progress must be auto, on or off\n");
+            return 2;
+        }
+    }
+    cfg->ack_blocking = false;
+    if (v[OPT_ACK_WAIT] != NULL) {
+        if (strcmp(v[OPT_ACK_WAIT], "blocking") == 0) {
+            cfg->ack_blocking = true;
+        } else if (strcmp(v[OPT_ACK_WAIT], "callback") != 0) {
+            fprintf(stderr,
+                    "rift bench: --ack-wait must be callback or blocking\n");
             return 2;
         }
     }

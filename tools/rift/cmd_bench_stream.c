@@ -2,14 +2,18 @@
  * cmd_bench_stream.c — retained-stream scenarios of `rift bench` (tools
  * layer).
  *
- * stream: --pubs publishers, one connection and one thread each, publish
- * to --stream on --subject and count STORED answers. With --batch 1 each
- * publish waits for its STORED (rift_client_stream_publish) and its
- * latency is sampled ("ack"). With --batch W the publisher keeps W
+ * stream: --pubs publishers, one connection each, publish to --stream on
+ * --subject and count STORED answers. The publisher keeps W = --batch
  * publications in flight with rift_client_stream_publish_async: it starts
  * W, and every completion (on the client thread) starts the next one, so
  * at most W are unacknowledged, like nats-load's async window, without a
- * thread per publication.
+ * thread per publication. With --batch 1 each publish therefore waits
+ * for its STORED, and its latency is sampled ("ack"): the completion
+ * starts the next publish, as a Go client's goroutine blocked in Publish
+ * continues, without waking a thread of ours (two context switches per
+ * publish, which made 64 publishers CPU-bound on the client). --ack-wait
+ * blocking keeps the other way: a thread per publisher waiting in
+ * rift_client_stream_publish.
  *
  * consume: prefill --msgs records (unmeasured, window of 256), open a
  * fresh durable consumer starting at the first of them (max ack pending
@@ -46,9 +50,11 @@ typedef struct spub {
     uint64_t failed;
     uint64_t min_seq; /* lowest sequence stored, UINT64_MAX if none */
     int64_t end_ns;
-    /* --batch 1: latency samples (NULL otherwise). */
+    /* --batch 1: latency samples (NULL otherwise) and, with callbacks,
+     * when the publication in flight started (under mu). */
     int64_t *lat;
     size_t nlat;
+    int64_t started_ns;
 } spub;
 
 struct srun {
@@ -88,6 +94,9 @@ static bool start_next(spub *p) {
         return false;
     }
     p->begun++;
+    if (p->lat != NULL) {
+        p->started_ns = bench_now_ns();
+    }
     pthread_mutex_unlock(&p->mu);
     rift_error err;
     if (rift_client_stream_publish_async(p->client, cfg->stream,
@@ -113,13 +122,18 @@ static void on_stored(void *arg, int rc, const rift_client_stored *st,
         bench_note_error("stream publish", err);
     }
     pthread_mutex_lock(&p->mu);
+    if (rc == 0 && p->lat != NULL) {
+        /* Window 1: this is the only publication in flight. */
+        p->lat[p->nlat++] = bench_now_ns() - p->started_ns;
+    }
     outcome_locked(p, 1, rc == 0, rc == 0 ? st->sequence : 0);
     pthread_mutex_unlock(&p->mu);
     bench_progress_add(1);
     start_next(p);
 }
 
-/* --batch 1: one blocking publish after the other, each timed. */
+/* --batch 1 --ack-wait blocking: one blocking publish after the other,
+ * each timed. */
 static void publish_blocking(spub *p) {
     const bench_cfg *cfg = p->r->cfg;
     for (uint64_t j = 0; j < p->count; j++) {
@@ -147,7 +161,7 @@ static void *spub_main(void *arg) {
     if (!bench_gate_pass(&p->r->gate)) {
         return NULL;
     }
-    if (p->window <= 1) {
+    if (p->r->cfg->ack_blocking && p->window <= 1) {
         publish_blocking(p);
         return NULL;
     }
