@@ -2,12 +2,12 @@
  * msg.c — immutable, reference-counted messages (broker layer). A message
  * is one allocation: header, subject, reply and (unless external) payload,
  * so fan-out to any number of receivers shares one buffer. Threads that
- * enabled it keep freed blocks in a cache (msg_cache.h).
+ * enabled it take small blocks from their slab (msg_cache.h, slab.h).
  */
 #include "broker/internal.h"
 #include "broker/msg_cache.h"
+#include "broker/slab.h"
 
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,76 +21,24 @@
 # endif
 #endif
 
-/* Blocks are kept in size classes of CACHE_STEP bytes up to CACHE_MAX (a
- * small message: header, subject and a payload of a few hundred bytes);
- * a cached block is at least as large as its class. */
-#define CACHE_STEP    32
-#define CACHE_MAX     512
-#define CACHE_CLASSES (CACHE_MAX / CACHE_STEP)
-
-typedef struct msg_cache {
-    size_t cap; /* 0: disabled */
-    size_t bytes;
-    void *free[CACHE_CLASSES]; /* linked through each block's first word */
-} msg_cache;
-
-static _Thread_local msg_cache tls_cache;
+/* The |mem| of a message whose block came from a slab (slab.h): its
+ * address alone marks it, nothing reads it. */
+static const rift_mem slab_mem;
 
 void rift_msg_cache_enable(size_t max_bytes) {
 #ifndef MSG_CACHE_OFF
-    tls_cache.cap = max_bytes;
+    rift_slab_enable(max_bytes);
 #else
     (void)max_bytes;
 #endif
 }
 
 void rift_msg_cache_trim(void) {
-    for (size_t i = 0; i < CACHE_CLASSES; i++) {
-        while (tls_cache.free[i] != NULL) {
-            void *b = tls_cache.free[i];
-            tls_cache.free[i] = *(void **)b;
-            free(b);
-        }
-    }
-    tls_cache.bytes = 0;
+    rift_slab_trim();
 }
 
 void rift_msg_cache_disable(void) {
-    rift_msg_cache_trim();
-    tls_cache.cap = 0;
-}
-
-/* A block of at least |size| bytes for a message made with the C library
- * allocator: a cached one, or a new one rounded up to its class so that
- * it can serve any message of the class later. */
-static void *block_get(size_t size) {
-    if (tls_cache.cap == 0 || size > CACHE_MAX) {
-        return malloc(size);
-    }
-    size_t cls = (size + CACHE_STEP - 1) / CACHE_STEP;
-    void *b = tls_cache.free[cls - 1];
-    if (b == NULL) {
-        return malloc(cls * CACHE_STEP);
-    }
-    tls_cache.free[cls - 1] = *(void **)b;
-    tls_cache.bytes -= cls * CACHE_STEP;
-    return b;
-}
-
-/* Keeps the block of |msg| (C library allocator) when the cache has room;
- * its class is what the block can hold, whoever allocated it. */
-static void block_put(void *b) {
-    if (tls_cache.cap > 0) {
-        size_t usable = malloc_usable_size(b);
-        size_t cls = (usable < CACHE_MAX ? usable : CACHE_MAX) / CACHE_STEP;
-        if (cls > 0 && tls_cache.bytes + cls * CACHE_STEP <= tls_cache.cap) {
-            *(void **)b = tls_cache.free[cls - 1];
-            tls_cache.free[cls - 1] = b;
-            tls_cache.bytes += cls * CACHE_STEP;
-            return;
-        }
-    }
-    free(b);
+    rift_slab_disable();
 }
 
 /* ---- Messages ---- */
@@ -107,8 +55,10 @@ static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
         return NULL;
     }
     size_t size = sizeof(rift_msg) + extra + inline_payload;
-    rift_msg *m = mem == NULL ? block_get(size) : rift_malloc(mem, size);
-    if (m == NULL) {
+    rift_msg *m = NULL;
+    if (mem == NULL && (m = rift_slab_alloc(size)) != NULL) {
+        mem = &slab_mem;
+    } else if ((m = rift_malloc(mem, size)) == NULL) {
         return NULL;
     }
     atomic_init(&m->refs, refs);
@@ -188,8 +138,8 @@ static void msg_free(rift_msg *msg) {
     if (msg->release != NULL) {
         msg->release(msg->release_ud);
     }
-    if (msg->mem == NULL) {
-        block_put(msg);
+    if (msg->mem == &slab_mem) {
+        rift_slab_free(msg);
     } else {
         rift_free(msg->mem, msg);
     }
