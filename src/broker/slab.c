@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#define CHUNK_SIZE ((size_t)2 << 20) /* one x86-64 / arm64 huge page */
-#define CHUNK_HEAD 64                /* header; blocks stay 32-aligned */
+#define CHUNK_SIZE RIFT_SLAB_HUGE
+#define CHUNK_HEAD 64 /* header; blocks stay 32-aligned */
 #define STEP       32
 #define CLASSES    (RIFT_SLAB_MAX / STEP)
 
@@ -56,32 +56,47 @@ static inline chunk *chunk_of(const void *block) {
     return (chunk *)((uintptr_t)block & ~(uintptr_t)(CHUNK_SIZE - 1));
 }
 
-/* Maps one chunk aligned to its size (the kernel backs a huge page only at
- * a huge-page boundary). */
-static chunk *chunk_map(void) {
-    uint8_t *raw = mmap(NULL, 2 * CHUNK_SIZE, PROT_READ | PROT_WRITE,
+void *rift_slab_map_huge(size_t bytes) {
+    /* Over-map by one page and trim: the kernel backs a huge page only at
+     * a huge-page boundary. */
+    if (bytes == 0 || bytes % RIFT_SLAB_HUGE != 0 ||
+        bytes > SIZE_MAX - RIFT_SLAB_HUGE) {
+        return NULL;
+    }
+    size_t len = bytes + RIFT_SLAB_HUGE;
+    uint8_t *raw = mmap(NULL, len, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) {
         return NULL;
     }
-    uint8_t *p = (uint8_t *)(((uintptr_t)raw + CHUNK_SIZE - 1) &
-                             ~(uintptr_t)(CHUNK_SIZE - 1));
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + RIFT_SLAB_HUGE - 1) &
+                             ~(uintptr_t)(RIFT_SLAB_HUGE - 1));
     if (p > raw) {
         munmap(raw, (size_t)(p - raw));
     }
-    if (p + CHUNK_SIZE < raw + 2 * CHUNK_SIZE) {
-        munmap(p + CHUNK_SIZE, (size_t)(raw + 2 * CHUNK_SIZE - p) - CHUNK_SIZE);
+    if (p + bytes < raw + len) {
+        munmap(p + bytes, (size_t)(raw + len - (p + bytes)));
     }
 #ifdef MADV_HUGEPAGE
-    /* Fails harmlessly where transparent huge pages are off: the chunk is
-     * then faulted in by 4 KiB pages like any other memory. */
-    (void)madvise(p, CHUNK_SIZE, MADV_HUGEPAGE);
+    /* Fails harmlessly where transparent huge pages are off: the memory
+     * is then faulted in by 4 KiB pages like any other. */
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
 #endif
-    return (chunk *)p;
+    return p;
+}
+
+void rift_slab_unmap_huge(void *p, size_t bytes) {
+    if (p != NULL) {
+        munmap(p, bytes);
+    }
+}
+
+static chunk *chunk_map(void) {
+    return rift_slab_map_huge(CHUNK_SIZE);
 }
 
 static void chunk_unmap(chunk *c) {
-    munmap(c, CHUNK_SIZE);
+    rift_slab_unmap_huge(c, CHUNK_SIZE);
 }
 
 static void home_destroy(home *h) {

@@ -41,4 +41,15 @@ void rift_slab_trim(void);
  * unmapped now, the others when their last block is freed. */
 void rift_slab_disable(void);
 
+/* Size of the huge pages the slab and rift_slab_map_huge map. */
+#define RIFT_SLAB_HUGE ((size_t)2 << 20)
+
+/* Maps |bytes| (a multiple of RIFT_SLAB_HUGE) of zeroed memory aligned
+ * and advised as transparent huge pages, for other large buffers that
+ * would otherwise fault in by 4 KiB; NULL when mapping fails. Any thread;
+ * release with rift_slab_unmap_huge. */
+void *rift_slab_map_huge(size_t bytes);
+
+void rift_slab_unmap_huge(void *p, size_t bytes);
+
 #endif /* RIFT_BROKER_SLAB_H */
