@@ -481,8 +481,10 @@ int rift_broker_publish(rift_broker *b, const char *subject, size_t subject_len,
 
 int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
                             rift_publish_report *report, rift_error *err) {
-    return route(b, msg->subject, msg->subject_len, msg->reply, msg->reply_len,
-                 msg->payload, msg->payload_len, msg, report, err);
+    size_t rlen;
+    const char *reply = rift_msg_reply(msg, &rlen);
+    return route(b, msg->subject, msg->subject_len, reply, rlen, msg->payload,
+                 msg->payload_len, msg, report, err);
 }
 
 /* ---- Introspection ---- */

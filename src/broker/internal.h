@@ -39,17 +39,19 @@
 
 /* ---- Messages ---- */
 
+/* 40 bytes in front of the names: a backlog of small messages is mostly
+ * these blocks, and every byte saved is memory a burst need not fault in.
+ * The reply (when reply_len > 0) follows the subject; then either the
+ * inline payload or, for an external one, its release record (msg.c). */
 struct rift_msg {
     atomic_size_t refs;
     const rift_mem *mem;
     const uint8_t *payload;
     size_t payload_len;
-    const char *reply; /* NULL for none */
-    size_t reply_len;
-    size_t subject_len;
-    void (*release)(void *ud);
-    void *release_ud;
-    char subject[]; /* NUL-terminated; reply and an inline payload follow */
+    uint32_t subject_len;
+    uint32_t reply_len : 31; /* 0 for none */
+    uint32_t external : 1;   /* payload owned elsewhere, released on free */
+    char subject[];          /* NUL-terminated */
 };
 
 /*

@@ -2,12 +2,13 @@
  * msg.c — immutable, reference-counted messages (broker layer). A message
  * is one allocation: header, subject, reply and (unless external) payload,
  * so fan-out to any number of receivers shares one buffer. Threads that
- * enabled it keep freed blocks in a cache (msg_cache.h).
+ * enabled it take small blocks from their slab (msg_cache.h, slab.h).
  */
 #include "broker/internal.h"
 #include "broker/msg_cache.h"
+#include "broker/slab.h"
 
-#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,118 +22,90 @@
 # endif
 #endif
 
-/* Blocks are kept in size classes of CACHE_STEP bytes up to CACHE_MAX (a
- * small message: header, subject and a payload of a few hundred bytes);
- * a cached block is at least as large as its class. */
-#define CACHE_STEP    32
-#define CACHE_MAX     512
-#define CACHE_CLASSES (CACHE_MAX / CACHE_STEP)
-
-typedef struct msg_cache {
-    size_t cap; /* 0: disabled */
-    size_t bytes;
-    void *free[CACHE_CLASSES]; /* linked through each block's first word */
-} msg_cache;
-
-static _Thread_local msg_cache tls_cache;
+/* The |mem| of a message whose block came from a slab (slab.h): its
+ * address alone marks it, nothing reads it. */
+static const rift_mem slab_mem;
 
 void rift_msg_cache_enable(size_t max_bytes) {
 #ifndef MSG_CACHE_OFF
-    tls_cache.cap = max_bytes;
+    rift_slab_enable(max_bytes);
 #else
     (void)max_bytes;
 #endif
 }
 
 void rift_msg_cache_trim(void) {
-    for (size_t i = 0; i < CACHE_CLASSES; i++) {
-        while (tls_cache.free[i] != NULL) {
-            void *b = tls_cache.free[i];
-            tls_cache.free[i] = *(void **)b;
-            free(b);
-        }
-    }
-    tls_cache.bytes = 0;
+    rift_slab_trim();
 }
 
 void rift_msg_cache_disable(void) {
-    rift_msg_cache_trim();
-    tls_cache.cap = 0;
-}
-
-/* A block of at least |size| bytes for a message made with the C library
- * allocator: a cached one, or a new one rounded up to its class so that
- * it can serve any message of the class later. */
-static void *block_get(size_t size) {
-    if (tls_cache.cap == 0 || size > CACHE_MAX) {
-        return malloc(size);
-    }
-    size_t cls = (size + CACHE_STEP - 1) / CACHE_STEP;
-    void *b = tls_cache.free[cls - 1];
-    if (b == NULL) {
-        return malloc(cls * CACHE_STEP);
-    }
-    tls_cache.free[cls - 1] = *(void **)b;
-    tls_cache.bytes -= cls * CACHE_STEP;
-    return b;
-}
-
-/* Keeps the block of |msg| (C library allocator) when the cache has room;
- * its class is what the block can hold, whoever allocated it. */
-static void block_put(void *b) {
-    if (tls_cache.cap > 0) {
-        size_t usable = malloc_usable_size(b);
-        size_t cls = (usable < CACHE_MAX ? usable : CACHE_MAX) / CACHE_STEP;
-        if (cls > 0 && tls_cache.bytes + cls * CACHE_STEP <= tls_cache.cap) {
-            *(void **)b = tls_cache.free[cls - 1];
-            tls_cache.free[cls - 1] = b;
-            tls_cache.bytes += cls * CACHE_STEP;
-            return;
-        }
-    }
-    free(b);
+    rift_slab_disable();
 }
 
 /* ---- Messages ---- */
 
+/* Where an external message keeps its payload's release callback: past
+ * its names, aligned. */
+typedef struct msg_ext {
+    void (*release)(void *ud);
+    void *ud;
+} msg_ext;
+
+/* Longest subject or reply a message can hold (the length fields). */
+#define NAME_MAX_LEN ((size_t)INT32_MAX)
+
+static char *names_end(const rift_msg *m) {
+    size_t n = (size_t)m->subject_len + 1;
+    if (m->reply_len > 0) {
+        n += (size_t)m->reply_len + 1;
+    }
+    return (char *)m->subject + n;
+}
+
+static msg_ext *ext_of(const rift_msg *m) {
+    uintptr_t p = (uintptr_t)names_end(m);
+    p = (p + _Alignof(msg_ext) - 1) & ~(uintptr_t)(_Alignof(msg_ext) - 1);
+    return (msg_ext *)p;
+}
+
+/* Makes a message with |tail| bytes after its names: the inline payload,
+ * or room for an external payload's release record. */
 static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
                           size_t subject_len, const char *reply,
-                          size_t reply_len, size_t inline_payload) {
+                          size_t reply_len, size_t tail) {
     if (reply == NULL) {
         reply_len = 0;
     }
-    size_t extra = subject_len + 1 + (reply_len ? reply_len + 1 : 0);
-    if (extra < subject_len || inline_payload > SIZE_MAX - extra ||
-        sizeof(rift_msg) > SIZE_MAX - extra - inline_payload) {
+    if (subject_len > NAME_MAX_LEN || reply_len > NAME_MAX_LEN) {
         return NULL;
     }
-    size_t size = sizeof(rift_msg) + extra + inline_payload;
-    rift_msg *m = mem == NULL ? block_get(size) : rift_malloc(mem, size);
-    if (m == NULL) {
+    size_t extra = subject_len + 1 + (reply_len ? reply_len + 1 : 0);
+    if (tail > SIZE_MAX - extra || sizeof(rift_msg) > SIZE_MAX - extra - tail) {
+        return NULL;
+    }
+    size_t size = sizeof(rift_msg) + extra + tail;
+    rift_msg *m = NULL;
+    if (mem == NULL && (m = rift_slab_alloc(size)) != NULL) {
+        mem = &slab_mem;
+    } else if ((m = rift_malloc(mem, size)) == NULL) {
         return NULL;
     }
     atomic_init(&m->refs, refs);
     m->mem = mem;
-    m->release = NULL;
-    m->release_ud = NULL;
-    m->subject_len = subject_len;
+    m->external = 0;
+    m->subject_len = (uint32_t)subject_len;
     if (subject_len > 0) {
         memcpy(m->subject, subject, subject_len);
     }
     m->subject[subject_len] = '\0';
-    char *tail = m->subject + subject_len + 1;
+    m->reply_len = (uint32_t)reply_len;
     if (reply_len > 0) {
-        memcpy(tail, reply, reply_len);
-        tail[reply_len] = '\0';
-        m->reply = tail;
-        m->reply_len = reply_len;
-        tail += reply_len + 1;
-    } else {
-        m->reply = NULL;
-        m->reply_len = 0;
+        char *r = m->subject + subject_len + 1;
+        memcpy(r, reply, reply_len);
+        r[reply_len] = '\0';
     }
-    m->payload = (const uint8_t *)tail;
-    m->payload_len = inline_payload;
+    m->payload = (const uint8_t *)names_end(m);
+    m->payload_len = tail;
     return m;
 }
 
@@ -165,14 +138,15 @@ int rift_msg_new_external(rift_msg **pmsg, const char *subject,
                           size_t reply_len, const uint8_t *payload,
                           size_t payload_len, void (*release)(void *ud),
                           void *release_ud) {
-    rift_msg *m = msg_make(NULL, 1, subject, subject_len, reply, reply_len, 0);
+    rift_msg *m = msg_make(NULL, 1, subject, subject_len, reply, reply_len,
+                           sizeof(msg_ext) + _Alignof(msg_ext) - 1);
     if (m == NULL) {
         return RIFT_ERR_NOMEM;
     }
     m->payload = payload;
     m->payload_len = payload_len;
-    m->release = release;
-    m->release_ud = release_ud;
+    m->external = 1;
+    *ext_of(m) = (msg_ext){release, release_ud};
     *pmsg = m;
     return 0;
 }
@@ -185,11 +159,14 @@ rift_msg *rift_msg_ref(rift_msg *msg) {
 }
 
 static void msg_free(rift_msg *msg) {
-    if (msg->release != NULL) {
-        msg->release(msg->release_ud);
+    if (msg->external) {
+        msg_ext *e = ext_of(msg);
+        if (e->release != NULL) {
+            e->release(e->ud);
+        }
     }
-    if (msg->mem == NULL) {
-        block_put(msg);
+    if (msg->mem == &slab_mem) {
+        rift_slab_free(msg);
     } else {
         rift_free(msg->mem, msg);
     }
@@ -225,7 +202,7 @@ const char *rift_msg_reply(const rift_msg *msg, size_t *len) {
     if (len != NULL) {
         *len = msg->reply_len;
     }
-    return msg->reply;
+    return msg->reply_len > 0 ? msg->subject + msg->subject_len + 1 : NULL;
 }
 
 const uint8_t *rift_msg_payload(const rift_msg *msg, size_t *len) {

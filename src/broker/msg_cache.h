@@ -5,30 +5,33 @@
  * those messages once their MESSAGE frames are written or acknowledged.
  *
  * A burst to a subscriber that falls behind queues hundreds of thousands
- * of messages; when the queue drains, the C allocator hands the memory
- * back to the kernel and the next burst takes a page fault for every
- * 4 KiB again (about 20 us each on the VMs rift is benchmarked on, more
- * than the rest of a message's processing). Blocks kept here stay mapped
- * and are reused hottest first.
+ * of messages. Made with the C allocator, every 4 KiB of them costs a page
+ * fault (about 20 us each on the VMs rift is benchmarked on, more than the
+ * rest of a message's processing), on the first burst and again whenever
+ * the allocator has handed the memory back. Blocks come instead from the
+ * thread's slab (slab.h): 2 MiB huge-page chunks, faulted in once each,
+ * kept mapped and reused hottest first.
  *
  * Only messages made with the C library allocator (a broker without a
- * rift_mem) use it, and only on a thread that enabled it; a block freed
- * by another thread goes back to the allocator as usual. Builds with
- * AddressSanitizer leave it off so use-after-free stays detectable.
+ * rift_mem) use it, and only on a thread that enabled it; any thread may
+ * drop them. Builds with AddressSanitizer leave it off so use-after-free
+ * stays detectable.
  */
 #ifndef RIFT_BROKER_MSG_CACHE_H
 #define RIFT_BROKER_MSG_CACHE_H
 
 #include <stddef.h>
 
-/* Enables the calling thread's cache, keeping at most |max_bytes| of
- * freed message blocks. */
+/* Enables the calling thread's cache, with at most |max_bytes| of slab
+ * chunks (blocks in use or free); messages beyond it use the allocator. */
 void rift_msg_cache_enable(size_t max_bytes);
 
-/* Frees the calling thread's cached blocks; the cache stays enabled. */
+/* Unmaps the calling thread's chunks that hold no message; the cache stays
+ * enabled. */
 void rift_msg_cache_trim(void);
 
-/* Frees the calling thread's cached blocks and disables its cache. */
+/* Disables the calling thread's cache; chunks go as their last messages
+ * are dropped. */
 void rift_msg_cache_disable(void);
 
 #endif /* RIFT_BROKER_MSG_CACHE_H */

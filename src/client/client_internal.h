@@ -54,6 +54,9 @@
 #define RIFT_CLIENT_PUB_RESUME (6u << 20)
 /* Size of a publisher's batch block; larger frames get their own. */
 #define RIFT_CLIENT_PUB_BLOCK (64u << 10)
+/* Huge-page chunks a client may carve standard blocks from: 155 blocks,
+ * a full window of one publisher and the spares. */
+#define RIFT_CLIENT_PUB_CHUNKS 5
 /* A subscription returns consumed bytes to the server in batches of this
  * size: an eighth of the 2 MiB stream window, so the server never stalls
  * on a reader that keeps up, and one post (a wakeup of the client thread,
@@ -375,6 +378,13 @@ struct rift_client {
     pthread_mutex_t pool_mu;
     rift_pub_block *pool;
     size_t npool;
+    /* Under pool_mu: standard blocks handed out and not back, and the
+     * huge-page chunks standard blocks are carved from once that count
+     * is high (publisher.c). */
+    size_t pub_out;
+    void *pub_chunks[RIFT_CLIENT_PUB_CHUNKS];
+    size_t npub_chunks;
+    size_t pub_carved; /* blocks carved from the last chunk */
 };
 
 /*

@@ -856,3 +856,75 @@ RIFT_TEST(recv_batch_takes_in_order) {
     CHECK_EQ_INT(rift_sub_recv_batch(s, 0, m, 8, &err), RIFT_ERR_CLOSED);
     rift_sub_close(s);
 }
+
+RIFT_TEST(external_payload_with_reply_and_long_names) {
+    /* The release record sits past the names, whatever their lengths. */
+    static uint8_t buf[4] = "ext";
+    char subject[301], reply[77];
+    for (size_t len = 1; len < 40; len += 7) {
+        memset(subject, 'a', sizeof(subject));
+        memset(reply, 'r', sizeof(reply));
+        size_t slen = len * 7 + 1, rlen = len % 11 + 1;
+        int one = 1;
+        released = 0;
+        rift_msg *m;
+        CHECK_OK(rift_msg_new_external(&m, subject, slen, reply, rlen, buf, 3,
+                                       on_release, &one));
+        size_t n;
+        CHECK(rift_msg_subject(m, &n)[slen] == '\0');
+        CHECK_EQ_INT(n, slen);
+        const char *r = rift_msg_reply(m, &n);
+        CHECK_EQ_INT(n, rlen);
+        CHECK_EQ_MEM(r, n, reply, rlen);
+        CHECK(r[rlen] == '\0');
+        CHECK(rift_msg_payload(m, &n) == buf && n == 3);
+        rift_msg_unref(m);
+        CHECK_EQ_INT(released, 1);
+    }
+}
+
+RIFT_TEST(a_deep_queue_keeps_order_across_ring_growth) {
+    /* Past 262,144 slots the ring is mapped as huge pages; growing it
+     * copies the wrapped slots like the smaller rings. */
+    enum {
+        FIRST = 200000,
+        TAKE = 150000,
+        SECOND = 250000
+    };
+    rift_broker *b = broker_with(1000000, 0, 0);
+    rift_sub *s;
+    CHECK_OK(sub(b, "deep", NULL, &s));
+    uint32_t seq = 0, want = 0;
+    bool ordered = true;
+    for (uint32_t i = 0; i < FIRST; i++, seq++) {
+        CHECK_OK(rift_broker_publish(b, "deep", 4, NULL, 0, (uint8_t *)&seq,
+                                     sizeof(seq), NULL, NULL));
+    }
+    rift_msg *m;
+    for (uint32_t i = 0; i < TAKE; i++, want++) {
+        CHECK_OK(rift_sub_recv(s, 0, &m, NULL));
+        ordered = ordered &&
+                  memcmp(rift_msg_payload(m, NULL), &want, sizeof(want)) == 0;
+        rift_msg_unref(m);
+    }
+    for (uint32_t i = 0; i < SECOND; i++, seq++) {
+        CHECK_OK(rift_broker_publish(b, "deep", 4, NULL, 0, (uint8_t *)&seq,
+                                     sizeof(seq), NULL, NULL));
+    }
+    CHECK_EQ_INT(rift_sub_pending(s), FIRST - TAKE + SECOND);
+    while (rift_sub_recv(s, 0, &m, NULL) == 0) {
+        ordered = ordered &&
+                  memcmp(rift_msg_payload(m, NULL), &want, sizeof(want)) == 0;
+        want++;
+        rift_msg_unref(m);
+    }
+    CHECK(ordered);
+    CHECK_EQ_INT(want, seq);
+    /* Closing with a full huge ring releases every message. */
+    for (uint32_t i = 0; i < 300000; i++) {
+        CHECK_OK(
+            rift_broker_publish(b, "deep", 4, NULL, 0, P64, 8, NULL, NULL));
+    }
+    rift_sub_close(s);
+    rift_broker_del(b);
+}
