@@ -78,7 +78,7 @@ ROWS=(
     "pub16|1|-|5000000|pub --size 16|pub only, 16 B"
     "pub64|1|-|5000000|pub --size 64|pub only, 64 B"
     "pub1024|1|-|1000000|pub --size 1024|pub only, 1,024 B"
-    "pubsub|2|-|2000000|pubsub --size 64 --subs 1|1 pub -> 1 sub, 64 B"
+    "pubsub|2|-|1000000|pubsub --size 64 --subs 1|1 pub -> 1 sub, 64 B"
     "fanout4|3|-|500000|pubsub --size 64 --subs 4|1 pub -> 4 subs (delivered), 64 B"
     "req|4|-|10000|req --size 64|request/reply, sequential, 64 B"
     "batch256|5|-|1000000|pubsub --size 64 --subs 1 --batch 256|batches of 256 + flush barrier, then receive"
