@@ -57,6 +57,8 @@ typedef struct rift_sendq {
 
 /* Size of a copy block; a copy larger than half of it gets its own. */
 #define RIFT_SENDQ_BLOCK 16384
+/* Size of a queue's first copy block (see rift_sendq_reserve). */
+#define RIFT_SENDQ_FIRST_BLOCK 256
 
 void rift_sendq_init(rift_sendq *q, const rift_mem *mem);
 
