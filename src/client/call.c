@@ -414,13 +414,19 @@ static rift_ssize encode_stream_publish(uint8_t *hdr, const char *stream,
     return n < 0 ? encode_error(n, err) : n;
 }
 
+/* A stream and consumer name pair, checked as every consumer call does. */
+static int check_consumer(const char *stream, size_t stream_len,
+                          const char *name, size_t name_len, rift_error *err) {
+    int rc = rift_client_check_string(stream, stream_len, err);
+    return rc != 0 ? rc : rift_client_check_string(name, name_len, err);
+}
+
 static rift_ssize encode_fetch(uint8_t *hdr, const char *stream,
                                size_t stream_len, const char *name,
                                size_t name_len, uint32_t limit,
                                rift_error *err) {
-    int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0) {
+    int rc = check_consumer(stream, stream_len, name, name_len, err);
+    if (rc != 0) {
         return rc;
     }
     if (limit == 0 || limit > RIFT_FRAME_MAX_FETCH) {
@@ -436,9 +442,8 @@ static rift_ssize encode_ack(uint8_t *hdr, const char *stream,
                              size_t stream_len, const char *name,
                              size_t name_len, uint64_t sequence,
                              rift_error *err) {
-    int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0) {
+    int rc = check_consumer(stream, stream_len, name, name_len, err);
+    if (rc != 0) {
         return rc;
     }
     rift_ssize n = rift_frame_encode_ack(hdr, RIFT_FRAME_HEADER_MAX, stream,
@@ -509,8 +514,7 @@ int rift_client_consumer_open(rift_client *c, const char *stream,
                               const rift_client_consumer_config *cfg,
                               rift_error *err) {
     int rc;
-    if ((rc = rift_client_check_string(stream, stream_len, err)) != 0 ||
-        (rc = rift_client_check_string(name, name_len, err)) != 0 ||
+    if ((rc = check_consumer(stream, stream_len, name, name_len, err)) != 0 ||
         (rc = rift_client_check_string(cfg->filter, cfg->filter_len, err)) !=
             0) {
         return rc;
