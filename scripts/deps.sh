@@ -26,7 +26,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 pkgs="build-essential cmake ninja-build pkg-config git
-      libgnutls28-dev gnutls-bin liblua5.4-dev lua5.4 libjansson-dev
+      libgnutls28-dev gnutls-bin liblua5.4-dev lua5.4 libjansson-dev libmicrohttpd-dev
       libngtcp2-dev libngtcp2-crypto-gnutls-dev"
 test_pkgs="clang libclang-rt-14-dev clang-format
       librust-quinn-dev librust-rustls-pemfile-dev librust-tokio-dev

@@ -10,7 +10,10 @@
 #   6. fuzz build (clang, -Werror, libFuzzer): replays every corpus
 #
 # RIFT_TEST_STAGES restricts the stages (e.g. "release dev"); RIFT_TEST_JOBS
-# sets ctest parallelism (default: number of cores).
+# sets ctest parallelism (default: number of cores). A test that cannot run
+# here reports "skipped" (ctest: Skipped); any skip fails the run unless its
+# name matches the extended regex RIFT_TEST_ALLOW_SKIP (default: none), so
+# CI cannot pass by quietly not testing.
 set -eu
 cd "$(dirname "$0")/.."
 stages="${RIFT_TEST_STAGES:-format release dev tsan fuzz}"
@@ -28,7 +31,22 @@ has() {
 run_ctest() {
     preset="$1"
     shift
-    ctest --test-dir "build/$preset" --output-on-failure -j "$jobs" "$@"
+    log="build/$preset/ctest-output.log"
+    rc=0
+    ctest --test-dir "build/$preset" --output-on-failure -j "$jobs" "$@" \
+        >"$log" 2>&1 || rc=$?
+    cat "$log"
+    [ "$rc" = 0 ] || return "$rc"
+    skipped=$(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' "$log")
+    if [ -n "${RIFT_TEST_ALLOW_SKIP:-}" ]; then
+        skipped=$(printf '%s\n' "$skipped" |
+            grep -Ev "$RIFT_TEST_ALLOW_SKIP" || true)
+    fi
+    if [ -n "$skipped" ]; then
+        echo "test.sh: unexpected skipped tests in $preset:" >&2
+        printf '  %s\n' $skipped >&2
+        return 1
+    fi
 }
 
 if has format; then

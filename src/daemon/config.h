@@ -3,7 +3,7 @@
  * configuration file in a restricted environment and its translation into
  * plain C structures, validated exactly as rift-v1-behaviour.md §5 says
  * (same keys, defaults, ranges and error texts for `messaging`), plus
- * riftd's own top-level keys (plugins, data_dir, log, quic).
+ * riftd's own top-level keys (plugins, data_dir, log, quic, monitor).
  *
  * Nothing here binds, opens streams or touches the data directory: a
  * rift_config is a value. Tokens are read from the environment by a
@@ -127,9 +127,21 @@ typedef struct rift_config_quic {
     bool retry; /* QUIC Retry address validation; default off */
 } rift_config_quic;
 
+/* The HTTP monitoring listener's default address (nats-server's port). */
+#define RIFT_CONFIG_MONITOR_DEFAULT_LISTEN "127.0.0.1:8222"
+
+/* riftd's `monitor` table: the opt-in HTTP monitoring listener (our
+ * extension; docs/riftd.md). `monitor = {}` listens on the default. */
+typedef struct rift_config_monitor {
+    char *listen; /* "ip:port"; NULL = no monitoring listener */
+    struct sockaddr_storage listen_addr;
+    socklen_t listen_addr_len;
+} rift_config_monitor;
+
 typedef struct rift_config {
     rift_config_messaging messaging;
     rift_config_quic quic;
+    rift_config_monitor monitor;
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */

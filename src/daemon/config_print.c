@@ -100,6 +100,14 @@ void rift_config_print_summary(const rift_config *cfg, FILE *out) {
             cfg->log_level_set ? level_name(cfg->log_level) : "(default)");
     print_messaging(&cfg->messaging, out);
     fprintf(out, "quic: retry=%s\n", cfg->quic.retry ? "yes" : "no");
+    if (cfg->monitor.listen != NULL) {
+        fprintf(out,
+                "monitor: http://%s (/healthz, /status, /metrics; no "
+                "authentication)\n",
+                cfg->monitor.listen);
+    } else {
+        fprintf(out, "monitor: none\n");
+    }
     fprintf(out, "lua message handlers: %s%zu\n",
             cfg->has_on_message ? "on_message + " : "",
             cfg->n_message_handlers);

@@ -188,7 +188,8 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         .user_data = d,
         .timeout_ms = opts->control_timeout_ms,
     };
-    if ((rc = rift_control_start(&d->control, d->broker, &cs, err)) != 0) {
+    if ((rc = rift_control_start(&d->control, d->broker, &cs, err)) != 0 ||
+        (rc = rift_daemon_monitor_start(d, err)) != 0) {
         goto fail;
     }
     if (d->quic != NULL) {
@@ -214,6 +215,10 @@ fail:
 
 /* ---- Reload ---- */
 
+static bool same_str(const char *a, const char *b) {
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
 int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
                        char revision[17], rift_error *err) {
     rift_config next;
@@ -226,6 +231,7 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
     if (rc == 0 &&
         (!rift_config_messaging_equal(&d->cfg.messaging, &next.messaging) ||
          d->cfg.quic.retry != next.quic.retry ||
+         !same_str(d->cfg.monitor.listen, next.monitor.listen) ||
          (d->cfg.data_dir == NULL) != (next.data_dir == NULL) ||
          (d->cfg.data_dir != NULL &&
           strcmp(d->cfg.data_dir, next.data_dir) != 0))) {
@@ -312,14 +318,17 @@ void rift_daemon_shutdown(rift_daemon *d) {
         return;
     }
     d->shut_down = true;
+    atomic_store(&d->draining, true);
     if (d->broker != NULL && d->control != NULL) {
         rift_events_lifecycle(d->broker, "draining");
         /* The server closes connections at once: let remote subscribers
          * receive the event first (bounded). */
         rift_daemon_quic_flush(d->quic, DRAIN_FLUSH_MS);
     }
-    /* The bridge reads and reloads the other components: it stops
-     * before they go away. */
+    /* The monitor and the bridge read (and the bridge reloads) the other
+     * components: they stop before those go away. */
+    rift_monitor_stop(d->monitor);
+    d->monitor = NULL;
     rift_control_stop(d->control);
     d->control = NULL;
     rift_daemon_lua_stop(d->lua);

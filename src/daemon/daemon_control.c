@@ -23,15 +23,12 @@ json_t *rift_daemon_streams_json(rift_daemon *d) {
     return list;
 }
 
-static int cmd_status(void *ud, const rift_control_call *call, json_t **data,
-                      rift_error *err) {
-    rift_daemon *d = ud;
-    (void)call;
+json_t *rift_daemon_status_json(rift_daemon *d) {
     rift_broker_stats st;
     rift_broker_get_stats(d->broker, &st);
     pthread_mutex_lock(&d->lock);
     const rift_config_messaging *m = &d->cfg.messaging;
-    *data = json_pack(
+    json_t *o = json_pack(
         "{s:s,s:s,s:s,s:I,s:o,s:o,s:b,s:o,s:I,s:I,s:{s:I,s:I},s:{s:I,s:I},"
         "s:o,s:o,s:o}",
         "version", RIFT_VERSION, "revision", d->cfg.revision, "config",
@@ -48,6 +45,13 @@ static int cmd_status(void *ud, const rift_control_call *call, json_t **data,
         rift_daemon_quic_stats(d->quic), "streams", rift_daemon_streams_json(d),
         "plugins", rift_daemon_lua_plugins(d->lua, &d->cfg));
     pthread_mutex_unlock(&d->lock);
+    return o;
+}
+
+static int cmd_status(void *ud, const rift_control_call *call, json_t **data,
+                      rift_error *err) {
+    (void)call;
+    *data = rift_daemon_status_json(ud);
     if (*data == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }

@@ -8,8 +8,10 @@
 #include "daemon/components.h"
 #include "daemon/control.h"
 #include "daemon/daemon.h"
+#include "daemon/monitor.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 struct rift_daemon {
     rift_daemon_options opts;
@@ -25,8 +27,21 @@ struct rift_daemon {
     rift_daemon_quic *quic;
     rift_daemon_lua *lua;
     rift_control *control;
+    rift_monitor *monitor; /* NULL without a `monitor` table */
+    /* Set when shutdown begins: /healthz answers 503 from then on. */
+    atomic_bool draining;
     bool shut_down;
 };
+
+/* The `rift status` object (daemon_control.c): version, uptime, listener,
+ * connections, subscriptions, message counters, remote server counters,
+ * streams and plugins. Takes |lock|. New reference, NULL when out of
+ * memory. */
+json_t *rift_daemon_status_json(rift_daemon *d);
+
+/* Starts the monitoring listener when the configuration has one
+ * (daemon_monitor.c); errors are rift_monitor_start's. */
+int rift_daemon_monitor_start(rift_daemon *d, rift_error *err);
 
 /* Commands on streams and consumers (control_streams.c). */
 int rift_daemon_cmd_streams(void *ud, const rift_control_call *call,

@@ -271,6 +271,27 @@ static bool table_nonempty(lua_State *L, int idx) {
 }
 
 /*
+ * A file that neither returns a table nor fills rift.config but assigns a
+ * root key as a global (`messaging = {...}` alone) would silently run the
+ * default broker; that is never what its author meant. Stack as below,
+ * env at 3.
+ */
+static bool global_root_key(lua_State *L, const char **key) {
+    static const char *const keys[] = {"messaging", "plugins", "data_dir",
+                                       "quic",      "monitor", NULL};
+    for (size_t i = 0; keys[i] != NULL; i++) {
+        lua_pushstring(L, keys[i]);
+        int t = lua_rawget(L, 3);
+        lua_pop(L, 1);
+        if (t != LUA_TNIL) {
+            *key = keys[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
  * Picks the root table — the value the chunk returned, or rift.config in
  * script style — and parses it. Raw accesses only: the script may have put
  * metatables on its environment. Stack: [1] ctx, [2] plugin names, [3] env,
@@ -298,6 +319,15 @@ static int finish_protected(lua_State *L) {
         }
         root = 4;
     } else if (lua_type(L, 4) == LUA_TNIL) {
+        const char *key;
+        if (!script && global_root_key(L, &key)) {
+            ctx->rc = rift_error_set(ctx->err, RIFT_ERR_INVALID_CONFIG,
+                                     "config: %s is assigned as a global, "
+                                     "which is ignored; return { %s = ... } "
+                                     "or assign rift.config.%s",
+                                     key, key, key);
+            return 0;
+        }
         if (lua_type(L, 6) != LUA_TTABLE) {
             lua_newtable(L);
             lua_replace(L, 6);

@@ -1,6 +1,7 @@
 /*
  * config_parse.c — the root table of the Lua configuration (lua layer; fills
- * the daemon's rift_config): riftd's own keys (plugins, data_dir, log, quic),
+ * the daemon's rift_config): riftd's own keys (plugins, data_dir, log, quic,
+ * monitor),
  * on_message and the §7.1 pairing rule, and the hand-off to the messaging
  * parser.
  */
@@ -9,7 +10,8 @@
 #include <string.h>
 
 static const char *const root_keys[] = {
-    "messaging", "plugins", "data_dir", "log", "on_message", "quic", NULL,
+    "messaging",  "plugins", "data_dir", "log",
+    "on_message", "quic",    "monitor",  NULL,
 };
 
 static const char *const plugin_keys[] = {
@@ -22,6 +24,8 @@ static const char *const grant_keys[] = {"publish", "subscribe", "control",
 static const char *const log_keys[] = {"level", NULL};
 
 static const char *const quic_keys[] = {"retry", NULL};
+
+static const char *const monitor_keys[] = {"listen", NULL};
 
 static const char plugin_names_text[] =
     "plugins: names must be unique and contain 1..=128 letters, digits, "
@@ -324,6 +328,46 @@ out:
     return rc;
 }
 
+/* `monitor = { listen = "ip:port" }`: the HTTP monitoring listener; an
+ * empty table takes the loopback default. */
+static int parse_monitor(lua_State *L, int root, rift_config *cfg,
+                         rift_error *err) {
+    int rc = 0;
+    int type = rift_config_push_field(L, root, "monitor");
+    int t = lua_gettop(L);
+    rift_config_monitor *mon = &cfg->monitor;
+    if (type == LUA_TNIL) {
+        goto out;
+    }
+    if (type != LUA_TTABLE) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "monitor: expected a table");
+        goto out;
+    }
+    if ((rc = rift_config_check_keys(L, t, "monitor", monitor_keys, err)) !=
+            0 ||
+        (rc = rift_config_get_string(L, t, "monitor", "listen", &mon->listen,
+                                     err)) != 0) {
+        goto out;
+    }
+    if (mon->listen == NULL &&
+        (mon->listen = rift_strndup(NULL, RIFT_CONFIG_MONITOR_DEFAULT_LISTEN,
+                                    sizeof(RIFT_CONFIG_MONITOR_DEFAULT_LISTEN) -
+                                        1)) == NULL) {
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (!rift_config_parse_listen(mon->listen, &mon->listen_addr,
+                                  &mon->listen_addr_len)) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "monitor.listen: expected an ip:port socket "
+                            "address");
+    }
+out:
+    lua_settop(L, t - 1);
+    return rc;
+}
+
 /* ---- Root ---- */
 
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
@@ -343,7 +387,8 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
         (rc = parse_plugins(L, root, plugin_names, cfg, err)) != 0 ||
         (rc = parse_data_dir(L, root, cfg, err)) != 0 ||
         (rc = parse_log(L, root, cfg, err)) != 0 ||
-        (rc = parse_quic(L, root, cfg, err)) != 0) {
+        (rc = parse_quic(L, root, cfg, err)) != 0 ||
+        (rc = parse_monitor(L, root, cfg, err)) != 0) {
         return rc;
     }
     /* §7.1: handlers without subscriptions never run, subscriptions without

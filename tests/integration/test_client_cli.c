@@ -210,6 +210,7 @@ static void bufs_free(buf *a, buf *b) {
  do {                                                                          \
   CHECK_MSG(getenv("RIFT_TEST_CLI") && *getenv("RIFT_TEST_CLI"),               \
             "RIFT_TEST_CLI is not set");                                       \
+  SKIP_WITHOUT_QUINN_PEER();                                                   \
   if (!quinn_stub_start(&(st), TOKEN)) {                                       \
    quinn_stub_stop(&(st));                                                     \
    CHECK_MSG(false, "quinn stub: %s", (st).why);                               \

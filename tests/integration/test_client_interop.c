@@ -25,6 +25,7 @@
 
 #define STUB_START(st)                                                         \
  do {                                                                          \
+  SKIP_WITHOUT_QUINN_PEER();                                                   \
   if (!quinn_stub_start(&(st), TOKEN)) {                                       \
    quinn_stub_stop(&(st));                                                     \
    CHECK_MSG(false, "quinn stub: %s", (st).why);                               \

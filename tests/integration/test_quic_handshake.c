@@ -441,9 +441,8 @@ RIFT_TEST(ipv6_loopback) {
     if (rift_quic_server_new(&h.server, h.loop, (struct sockaddr *)sa,
                              sizeof(*sa), &s, &harness_server_cbs, &h.srv,
                              &err) != 0) {
-        fprintf(stderr, "no IPv6 loopback here (%s): skipped\n", err.text);
         harness_fini(&h);
-        return;
+        SKIP("no IPv6 loopback here (%s)", err.text);
     }
     rift_quic_endpoint_local_addr(h.server, &h.addr, &h.addrlen);
     CHECK(run_client_on(&h, "::1"));

@@ -7,6 +7,7 @@
  * built (scripts/interop-build.sh).
  */
 // labels: interop
+#include "quinn_stub.h"
 #include "quic_harness.h"
 
 #include <poll.h>
@@ -16,14 +17,11 @@
 
 #define TOKEN "interop-token-0123456789abcdef0123456789"
 
+/* The shared lookup (support/quinn_stub.c); callers skip without it. */
 static bool peer_path(char *out, size_t cap) {
-    const char *src = getenv("RIFT_SOURCE_DIR");
-    if (src == NULL) {
-        return false;
-    }
-    snprintf(out, cap, "%s/tests/quinn-peer/target/release/rift-quinn-peer",
-             src);
-    return access(out, X_OK) == 0;
+    const char *bin = quinn_stub_binary();
+    snprintf(out, cap, "%s", bin ? bin : "");
+    return bin != NULL;
 }
 
 /* Starts |argv| with stdout on a pipe; returns the pid. */
@@ -83,10 +81,8 @@ static bool stream_fin(void *arg) {
 
 RIFT_TEST(our_client_authenticates_to_quinn_stub) {
     char peer[4200];
-    if (!peer_path(peer, sizeof(peer))) {
-        fprintf(stderr, "quinn peer not built: skipped\n");
-        return;
-    }
+    SKIP_WITHOUT_QUINN_PEER();
+    CHECK(peer_path(peer, sizeof(peer)));
     harness h;
     CHECK(harness_init(&h));
     int port = rift_test_free_udp_port();
@@ -255,10 +251,8 @@ static bool start_auth_server(harness *h) {
 
 RIFT_TEST(quinn_client_authenticates_to_our_server) {
     char peer[4200];
-    if (!peer_path(peer, sizeof(peer))) {
-        fprintf(stderr, "quinn peer not built: skipped\n");
-        return;
-    }
+    SKIP_WITHOUT_QUINN_PEER();
+    CHECK(peer_path(peer, sizeof(peer)));
     harness h;
     CHECK(harness_init(&h));
     CHECK(start_auth_server(&h));
@@ -278,10 +272,8 @@ RIFT_TEST(quinn_client_authenticates_to_our_server) {
 
 RIFT_TEST(quinn_client_with_other_alpn_is_refused) {
     char peer[4200];
-    if (!peer_path(peer, sizeof(peer))) {
-        fprintf(stderr, "quinn peer not built: skipped\n");
-        return;
-    }
+    SKIP_WITHOUT_QUINN_PEER();
+    CHECK(peer_path(peer, sizeof(peer)));
     harness h;
     CHECK(harness_init(&h));
     CHECK(start_auth_server(&h));

