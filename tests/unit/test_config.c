@@ -101,7 +101,7 @@ RIFT_TEST(unknown_fields_name_their_path) {
     /* The lexically smallest unknown key is named, whatever the hash order. */
     CHECK_REJECTS("return { zz = 1, aa = 2, messaging = {} }",
                   "aa: unknown field (expected messaging, plugins, data_dir, "
-                  "log, on_message, quic)");
+                  "log, on_message, quic, monitor)");
 }
 
 /* ---- integers ---- */
