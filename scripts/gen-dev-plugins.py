@@ -45,7 +45,7 @@ const size_t rift_dev_n_plugin_files =
 with open(os.path.join(root, "src", "daemon", "dev_plugins.c"), "w",
           encoding="utf-8") as fh:
     fh.write(body)
-# House style: the output is formatted like every C file.
+# docs/style.md §8.48: the output is formatted like every C file.
 import shutil
 import subprocess
 

@@ -6,7 +6,7 @@
  *
  * Threading: a loop and all its watchers and timers belong to the thread
  * that runs it. Exceptions: rift_loop_post and rift_loop_stop may be called
- * from any thread (they are how work crosses threads, house style §8.30).
+ * from any thread (they are how work crosses threads, docs/style.md §8.30).
  *
  * Timers are kept in a binary min-heap (insert, cancel and reschedule are
  * O(log n)); the earliest deadline (CLOCK_MONOTONIC, nanoseconds) is the

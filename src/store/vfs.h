@@ -1,7 +1,7 @@
 /*
  * vfs.h — the file-system table of the store layer. Every file operation
  * of the store goes through a rift_vfs, so tests can count and fail
- * writes and syncs or cut a write short (house style §8.44), and so the
+ * writes and syncs or cut a write short (docs/style.md §8.44), and so the
  * store never calls the OS directly. Like SQLite's VFS it also carries
  * the wall clock, so tests can age records without sleeping.
  *
