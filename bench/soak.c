@@ -337,8 +337,29 @@ typedef struct consumer_state {
     _Atomic uint64_t *fetched;
 } consumer_state;
 
+/* The acks of one fetch, in flight together (one round trip per fetch,
+ * not per record). */
+typedef struct ack_batch {
+    soak *sk;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t pending;
+} ack_batch;
+
+static void ack_done(void *arg, int rc, const rift_error *err) {
+    ack_batch *b = arg;
+    if (rc != 0) {
+        fail(b->sk, "ack", err->text);
+    }
+    pthread_mutex_lock(&b->mu);
+    b->pending--;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
 /* One fetch and its acks; returns the number of records, -1 on error. */
-static int fetch_once(soak *sk, rift_client *c, consumer_state *cs) {
+static int fetch_once(soak *sk, rift_client *c, consumer_state *cs,
+                      ack_batch *b) {
     rift_client_delivery d[FETCH_MAX];
     size_t n = 0;
     rift_error err = {0};
@@ -358,13 +379,26 @@ static int fetch_once(soak *sk, rift_client *c, consumer_state *cs) {
             fail(sk, "fetch order", text);
         }
         cs->next = d[i].sequence + 1;
-        if (rift_client_ack(c, cs->stream, slen, "soak", 4, d[i].sequence,
-                            &err) != 0) {
+        pthread_mutex_lock(&b->mu);
+        b->pending++;
+        pthread_mutex_unlock(&b->mu);
+        if (rift_client_ack_async(c, cs->stream, slen, "soak", 4, d[i].sequence,
+                                  ack_done, b, &err) != 0) {
             fail(sk, "ack", err.text);
+            pthread_mutex_lock(&b->mu);
+            b->pending--;
+            pthread_mutex_unlock(&b->mu);
         }
         rift_msg_unref(d[i].msg);
-        atomic_fetch_add(cs->fetched, 1);
     }
+    /* Every ack completes (the client fails them when the connection
+     * ends), so this wait is bounded by the operation deadline. */
+    pthread_mutex_lock(&b->mu);
+    while (b->pending > 0) {
+        pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    atomic_fetch_add(cs->fetched, n);
     return (int)n;
 }
 
@@ -375,6 +409,9 @@ static void *consumer_main(void *arg) {
         {"soak_sync", 1, &sk->sync_fetched},
         {"soak_nosync", 1, &sk->nosync_fetched},
     };
+    ack_batch b = {.sk = sk};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
     for (int k = 0; k < 2 && c != NULL; k++) {
         rift_client_consumer_config cfg = {
             .filter = "soak.>", /* what the principal may subscribe to */
@@ -393,7 +430,7 @@ static void *consumer_main(void *arg) {
     while (c != NULL && !atomic_load(&sk->finish)) {
         int got = 0;
         for (int k = 0; k < 2; k++) {
-            int n = fetch_once(sk, c, &cs[k]);
+            int n = fetch_once(sk, c, &cs[k], &b);
             got += n > 0 ? n : 0;
         }
         if (got == 0) {
@@ -403,6 +440,8 @@ static void *consumer_main(void *arg) {
         }
     }
     rift_client_close(c);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
     return NULL;
 }
 
