@@ -10,8 +10,8 @@
 #
 # Every option is passed to bench/load (its defaults: 1,024 x 128, 4
 # publishers, 10 rounds, 64 B). riftd gets max_connections = N + P + 1
-# (the publishers' connections and one spare for a control client) and
-# max_streams_per_connection = M. RIFTD, RIFT and RIFT_LOAD override
+# (the publishers' connections and one spare for a control client),
+# max_streams_per_connection = M and max_subscriptions = N x M + 16. RIFTD, RIFT and RIFT_LOAD override
 # build/release/{riftd,rift,bench/load}. Run it at low priority on a
 # shared machine: nice -n 19 scripts/load.sh.
 set -euo pipefail
@@ -42,8 +42,11 @@ done
 trap riftd_tmp_cleanup EXIT
 # riftd keeps one descriptor per connection at most (one UDP socket for
 # all): the default limit is enough; the client raises its own.
+# The broker-wide subscription limit (default 65,536, one slot of it the
+# control bridge's) is below 1,024 x 128: room for every subscription too.
 riftd_tmp_start "    max_connections = $((conns + pubs + 1)),
-    max_streams_per_connection = $streams,"
+    max_streams_per_connection = $streams,
+    max_subscriptions = $((conns * streams + 16)),"
 echo "load.sh: riftd pid $riftd_pid on $riftd_addr"
 rc=0
 "$load_bin" --server "$riftd_addr" --ca "$riftd_ca" \
