@@ -268,10 +268,12 @@ static void *progress_main(void *arg) {
             nanosleep(&ts, NULL);
         }
         if (!atomic_load(&ld->traffic_done)) {
+            pid_t spid = ld->conn.server_pid;
             printf(PROG ": %5.0f s: %" PRIu64 " delivered, %" PRIu64
-                        " errors\n",
+                        " errors, server RSS %ld KiB\n",
                    (double)(bench_mono_ns() - t0) / 1e9,
-                   atomic_load(&ld->delivered), atomic_load(&ld->errors));
+                   atomic_load(&ld->delivered), atomic_load(&ld->errors),
+                   spid ? bench_proc_status_kb(spid, "VmRSS") : -1L);
             fflush(stdout);
         }
     }
