@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # variables are for the sourcing script
 # scripts/riftd-tmp.sh — sourced by scripts/load.sh and scripts/soak.sh: a
 # throw-away riftd on 127.0.0.1 with a port the system picks, in a private
 # temporary directory, with development certificates (rift certs init) and
@@ -49,8 +50,8 @@ EOF
     (cd "$riftd_dir" && exec "$RIFTD" -c rift.lua \
         >"$riftd_dir/riftd.log" 2>&1) &
     riftd_pid=$!
-    local i
-    for i in $(seq 1 300); do
+    local _
+    for _ in $(seq 1 300); do
         riftd_addr=$(grep -Eo 'messaging QUIC on [0-9.]+:[0-9]+' \
             "$riftd_dir/riftd.log" 2>/dev/null | head -1 | sed 's/.* on //' ||
             true)
