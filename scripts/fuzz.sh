@@ -10,7 +10,8 @@
 #   -j N        targets run at once (default 1; the machine may be shared)
 #   -s          save new units into fuzz/corpus/<target>/ (default: new
 #               units go to a scratch directory that is removed)
-#   -n          no build (use build/fuzz as it is)
+#   -n          no build (use build/fuzz as it is; by default the fuzz
+#               preset is configured if needed and the targets built)
 #   TARGET...   a subset (default: every fuzz/<target>.c but replay.c)
 #
 # Crash inputs are kept in build/fuzz/fuzz-out/<target>/ (crash-*, leak-*,
@@ -30,7 +31,7 @@ while getopts t:j:sn opt; do
     s) save=1 ;;
     n) build=0 ;;
     *)
-        sed -n '2,20p' "$0" >&2
+        sed -n '2,/^set -eu/p' "$0" | sed '$d' >&2
         exit 2
         ;;
     esac
@@ -44,7 +45,16 @@ if [ "$#" -eq 0 ]; then
     done
 fi
 if [ "$build" -eq 1 ]; then
-    scripts/build.sh fuzz
+    # The fuzz preset as scripts/build.sh makes it, but only the targets
+    # asked for (not the whole test suite).
+    [ -f build/fuzz/CMakeCache.txt ] || cmake --preset fuzz >/dev/null
+    targets=""
+    for t in "$@"; do
+        targets="$targets fuzz_$t"
+    done
+    # shellcheck disable=SC2086 # one word per target
+    cmake --build build/fuzz -j "${RIFT_BUILD_JOBS:-$(nproc)}" \
+        --target $targets
 fi
 out=build/fuzz/fuzz-out
 mkdir -p "$out"
