@@ -4,6 +4,7 @@
  */
 #include "daemon/daemon_internal.h"
 
+#include "daemon/banner.h"
 #include "daemon/events.h"
 #include "daemon/files.h"
 #include "daemon/tls.h"
@@ -97,21 +98,8 @@ static void banner(const rift_daemon *d) {
     for (size_t i = 0; i < d->cfg.n_plugins; i++) {
         echo = echo || strcmp(d->cfg.plugins[i].name, "echo") == 0;
     }
-    rift_log(RIFT_LOG_INFO,
-             "rift: development broker on %s; in another "
-             "terminal, in this directory, try:",
-             d->quic ? rift_daemon_quic_address(d->quic) : "(no listener)");
-    rift_log(RIFT_LOG_INFO, "rift:   rift sub '>'              # print "
-                            "every message");
-    rift_log(RIFT_LOG_INFO, "rift:   rift pub demo.hello hi    # publish "
-                            "one");
-    if (echo) {
-        rift_log(RIFT_LOG_INFO, "rift:   rift req demo.echo hi     # the "
-                                "echo plugin answers");
-    }
-    rift_log(RIFT_LOG_INFO, "rift:   rift stream pub events events.demo "
-                            "hi && rift stream replay events");
-    rift_log(RIFT_LOG_INFO, "rift:   rift status");
+    rift_daemon_banner(d->quic ? rift_daemon_quic_address(d->quic) : NULL,
+                       echo);
 }
 
 /* ---- Start-up ---- */
