@@ -21,6 +21,7 @@
 #include "rift/stream.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STREAM_MT   "rift.stream"
@@ -150,8 +151,12 @@ static uint64_t opt_u64(lua_State *L, int t, const char *key, uint64_t def,
     int ok;
     lua_Integer v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < 0 || (uint64_t)v > max) {
-        luaL_error(L, "rift.consumer: config.%s must be an integer in 0..=%llu",
-                   key, (unsigned long long)max);
+        /* lua_pushfstring knows no %llu: format the bound first. */
+        char text[160];
+        snprintf(text, sizeof(text),
+                 "rift.consumer: config.%s must be an integer in 0..=%llu", key,
+                 (unsigned long long)max);
+        luaL_error(L, "%s", text);
     }
     lua_pop(L, 1);
     return (uint64_t)v;
