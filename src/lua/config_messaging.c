@@ -273,7 +273,8 @@ static int parse_principal(lua_State *L, int t, rift_config_messaging *m,
                                        m->max_subject_bytes, 0, &p->subscribe,
                                        &p->n_subscribe, NULL, err)) != 0) {
         /* The §5 text names the pattern only; say whose grant it is. */
-        if (rc == RIFT_ERR_INVALID_CONFIG) {
+        if (rc == RIFT_ERR_INVALID_CONFIG &&
+            strncmp(err->text, "messaging: invalid subject pattern", 34) == 0) {
             size_t n = strlen(err->text);
             snprintf(err->text + n, sizeof(err->text) - n,
                      " (principal \"%s\", %s)", p->name, list);
