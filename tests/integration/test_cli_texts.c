@@ -225,8 +225,8 @@ RIFT_TEST(consumer_texts_and_fetch_wait) {
     /* Reopening with other settings names each difference. */
     int a2 = CLI(&f, NULL, &e1, "consumer", "open", "events", "w", "--filter",
                  "events.x", "--max-pending", "1");
-    int a3 =
-        CLI(&f, NULL, &e2, "consumer", "open", "events", "v", "--start", "new");
+    int a3 = CLI(&f, NULL, NULL, "consumer", "open", "events", "v", "--start",
+                 "new");
     int a4 = CLI(&f, NULL, &e2, "consumer", "open", "events", "v", "--start",
                  "first");
     /* The first fetch fills max pending; the second says so. */
