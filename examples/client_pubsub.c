@@ -5,22 +5,50 @@
  *
  *   example_client_pubsub [HOST:PORT CA_FILE SERVER_NAME TOKEN]
  *
- * Without arguments the connection comes from RIFT_SERVER, RIFT_CA,
- * RIFT_SERVER_NAME and RIFT_TOKEN (riftd's development default is
- * 127.0.0.1:7443, rift-data/tls/ca.pem, localhost, rift-data/dev.token).
- * Uses the public API only (include/rift/client.h).
+ * TOKEN is the token itself, not a file. Each setting missing from the
+ * command line comes from RIFT_SERVER, RIFT_CA, RIFT_SERVER_NAME and
+ * RIFT_TOKEN, else, like the rift CLI, from riftd's development default
+ * when its data directory ($RIFT_HOME, else ./rift-data) exists:
+ * $RIFT_DEV_LISTEN or 127.0.0.1:7443, DIR/tls/ca.pem, localhost and the
+ * token stored in DIR/dev.token. Run it where riftd runs its development
+ * default and it needs no arguments. Uses the public API only
+ * (include/rift/client.h).
  */
 #include "rift/client.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *arg_or_env(int argc, char **argv, int i, const char *env) {
     if (argc > i) {
         return argv[i];
     }
-    return getenv(env);
+    const char *v = getenv(env);
+    return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* riftd's development data directory, as the CLI finds it. */
+static const char *dev_dir(void) {
+    const char *home = getenv("RIFT_HOME");
+    const char *dir = home != NULL && *home != '\0' ? home : "rift-data";
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? dir : NULL;
+}
+
+/* The first line of DIR/dev.token, into |buf|; NULL when unreadable. */
+static const char *dev_token(const char *dir, char *buf, size_t size) {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/dev.token", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return NULL;
+    }
+    bool ok = fgets(buf, (int)size, f) != NULL;
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return ok && buf[0] != '\0' ? buf : NULL;
 }
 
 int main(int argc, char **argv) {
@@ -30,8 +58,26 @@ int main(int argc, char **argv) {
     s.ca_file = arg_or_env(argc, argv, 2, "RIFT_CA");
     s.server_name = arg_or_env(argc, argv, 3, "RIFT_SERVER_NAME");
     s.token = arg_or_env(argc, argv, 4, "RIFT_TOKEN");
+    const char *dir = dev_dir();
+    char ca[4200], token[4200];
+    if (dir != NULL && s.address == NULL) {
+        s.address = getenv("RIFT_DEV_LISTEN");
+        if (s.address == NULL || *s.address == '\0') {
+            s.address = "127.0.0.1:7443";
+        }
+    }
+    if (dir != NULL && s.ca_file == NULL) {
+        snprintf(ca, sizeof(ca), "%s/tls/ca.pem", dir);
+        s.ca_file = ca;
+    }
+    if (dir != NULL && s.token == NULL) {
+        s.token = dev_token(dir, token, sizeof(token));
+    }
     if (s.address == NULL || s.ca_file == NULL || s.token == NULL) {
-        fprintf(stderr, "usage: %s HOST:PORT CA_FILE SERVER_NAME TOKEN\n",
+        fprintf(stderr,
+                "usage: %s HOST:PORT CA_FILE SERVER_NAME TOKEN\n"
+                "(or run it where riftd keeps rift-data, or set "
+                "RIFT_HOME)\n",
                 argv[0]);
         return 2;
     }

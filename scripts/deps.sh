@@ -100,13 +100,20 @@ if [ "$need_bpo" = 1 ]; then
     fi
 fi
 
+# Installs take minutes on a fresh machine: say what is happening.
+echo "deps.sh: updating the package lists" >&2
 $SUDO apt-get update -qq
 if [ "$need_bpo" = 1 ]; then
+    echo "deps.sh: installing ngtcp2 1.x from bookworm-backports" >&2
     $SUDO apt-get install -y -qq -t bookworm-backports \
         libngtcp2-dev libngtcp2-crypto-gnutls-dev >/dev/null
 fi
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$missing" ]; then
+    # shellcheck disable=SC2086
+    echo "deps.sh: installing" $missing >&2
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
 if ! ngtcp2_is_1x; then
     echo "deps.sh: ngtcp2 1.x is required but not installed" >&2
     exit 1

@@ -229,6 +229,24 @@ int rift_config_load_tokens(rift_config *cfg, rift_config_getenv_fn getenv_fn,
 bool rift_config_messaging_equal(const rift_config_messaging *a,
                                  const rift_config_messaging *b);
 
+/*
+ * rift_config_messaging_diff names the first key of `messaging` whose
+ * value differs between |a| and |b| ("subscription_capacity",
+ * "principals", "streams", ...), or NULL when they are equal.
+ */
+const char *rift_config_messaging_diff(const rift_config_messaging *a,
+                                       const rift_config_messaging *b);
+
+/*
+ * rift_config_warn calls |emit| with each warning about |cfg| that is no
+ * error: a principal without control whose subscribe grants cover every
+ * _INBOX reply subject (such as ">" or "_INBOX.>"), which lets it read the
+ * replies meant for other identities, control and status answers
+ * included (§5.4). Returns the number of warnings.
+ */
+size_t rift_config_warn(const rift_config *cfg,
+                        void (*emit)(void *ud, const char *text), void *ud);
+
 /* rift_config_revision writes the 64-bit content hash of |src| as 16
  * lowercase hex digits plus a NUL. */
 void rift_config_revision(const char *src, size_t len, char out[17]);

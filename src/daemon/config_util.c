@@ -136,9 +136,17 @@ int rift_config_load_tokens(rift_config *cfg, rift_config_getenv_fn getenv_fn,
         }
         size_t len = strlen(t);
         if (!token_valid(t, len)) {
-            return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                                  "messaging token must contain 32..=1024 "
-                                  "bytes without control characters");
+            /* The §5.2 text, then which variable (never the secret). */
+            return rift_error_set(
+                err, RIFT_ERR_INVALID_CONFIG,
+                "messaging token must contain 32..=1024 bytes without control "
+                "characters: %s (principal \"%s\") %s%zu bytes",
+                p->token_env, p->name,
+                len < 32 || len > 1024 ? "holds "
+                                       : "holds a control "
+                                         "character or invalid "
+                                         "UTF-8 in its ",
+                len);
         }
         wipe_free(p->token, p->token_len);
         p->token = rift_strndup(NULL, t, len);
@@ -217,41 +225,68 @@ static bool stream_eq(const rift_config_stream *a,
            a->max_age_ms == b->max_age_ms;
 }
 
-bool rift_config_messaging_equal(const rift_config_messaging *a,
-                                 const rift_config_messaging *b) {
-    if (!str_eq(a->listen, b->listen) ||
-        !str_eq(a->certificate, b->certificate) ||
-        !str_eq(a->private_key, b->private_key) ||
-        a->subscription_capacity != b->subscription_capacity ||
-        a->max_payload_bytes != b->max_payload_bytes ||
-        a->max_subject_bytes != b->max_subject_bytes ||
-        a->max_subscriptions != b->max_subscriptions ||
-        a->max_connections != b->max_connections ||
-        a->max_streams_per_connection != b->max_streams_per_connection ||
-        a->handshake_timeout_ms != b->handshake_timeout_ms ||
-        a->io_timeout_ms != b->io_timeout_ms ||
-        a->n_principals != b->n_principals ||
-        a->n_subscriptions != b->n_subscriptions ||
-        a->n_streams != b->n_streams) {
-        return false;
+const char *rift_config_messaging_diff(const rift_config_messaging *a,
+                                       const rift_config_messaging *b) {
+    static const char *const scalar_keys[] = {
+        "subscription_capacity", "max_payload_bytes",
+        "max_subject_bytes",     "max_subscriptions",
+        "max_connections",       "max_streams_per_connection",
+        "handshake_timeout_ms",  "io_timeout_ms"};
+    const uint64_t av[] = {
+        a->subscription_capacity, a->max_payload_bytes,
+        a->max_subject_bytes,     a->max_subscriptions,
+        a->max_connections,       a->max_streams_per_connection,
+        a->handshake_timeout_ms,  a->io_timeout_ms};
+    const uint64_t bv[] = {
+        b->subscription_capacity, b->max_payload_bytes,
+        b->max_subject_bytes,     b->max_subscriptions,
+        b->max_connections,       b->max_streams_per_connection,
+        b->handshake_timeout_ms,  b->io_timeout_ms};
+    if (!str_eq(a->listen, b->listen)) {
+        return "listen";
+    }
+    if (!str_eq(a->certificate, b->certificate)) {
+        return "certificate";
+    }
+    if (!str_eq(a->private_key, b->private_key)) {
+        return "private_key";
+    }
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(scalar_keys); i++) {
+        if (av[i] != bv[i]) {
+            return scalar_keys[i];
+        }
+    }
+    if (a->n_principals != b->n_principals) {
+        return "principals";
     }
     for (size_t i = 0; i < a->n_principals; i++) {
         if (!principal_eq(&a->principals[i], &b->principals[i])) {
-            return false;
+            return "principals";
         }
+    }
+    if (a->n_subscriptions != b->n_subscriptions) {
+        return "subscriptions";
     }
     for (size_t i = 0; i < a->n_subscriptions; i++) {
         if (!str_eq(a->subscriptions[i].subject, b->subscriptions[i].subject) ||
             !str_eq(a->subscriptions[i].queue, b->subscriptions[i].queue)) {
-            return false;
+            return "subscriptions";
         }
+    }
+    if (a->n_streams != b->n_streams) {
+        return "streams";
     }
     for (size_t i = 0; i < a->n_streams; i++) {
         if (!stream_eq(&a->streams[i], &b->streams[i])) {
-            return false;
+            return "streams";
         }
     }
-    return true;
+    return NULL;
+}
+
+bool rift_config_messaging_equal(const rift_config_messaging *a,
+                                 const rift_config_messaging *b) {
+    return rift_config_messaging_diff(a, b) == NULL;
 }
 
 /* ---- Release ---- */

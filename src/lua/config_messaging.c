@@ -11,6 +11,7 @@
  */
 #include "lua/config_lua.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -263,14 +264,25 @@ static int parse_principal(lua_State *L, int t, rift_config_messaging *m,
     if (p->name == NULL || p->token_env == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
+    const char *list = "publish";
     if ((rc = rift_config_get_patterns(L, t, path, "publish", "messaging",
                                        m->max_subject_bytes, 0, &p->publish,
                                        &p->n_publish, NULL, err)) != 0 ||
-        (rc = rift_config_get_patterns(L, t, path, "subscribe", "messaging",
+        (list = "subscribe",
+         rc = rift_config_get_patterns(L, t, path, "subscribe", "messaging",
                                        m->max_subject_bytes, 0, &p->subscribe,
-                                       &p->n_subscribe, NULL, err)) != 0 ||
-        (rc = rift_config_get_bool(L, t, path, "control", &p->control, err)) !=
-            0) {
+                                       &p->n_subscribe, NULL, err)) != 0) {
+        /* The §5 text names the pattern only; say whose grant it is. */
+        if (rc == RIFT_ERR_INVALID_CONFIG &&
+            strncmp(err->text, "messaging: invalid subject pattern", 34) == 0) {
+            size_t n = strlen(err->text);
+            snprintf(err->text + n, sizeof(err->text) - n,
+                     " (principal \"%s\", %s)", p->name, list);
+        }
+        return rc;
+    }
+    if ((rc = rift_config_get_bool(L, t, path, "control", &p->control, err)) !=
+        0) {
         return rc;
     }
     return 0;

@@ -21,6 +21,7 @@
 #include "rift/stream.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STREAM_MT   "rift.stream"
@@ -150,45 +151,97 @@ static uint64_t opt_u64(lua_State *L, int t, const char *key, uint64_t def,
     int ok;
     lua_Integer v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < 0 || (uint64_t)v > max) {
-        luaL_error(L, "rift.consumer: %s must be an integer in 0..=%llu", key,
-                   (unsigned long long)max);
+        /* lua_pushfstring knows no %llu: format the bound first. */
+        char text[160];
+        snprintf(text, sizeof(text),
+                 "rift.consumer: config.%s must be an integer in 0..=%llu", key,
+                 (unsigned long long)max);
+        luaL_error(L, "%s", text);
     }
     lua_pop(L, 1);
     return (uint64_t)v;
 }
 
+/* The start positions by the names the CLI and the control commands
+ * use; the second column holds the names the Lua API had first, still
+ * accepted. Indexed by rift_consumer_start. */
+static const char *const start_names[][2] = {
+    [RIFT_START_SEQUENCE] = {"sequence", NULL},
+    [RIFT_START_FIRST] = {"first", NULL},
+    [RIFT_START_LAST_RECEIVED] = {"last", "last_received"},
+    [RIFT_START_NEW_ONLY] = {"new", "new_only"},
+    [RIFT_START_TIME] = {"time", NULL},
+    [RIFT_START_TIME_DELTA] = {"since", "time_delta"},
+};
+
+/* config.start at the top of the stack; raises naming the function, the
+ * field and the accepted names (luaL_checkoption would say "bad argument
+ * #5 to '?'": the value is no argument of the call). */
+static rift_consumer_start check_start(lua_State *L) {
+    const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    for (size_t i = 0; v != NULL && i < RIFT_ARRAY_LEN(start_names); i++) {
+        if (strcmp(v, start_names[i][0]) == 0 ||
+            (start_names[i][1] != NULL && strcmp(v, start_names[i][1]) == 0)) {
+            return (rift_consumer_start)i;
+        }
+    }
+    luaL_error(L,
+               "rift.consumer: config.start must be one of \"sequence\", "
+               "\"first\", \"last\", \"new\", \"time\" or \"since\" "
+               "(got %s%s%s)",
+               v ? "\"" : "", v ? v : luaL_typename(L, -1), v ? "\"" : "");
+    return RIFT_START_SEQUENCE;
+}
+
 /* rift.consumer(stream, name [, {filter=, start=, start_sequence=,
- * start_time_ms=, ack_wait_ms=, max_ack_pending=}]) → consumer
+ * start_time_ms=, since_ms=, ack_wait_ms=, max_ack_pending=}]) → consumer
  * [-0, +1, e] */
 static int l_consumer(lua_State *L) {
     rift_stream *s = lookup(L, "rift.consumer", 1);
     size_t nlen, flen = 0;
-    const char *name = luaL_checklstring(L, 2, &nlen);
+    if (lua_type(L, 2) != LUA_TSTRING) {
+        return luaL_error(L,
+                          "rift.consumer: argument #2 (name) must be a "
+                          "string, not %s",
+                          luaL_typename(L, 2));
+    }
+    const char *name = lua_tolstring(L, 2, &nlen);
     rift_lua_vm *vm = rift_lua_vm_of(L);
     const rift_lua_conf *p = vm->conf;
     rift_consumer_config cfg;
     rift_consumer_config_default(&cfg);
     if (!lua_isnoneornil(L, 3)) {
-        luaL_checktype(L, 3, LUA_TTABLE);
+        if (lua_type(L, 3) != LUA_TTABLE) {
+            return luaL_error(L,
+                              "rift.consumer: argument #3 (config) must be "
+                              "a table, not %s",
+                              luaL_typename(L, 3));
+        }
         lua_getfield(L, 3, "filter");
         if (!lua_isnil(L, -1)) {
+            if (lua_type(L, -1) != LUA_TSTRING) {
+                return luaL_error(L,
+                                  "rift.consumer: config.filter must be a "
+                                  "string, not %s",
+                                  luaL_typename(L, -1));
+            }
             /* Anchored on the stack until we return. */
-            cfg.filter = luaL_checklstring(L, -1, &flen);
+            cfg.filter = lua_tolstring(L, -1, &flen);
             cfg.filter_len = flen;
         }
-        static const char *const starts[] = {
-            "sequence",   "first", "last_received", "new_only", "time",
-            "time_delta", NULL};
         lua_getfield(L, 3, "start");
         if (!lua_isnil(L, -1)) {
-            cfg.start = (rift_consumer_start)luaL_checkoption(L, lua_gettop(L),
-                                                              NULL, starts);
+            cfg.start = check_start(L);
         }
         lua_pop(L, 1);
         cfg.start_sequence = opt_u64(L, 3, "start_sequence", cfg.start_sequence,
                                      UINT64_MAX >> 1);
         cfg.start_time_ms =
             opt_u64(L, 3, "start_time_ms", cfg.start_time_ms, UINT64_MAX >> 1);
+        /* "since" counts back since_ms, the control commands' name; the
+         * first API read start_time_ms for it, which still works. */
+        cfg.start_time_ms =
+            opt_u64(L, 3, "since_ms", cfg.start_time_ms, UINT64_MAX >> 1);
         cfg.ack_wait_ms =
             opt_u64(L, 3, "ack_wait_ms", cfg.ack_wait_ms, UINT64_MAX >> 1);
         cfg.max_ack_pending = (uint32_t)opt_u64(

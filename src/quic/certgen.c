@@ -137,9 +137,44 @@ static int keypair_new(keypair *k, const char *cn, unsigned days,
     return 0;
 }
 
+bool rift_certgen_name_valid(const char *name) {
+    uint8_t ip[16];
+    if (inet_pton(AF_INET, name, ip) == 1 ||
+        inet_pton(AF_INET6, name, ip) == 1) {
+        return true;
+    }
+    /* A DNS name: dot-separated labels of 1..63 letters, digits and
+     * hyphens, no hyphen at either end; the first label may be "*". */
+    size_t len = strlen(name), label = 0;
+    if (len == 0 || len > NAME_MAX_LEN) {
+        return false;
+    }
+    for (size_t i = 0; i <= len; i++) {
+        char c = name[i];
+        if (c == '.' || c == '\0') {
+            const char *l = name + i - label;
+            bool star = label == 1 && l[0] == '*' && l == name && c == '.';
+            if (label == 0 || label > 63 ||
+                (!star &&
+                 (l[0] == '-' || l[0] == '*' || l[label - 1] == '-'))) {
+                return false;
+            }
+            label = 0;
+            continue;
+        }
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '-' || (c == '*' && i == 0);
+        if (!ok) {
+            return false;
+        }
+        label++;
+    }
+    return true;
+}
+
 static int add_san(gnutls_x509_crt_t crt, const char *name, rift_error *err) {
     size_t len = strlen(name);
-    if (len == 0 || len > NAME_MAX_LEN) {
+    if (!rift_certgen_name_valid(name)) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "invalid certificate name: %s", name);
     }
@@ -264,7 +299,54 @@ static int export_key(gnutls_x509_privkey_t key, const char *path,
     return rv;
 }
 
-/* ---- Entry point ---- */
+/* ---- Entry points ---- */
+
+/* Makes |leaf| a server certificate for the built-in names and |opts|'s,
+ * signed by |ca|. */
+static int leaf_build(keypair *leaf, keypair *ca,
+                      const rift_certgen_options *opts, unsigned days,
+                      rift_error *err) {
+    int rv, g;
+    if ((rv = keypair_new(leaf, "localhost", days, err)) != 0) {
+        return rv;
+    }
+    if ((g = gnutls_x509_crt_set_basic_constraints(leaf->crt, 0, -1)) < 0 ||
+        (g = gnutls_x509_crt_set_key_usage(leaf->crt,
+                                           GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
+        (g = gnutls_x509_crt_set_key_purpose_oid(
+             leaf->crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0) {
+        return tls_fail(err, "extensions", g);
+    }
+    static const char *const builtin[] = {"localhost", "127.0.0.1", "::1"};
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(builtin); i++) {
+        if ((rv = add_san(leaf->crt, builtin[i], err)) != 0) {
+            return rv;
+        }
+    }
+    for (size_t i = 0; i < opts->n_names; i++) {
+        if (opts->names[i] == NULL) {
+            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                  "invalid certificate name: (null)");
+        }
+        if ((rv = add_san(leaf->crt, opts->names[i], err)) != 0) {
+            return rv;
+        }
+    }
+    return sign(leaf, ca, err);
+}
+
+/* Checks every extra name before anything is generated or written. */
+static int names_check(const rift_certgen_options *opts, rift_error *err) {
+    for (size_t i = 0; i < opts->n_names; i++) {
+        if (opts->names[i] == NULL ||
+            !rift_certgen_name_valid(opts->names[i])) {
+            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                  "invalid certificate name: %s",
+                                  opts->names[i] ? opts->names[i] : "(null)");
+        }
+    }
+    return 0;
+}
 
 int rift_certgen_dev(const char *dir, const rift_certgen_options *opts,
                      rift_error *err) {
@@ -296,48 +378,29 @@ int rift_certgen_dev(const char *dir, const rift_certgen_options *opts,
             }
         }
     }
+    if ((rv = names_check(opts, err)) != 0) {
+        return rv;
+    }
     unsigned days = opts->validity_days ? opts->validity_days : 825;
     const char *ca_cn =
         opts->ca_common_name ? opts->ca_common_name : "rift development CA";
 
     keypair ca, leaf;
+    memset(&leaf, 0, sizeof(leaf));
     if ((rv = keypair_new(&ca, ca_cn, days, err)) != 0) {
         return rv;
-    }
-    if ((rv = keypair_new(&leaf, "localhost", days, err)) != 0) {
-        goto out_ca;
     }
     int g;
     if ((g = gnutls_x509_crt_set_basic_constraints(ca.crt, 1, 0)) < 0 ||
         (g = gnutls_x509_crt_set_key_usage(
              ca.crt, GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN |
-                         GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
-        (g = gnutls_x509_crt_set_basic_constraints(leaf.crt, 0, -1)) < 0 ||
-        (g = gnutls_x509_crt_set_key_usage(leaf.crt,
-                                           GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
-        (g = gnutls_x509_crt_set_key_purpose_oid(
-             leaf.crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0) {
+                         GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0) {
         rv = tls_fail(err, "extensions", g);
         goto out;
     }
-    static const char *const builtin[] = {"localhost", "127.0.0.1", "::1"};
-    for (size_t i = 0; i < RIFT_ARRAY_LEN(builtin); i++) {
-        if ((rv = add_san(leaf.crt, builtin[i], err)) != 0) {
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < opts->n_names; i++) {
-        if (opts->names[i] == NULL) {
-            rv = rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                                "invalid certificate name: (null)");
-            goto out;
-        }
-        if ((rv = add_san(leaf.crt, opts->names[i], err)) != 0) {
-            goto out;
-        }
-    }
     /* The CA signs itself, then the leaf. */
-    if ((rv = sign(&ca, &ca, err)) != 0 || (rv = sign(&leaf, &ca, err)) != 0) {
+    if ((rv = sign(&ca, &ca, err)) != 0 ||
+        (rv = leaf_build(&leaf, &ca, opts, days, err)) != 0) {
         goto out;
     }
     /* Keys first: a reader that finds server.pem also finds its key. */
@@ -350,7 +413,83 @@ int rift_certgen_dev(const char *dir, const rift_certgen_options *opts,
     rv = 0;
 out:
     keypair_free(&leaf);
-out_ca:
+    keypair_free(&ca);
+    return rv;
+}
+
+/* Loads DIR/ca.pem and DIR/ca.key into |ca|. */
+static int ca_load(keypair *ca, const char *cert_path, const char *key_path,
+                   rift_error *err) {
+    memset(ca, 0, sizeof(*ca));
+    gnutls_datum_t cert = {NULL, 0}, key = {NULL, 0};
+    int rv;
+    if ((rv = gnutls_load_file(cert_path, &cert)) < 0 ||
+        (rv = gnutls_load_file(key_path, &key)) < 0) {
+        gnutls_free(cert.data);
+        return rift_error_set(err, RIFT_ERR_IO,
+                              "cannot read the CA (%s, %s): %s", cert_path,
+                              key_path, gnutls_strerror(rv));
+    }
+    if ((rv = gnutls_x509_crt_init(&ca->crt)) < 0 ||
+        (rv = gnutls_x509_crt_import(ca->crt, &cert, GNUTLS_X509_FMT_PEM)) <
+            0 ||
+        (rv = gnutls_x509_privkey_init(&ca->x509)) < 0 ||
+        (rv = gnutls_x509_privkey_import2(ca->x509, &key, GNUTLS_X509_FMT_PEM,
+                                          NULL, GNUTLS_PKCS_PLAIN)) < 0 ||
+        (rv = gnutls_privkey_init(&ca->priv)) < 0 ||
+        (rv = gnutls_privkey_import_x509(ca->priv, ca->x509, 0)) < 0) {
+        keypair_free(ca);
+        rv = rift_error_set(err, RIFT_ERR_TLS, "cannot load the CA (%s): %s",
+                            cert_path, gnutls_strerror(rv));
+    } else {
+        rv = 0;
+    }
+    gnutls_free(cert.data);
+    gnutls_memset(key.data, 0, key.size);
+    gnutls_free(key.data);
+    return rv;
+}
+
+int rift_certgen_server(const char *dir, const rift_certgen_options *opts,
+                        rift_error *err) {
+    rift_certgen_options def;
+    if (opts == NULL) {
+        rift_certgen_options_default(&def);
+        opts = &def;
+    }
+    static const char *const files[4] = {
+        RIFT_CERTGEN_CA_CERT, RIFT_CERTGEN_CA_KEY, RIFT_CERTGEN_SERVER_CERT,
+        RIFT_CERTGEN_SERVER_KEY};
+    char paths[4][4096];
+    int rv;
+    for (int i = 0; i < 4; i++) {
+        if ((rv = path_join(paths[i], sizeof(paths[i]), dir, files[i], err)) !=
+            0) {
+            return rv;
+        }
+    }
+    if ((rv = names_check(opts, err)) != 0) {
+        return rv;
+    }
+    if (!opts->overwrite) {
+        for (int i = 2; i < 4; i++) {
+            if (access(paths[i], F_OK) == 0) {
+                return rift_error_set(err, RIFT_ERR_EXISTS, "%s already exists",
+                                      paths[i]);
+            }
+        }
+    }
+    unsigned days = opts->validity_days ? opts->validity_days : 825;
+    keypair ca, leaf;
+    memset(&leaf, 0, sizeof(leaf));
+    if ((rv = ca_load(&ca, paths[0], paths[1], err)) != 0) {
+        return rv;
+    }
+    if ((rv = leaf_build(&leaf, &ca, opts, days, err)) == 0 &&
+        (rv = export_key(leaf.x509, paths[3], err)) == 0) {
+        rv = export_crt(leaf.crt, paths[2], err);
+    }
+    keypair_free(&leaf);
     keypair_free(&ca);
     return rv;
 }

@@ -48,10 +48,30 @@ void rift_certgen_options_default(rift_certgen_options *o);
  *
  * Errors: RIFT_ERR_EXISTS ("<path> already exists") when a file exists and
  * overwrite is off (nothing is written then); RIFT_ERR_INVALID_ARGUMENT
- * (an empty or oversized name); RIFT_ERR_TLS ("certificate generation
- * failed: ..."); RIFT_ERR_IO ("cannot write <path>: ..."); RIFT_ERR_NOMEM.
+ * ("invalid certificate name: <name>", see rift_certgen_name_valid);
+ * RIFT_ERR_TLS ("certificate generation failed: ..."); RIFT_ERR_IO ("cannot
+ * write <path>: ..."); RIFT_ERR_NOMEM.
  */
 int rift_certgen_dev(const char *dir, const rift_certgen_options *opts,
                      rift_error *err);
+
+/**
+ * rift_certgen_server writes a new server.pem and server.key into |dir|,
+ * signed by the CA already there (ca.pem, ca.key, which stay as they
+ * are), for the same names as rift_certgen_dev. |opts|'s ca_common_name
+ * is ignored; overwrite replaces an existing server certificate.
+ *
+ * Errors: RIFT_ERR_IO ("cannot read the CA ..."); RIFT_ERR_TLS ("cannot
+ * load the CA ..."); the errors of rift_certgen_dev.
+ */
+int rift_certgen_server(const char *dir, const rift_certgen_options *opts,
+                        rift_error *err);
+
+/**
+ * rift_certgen_name_valid is true for a name a certificate may carry: an
+ * IPv4 or IPv6 literal, or a DNS name (labels of 1..63 letters, digits and
+ * inner hyphens, at most 253 bytes; "*." may start it).
+ */
+bool rift_certgen_name_valid(const char *name);
 
 #endif /* RIFT_QUIC_CERTGEN_H */

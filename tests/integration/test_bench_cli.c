@@ -619,10 +619,11 @@ RIFT_TEST(consume_fetch_and_ack) {
 RIFT_TEST(lost_messages_exit_3_with_a_row) {
     fix f;
     FIX_UP(f);
-    /* Every publish fails ("unknown stream"): the row says so. */
-    const char *args[] = {"stream",  "--msgs",    "20",          "--stream",
-                          "missing", "--subject", "bench.mem.z", "--label",
-                          "lost",    NULL};
+    /* Every publish fails ("subject does not match this stream"): the
+     * row says so. */
+    const char *args[] = {"stream", "--msgs",    "20",           "--stream",
+                          "mem",    "--subject", "bench.file.z", "--label",
+                          "lost",   NULL};
     CHECK_EQ_INT(run(&f, "lost", args, 3), 3);
     row r;
     int n;
@@ -644,6 +645,21 @@ RIFT_TEST(failures_exit_1_without_a_row) {
     const char *denied[] = {"pubsub",    "--msgs",  "10",
                             "--subject", "other.x", NULL};
     CHECK_EQ_INT(run(&f, "denied", denied, 1), 1);
+    /* A missing stream fails before the run, naming the stream, instead
+     * of after every publish failed (which left a row of errors). */
+    const char *missing[] = {"stream",  "--msgs",    "20",          "--stream",
+                             "missing", "--subject", "bench.mem.z", NULL};
+    proc mp = start(&f, "missing", missing);
+    CHECK_EQ_INT(finish(&mp, 1), 1);
+    FILE *fp = fopen(mp.err, "r");
+    char said[1024] = "";
+    size_t n_said = fp ? fread(said, 1, sizeof(said) - 1, fp) : 0;
+    said[n_said] = '\0';
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    CHECK_MSG(strstr(said, "unknown stream \"missing\" (--stream)") != NULL,
+              "%s", said);
     row r;
     int n;
     CHECK(!csv_row(&f, "", &r, &n));

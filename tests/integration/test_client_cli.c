@@ -361,8 +361,11 @@ RIFT_TEST(errors_print_the_text_and_exit_nonzero) {
     buf out, err;
     const char *lit[] = {"pub",  "a.*", "x",       "--server", st.addr,
                          "--ca", st.ca, "--token", TOKEN,      NULL};
-    CHECK_EQ_INT(run(lit, NULL, NULL, NULL, 0, &out, &err), 1);
-    CHECK_EQ_STR(err.b, "rift pub: publication subject must be literal\n");
+    /* Checked before connecting, naming the subject: a usage error. */
+    CHECK_EQ_INT(run(lit, NULL, NULL, NULL, 0, &out, &err), 2);
+    CHECK_EQ_STR(err.b, "rift pub: subject \"a.*\" has a wildcard token; it "
+                        "must be a literal subject (* and > are for rift "
+                        "sub)\n");
     bufs_free(&out, &err);
 
     const char *tok[] = {"pub",  "a.b", "x",       "--server", st.addr,
@@ -380,7 +383,7 @@ RIFT_TEST(errors_print_the_text_and_exit_nonzero) {
     const char *tmo[] = {"req", "svc.x",    "x",     "--timeout",
                          "0",   "--server", st.addr, "--ca",
                          st.ca, "--token",  TOKEN,   NULL};
-    CHECK_EQ_INT(run(tmo, NULL, NULL, NULL, 0, &out, &err), 1);
+    CHECK_EQ_INT(run(tmo, NULL, NULL, NULL, 0, &out, &err), 2);
     CHECK_EQ_STR(err.b, "rift req: request timeout must be 1..120000 ms\n");
     bufs_free(&out, &err);
 

@@ -96,3 +96,42 @@ RIFT_TEST(verify_and_repair) {
     CHECK_EQ_INT(run_cli("store", out, sizeof(out)), 2);
     rift_test_rmdir(dir);
 }
+
+/* A directory that holds no stream is no clean stream: verify says what
+ * it is, fails, and leaves no stream.lock behind. A stream that was opened
+ * and never written to still verifies. */
+RIFT_TEST(verify_refuses_a_directory_that_is_not_a_stream) {
+    char *dir = rift_test_tmpdir();
+    char note[4200];
+    snprintf(note, sizeof(note), "%s/notes.txt", dir);
+    FILE *fp = fopen(note, "w");
+    CHECK(fp != NULL);
+    fputs("not a stream\n", fp);
+    fclose(fp);
+    char out[8192], args[4200], lock[4200];
+    snprintf(args, sizeof(args), "store verify %s", dir);
+    snprintf(lock, sizeof(lock), "%s/stream.lock", dir);
+    int rc = run_cli(args, out, sizeof(out));
+    bool no_lock = access(lock, F_OK) != 0;
+    snprintf(args, sizeof(args), "store repair %s", dir);
+    int rc2 = run_cli(args, out + strlen(out), sizeof(out) - strlen(out));
+    CHECK_EQ_INT(rc, 1);
+    CHECK_EQ_INT(rc2, 1);
+    CHECK_MSG(strstr(out, "is not a stream directory") != NULL, "%s", out);
+    CHECK(strstr(out, "status:        ok") == NULL);
+    CHECK(no_lock);
+    CHECK(access(lock, F_OK) != 0);
+
+    char fresh[4000];
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    rift_stream_settings s;
+    rift_stream_settings_default(&s);
+    s.storage_path = fresh;
+    rift_stream *st = NULL;
+    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    rift_stream_close(st);
+    snprintf(args, sizeof(args), "store verify %s", fresh);
+    CHECK_EQ_INT(run_cli(args, out, sizeof(out)), 0);
+    CHECK_MSG(strstr(out, "status:        ok") != NULL, "%s", out);
+    rift_test_rmdir(dir);
+}

@@ -326,9 +326,10 @@ RIFT_TEST(config_pattern_rule) {
                                   "a b",  "",   "é",  "a\\tb", "a>"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char src[300], want[300];
+        /* The §5 text, then whose grant it is. */
         snprintf(want, sizeof(want),
                  "messaging: invalid subject pattern \"%s\"; use tokens, * or "
-                 "terminal >",
+                 "terminal > (principal \"p\", subscribe)",
                  shown[i]);
         snprintf(src, sizeof(src),
                  "return { messaging = { " LISTEN
@@ -336,6 +337,10 @@ RIFT_TEST(config_pattern_rule) {
                  "{ 'ok.>', \"%s\" } } } } }",
                  bad[i]);
         CHECK_REJECTS(src, want);
+        snprintf(want, sizeof(want),
+                 "messaging: invalid subject pattern \"%s\"; use tokens, * or "
+                 "terminal >",
+                 shown[i]);
         snprintf(src, sizeof(src),
                  "return { on_message = function() end, messaging = { "
                  "subscriptions = { { subject = \"%s\" } } } }",
@@ -638,10 +643,16 @@ RIFT_TEST(tokens_from_environment) {
     CHECK_EQ_STR(token_error(missing),
                  "messaging: set B_TOKEN to a secret of at least 32 bytes");
 
+    /* The §5.2 text, then the variable and principal (never the value). */
     const char *bad_text = "messaging token must contain 32..=1024 bytes "
-                           "without control characters";
+                           "without control characters: A_TOKEN (principal "
+                           "\"a\") holds a control character or invalid "
+                           "UTF-8 in its 32 bytes";
     env_pair shortt[] = {{"A_TOKEN", "short"}, {"B_TOKEN", other}, {0, 0}};
-    CHECK_EQ_STR(token_error(shortt), bad_text);
+    CHECK_EQ_STR(token_error(shortt),
+                 "messaging token must contain 32..=1024 bytes without "
+                 "control characters: A_TOKEN (principal \"a\") holds 5 "
+                 "bytes");
     env_pair ctrl[] = {{"A_TOKEN", "0123456789abcdef0123456789abcde\t"},
                        {"B_TOKEN", other},
                        {0, 0}};
@@ -655,7 +666,10 @@ RIFT_TEST(tokens_from_environment) {
     memset(big, 'x', 1025);
     big[1025] = '\0';
     env_pair toolong[] = {{"A_TOKEN", big}, {"B_TOKEN", other}, {0, 0}};
-    CHECK_EQ_STR(token_error(toolong), bad_text);
+    CHECK_EQ_STR(token_error(toolong),
+                 "messaging token must contain 32..=1024 bytes without "
+                 "control characters: A_TOKEN (principal \"a\") holds 1025 "
+                 "bytes");
     big[1024] = '\0';
     env_pair maxlen[] = {{"A_TOKEN", big}, {"B_TOKEN", other}, {0, 0}};
     CHECK_EQ_STR(token_error(maxlen), "");

@@ -152,6 +152,62 @@ RIFT_TEST(stream_publish_fetch_ack) {
     fx_close(&fx);
 }
 
+/* Start positions by the CLI's names (and the first API's, still
+ * accepted), and errors that name the function and the field. */
+static const char start_names_src[] =
+    "local function err(f, ...) local ok, e = pcall(f, ...) "
+    "return ok and 'ok' or (e:gsub('^.-:%d+: ', '')) end\n"
+    "local function start(name, cfg)\n"
+    "  local c = rift.consumer('events', name, cfg)\n"
+    "  return tostring(c:info().start_sequence)\n"
+    "end\n"
+    "rift.subscribe('go.start', function()\n"
+    "  rift.publish('out.r', table.concat({\n"
+    "    start('l', {start = 'last'}), start('n', {start = 'new'}),\n"
+    "    start('s', {start = 'since', since_ms = 3600000}),\n"
+    "    start('ol', {start = 'last_received'}),\n"
+    "    start('on', {start = 'new_only'}),\n"
+    "    start('os', {start = 'time_delta', start_time_ms = 3600000})}, "
+    "','))\n"
+    "  rift.publish('out.r', err(rift.consumer, 'events', 'x', "
+    "{start = 'sometime'}))\n"
+    "  rift.publish('out.r', err(rift.consumer, 'events', 'x', "
+    "{filter = 5}))\n"
+    "  rift.publish('out.r', err(rift.consumer, 'events', 7))\n"
+    "  rift.publish('out.r', err(rift.consumer, 'events', 'x', "
+    "{ack_wait_ms = -1}))\n"
+    "end)\n";
+
+RIFT_TEST(consumer_start_names_and_errors) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(rift_stream_publish(fx.events, "events.a", 8, NULL, 0,
+                                     (const uint8_t *)"x", 1, NULL, NULL));
+    }
+    lt_plugin(fx.root, "p", start_names_src);
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    spec.deadline_ms = 5000;
+    rift_error err;
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    CHECK_OK(publish(&fx, "go.start", ""));
+    /* last = the newest record (3), new = the next one (4), since 1 h =
+     * the first (1); the old names behave the same. */
+    CHECK_EQ_STR(next_out(&fx), "3,4,1,3,4,1");
+    CHECK_EQ_STR(next_out(&fx),
+                 "rift.consumer: config.start must be one of \"sequence\", "
+                 "\"first\", \"last\", \"new\", \"time\" or \"since\" "
+                 "(got \"sometime\")");
+    CHECK_EQ_STR(next_out(&fx),
+                 "rift.consumer: config.filter must be a string, not number");
+    CHECK_EQ_STR(next_out(&fx), "rift.consumer: argument #2 (name) must be a "
+                                "string, not number");
+    CHECK_EQ_STR(next_out(&fx), "rift.consumer: config.ack_wait_ms must be an "
+                                "integer in 0..=9223372036854775807");
+    fx_close(&fx);
+}
+
 RIFT_TEST(stream_publications_count_against_the_budget) {
     fixture fx;
     CHECK(fx_open(&fx));

@@ -225,6 +225,32 @@ nomem:
     return -1;
 }
 
+/*
+ * Fails at once when the stream does not exist, instead of after every
+ * publish failed: an ACK of sequence 0 looks the stream up first (§2.9
+ * ACK 2) and changes nothing (no sequence 0 is ever pending). Other
+ * answers are left for the run itself to meet.
+ */
+static int stream_probe(const bench_cfg *cfg) {
+    rift_client *c;
+    if (bench_connect(cfg, &c) != 0) {
+        return -1;
+    }
+    static const char probe[] = "rift-bench-probe";
+    rift_error err;
+    int rc = rift_client_ack(c, cfg->stream, cfg->stream_len, probe,
+                             sizeof(probe) - 1, 0, &err);
+    rift_client_close(c);
+    if (rc != 0 && strcmp(err.text, "unknown stream") == 0) {
+        fprintf(stderr,
+                "rift bench: unknown stream \"%.*s\" (--stream); rift stream "
+                "info lists the streams\n",
+                (int)cfg->stream_len, cfg->stream);
+        return -1;
+    }
+    return 0;
+}
+
 /* Opens the gate and waits for every publisher. */
 static void srun_go(srun *r) {
     bench_gate_wait_ready(&r->gate, r->npubs);
@@ -258,6 +284,9 @@ int bench_run_stream(const bench_cfg *cfg, bench_result *res) {
     srun r;
     int rc = 1;
     bool sample = cfg->batch <= 1;
+    if (stream_probe(cfg) != 0) {
+        return 1;
+    }
     if (srun_start(&r, cfg, cfg->pubs, cfg->batch > 0 ? cfg->batch : 1,
                    cfg->msgs, sample) != 0) {
         goto done;
@@ -372,6 +401,9 @@ static void ack_drain(ackq *q) {
 static int prefill(const bench_cfg *cfg, uint64_t *first) {
     srun r;
     int rc = -1;
+    if (stream_probe(cfg) != 0) {
+        return -1;
+    }
     if (srun_start(&r, cfg, 1, BENCH_FETCH_MAX, cfg->msgs, false) != 0) {
         goto done;
     }

@@ -2,7 +2,9 @@
  * cmd_certs.c — `rift certs init`: a development CA and a server
  * certificate it signed, with GnuTLS through the quic layer's generator
  * (the files riftd's development default makes at its first start), for
- * extra names on demand (tools layer).
+ * extra names on demand; `rift certs server`: a new server certificate
+ * from the CA already there, so that clients keep trusting it (tools
+ * layer).
  */
 #include "cmd.h"
 #include "io.h"
@@ -20,6 +22,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: rift certs init [--dir DIR] [--name NAME ...] [--days N] "
             "[--force]\n"
+            "       rift certs server [--dir DIR] [--name NAME ...] [--days "
+            "N]\n"
             "Writes a development CA (ca.pem, ca.key) and a server "
             "certificate it signed\n(server.pem, server.key) into DIR, by "
             "default $RIFT_HOME/tls or rift-data/tls\n(riftd's development "
@@ -27,7 +31,11 @@ static void usage(FILE *out) {
             "127.0.0.1 and ::1 plus every --name (a DNS name or an IP "
             "address). Keys are\nECDSA P-256 with mode 0600; --days sets the "
             "validity (default 825).\nExisting files are kept unless --force "
-            "is given. Clients trust DIR/ca.pem.\n");
+            "is given. Clients trust DIR/ca.pem.\n"
+            "server writes a new server.pem and server.key signed by the CA "
+            "in DIR (ca.pem,\nca.key, left as they are), replacing the old "
+            "ones: add names without\ndistributing a new CA. Restart riftd "
+            "to use it.\n");
 }
 
 /* Creates the parent of the default TLS directory (riftd's data
@@ -48,7 +56,7 @@ static int ensure_parent(const char *dir) {
     return 0;
 }
 
-static int init(int argc, char **argv) {
+static int issue(int argc, char **argv, bool server_only) {
     const char *dir = NULL, *days_s = NULL;
     const char *names[MAX_NAMES];
     size_t n_names = 0;
@@ -67,6 +75,14 @@ static int init(int argc, char **argv) {
                             MAX_NAMES);
                     return 2;
                 }
+                if (!rift_certgen_name_valid(name)) {
+                    fprintf(stderr,
+                            "rift certs: --name '%s' is neither a DNS name "
+                            "(labels of letters, digits and hyphens, such "
+                            "as rift.example) nor an IP address\n",
+                            name);
+                    return 2;
+                }
                 names[n_names++] = name;
             }
         }
@@ -77,7 +93,7 @@ static int init(int argc, char **argv) {
             continue;
         }
         const char *a = argv[i++];
-        if (strcmp(a, "--force") == 0) {
+        if (strcmp(a, "--force") == 0 && !server_only) {
             force = true;
             continue;
         }
@@ -113,16 +129,27 @@ static int init(int argc, char **argv) {
     o.names = names;
     o.n_names = n_names;
     o.validity_days = (unsigned)days;
-    o.overwrite = force;
+    o.overwrite = force || server_only;
     rift_error err = {0};
-    if (rift_certgen_dev(dir, &o, &err) != 0) {
+    int rc = server_only ? rift_certgen_server(dir, &o, &err)
+                         : rift_certgen_dev(dir, &o, &err);
+    if (rc != 0) {
         fprintf(stderr, "rift certs: %s%s\n", err.text,
-                err.code == RIFT_ERR_EXISTS ? " (--force replaces it)" : "");
+                err.code == RIFT_ERR_EXISTS
+                    ? " (--force replaces it, and the CA; rift certs server "
+                      "replaces only the server certificate)"
+                    : "");
         return 1;
     }
-    printf("wrote %s/%s, %s/%s (CA) and %s/%s, %s/%s (server)\n", dir,
-           RIFT_CERTGEN_CA_CERT, dir, RIFT_CERTGEN_CA_KEY, dir,
-           RIFT_CERTGEN_SERVER_CERT, dir, RIFT_CERTGEN_SERVER_KEY);
+    if (server_only) {
+        printf("wrote %s/%s, %s/%s (server), signed by %s/%s\n", dir,
+               RIFT_CERTGEN_SERVER_CERT, dir, RIFT_CERTGEN_SERVER_KEY, dir,
+               RIFT_CERTGEN_CA_CERT);
+    } else {
+        printf("wrote %s/%s, %s/%s (CA) and %s/%s, %s/%s (server)\n", dir,
+               RIFT_CERTGEN_CA_CERT, dir, RIFT_CERTGEN_CA_KEY, dir,
+               RIFT_CERTGEN_SERVER_CERT, dir, RIFT_CERTGEN_SERVER_KEY);
+    }
     printf("server names: localhost, 127.0.0.1, ::1");
     for (size_t i = 0; i < n_names; i++) {
         printf(", %s", names[i]);
@@ -134,12 +161,18 @@ static int init(int argc, char **argv) {
 
 int rift_cmd_certs(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "init") == 0) {
-        return init(argc, argv);
+        return issue(argc, argv, false);
+    }
+    if (argc >= 2 && strcmp(argv[1], "server") == 0) {
+        return issue(argc, argv, true);
     }
     if (argc == 2 &&
         (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;
+    }
+    if (argc >= 2) {
+        fprintf(stderr, "rift certs: unknown subcommand '%s'\n", argv[1]);
     }
     usage(stderr);
     return 2;

@@ -11,10 +11,14 @@
 #include "conn.h"
 #include "control.h"
 #include "io.h"
+#include "subjects.h"
 #include "timefmt.h"
+
+#include "subject/acl.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FETCH_MAX       256
 #define ACK_WAIT_MAX    3600000
@@ -27,7 +31,9 @@ static void usage(FILE *out) {
         "POS]\n"
         "                     [--ack-wait MS] [--max-pending N] [--identity "
         "ID]\n"
-        "       rift consumer fetch STREAM NAME [--count N] [--ack] [--raw]\n"
+        "       rift consumer fetch STREAM NAME [--count N] [--wait DURATION] "
+        "[--ack]\n"
+        "                     [--raw [--sep SEP]]\n"
         "       rift consumer ack STREAM NAME SEQ...\n"
         "       rift consumer info STREAM NAME [--identity ID] [--json]\n"
         "       rift consumer delete STREAM NAME [--identity ID]\n"
@@ -43,7 +49,14 @@ static void usage(FILE *out) {
         "pending.\n"
         "fetch   delivers up to N records (1..256, default 1) as \"#SEQ "
         "(delivery K) TIME\n"
-        "        SUBJECT: PAYLOAD\"; --ack acknowledges each once printed.\n"
+        "        SUBJECT: PAYLOAD\"; --ack acknowledges each once printed. "
+        "--wait D (e.g.\n"
+        "        500ms, 10s) asks again until a record arrives or D has "
+        "passed (the CLI\n"
+        "        retries with a growing pause up to 1 s; protocol v1 has no "
+        "waiting fetch).\n"
+        "        --raw writes payloads only, each followed by SEP with "
+        "--sep.\n"
         "ack     acknowledges delivered records.\n"
         "Consumers are scoped by identity: NAME is yours, as on the wire. "
         "Start positions\nother than seq:N, info and delete use riftd's "
@@ -58,6 +71,7 @@ typedef struct consumer_args {
     const char *pos[64];
     int npos;
     const char *filter, *start, *ack_wait, *max_pending, *identity, *count;
+    const char *wait, *sep_s;
     bool ack, raw, json;
 } consumer_args;
 
@@ -72,6 +86,8 @@ static int parse(consumer_args *a, int argc, char **argv) {
         {"--max-pending", offsetof(consumer_args, max_pending)},
         {"--identity", offsetof(consumer_args, identity)},
         {"--count", offsetof(consumer_args, count)},
+        {"--wait", offsetof(consumer_args, wait)},
+        {"--sep", offsetof(consumer_args, sep_s)},
     };
     for (int i = 2; i < argc;) {
         int r = rift_cli_conn_flag(&a->cc, "consumer", argc, argv, &i);
@@ -121,8 +137,12 @@ static bool parse_start(const char *pos, json_t *args, uint64_t *wire_seq) {
         return true;
     }
     if (strncmp(pos, "seq:", 4) == 0) {
-        if (!rift_cli_parse_u64("consumer", "--start seq:", pos + 4, &v) ||
-            v == 0) {
+        if (!rift_cli_parse_u64("consumer", "--start seq:", pos + 4, &v)) {
+            return false;
+        }
+        if (v == 0) {
+            fprintf(stderr, "rift consumer: --start seq:N expects N >= 1 "
+                            "(sequences start at 1)\n");
             return false;
         }
         *wire_seq = v;
@@ -181,6 +201,131 @@ static void print_consumer(const json_t *d) {
     printf("  max pending     %lld\n", rift_cli_json_int(d, "max_ack_pending"));
 }
 
+/* The stream's subjects from stream.info: the CLI checks --filter
+ * against them, since a filter outside them opens a consumer that never
+ * delivers. Returns 0 (also when stream.info is not allowed: then the
+ * server alone decides), or prints why and returns the exit code. */
+static int check_filter(rift_client *c, const char *stream,
+                        const char *filter) {
+    json_t *info;
+    char why[RIFT_ERROR_TEXT_MAX + 1];
+    if (rift_cli_control_quiet(c, "consumer", "stream.info",
+                               json_pack("{s:s}", "name", stream), &info, why,
+                               sizeof(why)) != 0) {
+        if (strncmp(why, "unknown stream", 14) == 0) {
+            rift_cli_control_error("consumer", why);
+            return 1;
+        }
+        return 0;
+    }
+    const json_t *subjects = json_object_get(info, "subjects");
+    bool overlap = json_array_size(subjects) == 0;
+    size_t i;
+    json_t *subj;
+    json_array_foreach((json_t *)subjects, i, subj) {
+        const char *p = json_string_value(subj);
+        overlap = overlap ||
+                  (p != NULL &&
+                   rift_subject_overlaps(filter, strlen(filter), p, strlen(p)));
+    }
+    if (!overlap) {
+        fprintf(stderr,
+                "rift consumer: --filter '%s' matches none of the subjects "
+                "of stream %s (",
+                filter, stream);
+        json_array_foreach((json_t *)subjects, i, subj) {
+            fprintf(stderr, "%s%s", i ? ", " : "", json_string_value(subj));
+        }
+        fprintf(stderr, "): the consumer would never deliver a record\n");
+    }
+    json_decref(info);
+    return overlap ? 0 : 1;
+}
+
+/* The protocol's "consumer already exists with different settings" names
+ * no setting: compare with consumer.info (when allowed) and name each
+ * one that differs from what |want| asked for. */
+static void explain_differs(rift_client *c, const consumer_args *a,
+                            const json_t *want) {
+    json_t *args =
+        json_pack("{s:s,s:s}", "stream", a->pos[0], "name", a->pos[1]);
+    if (args != NULL && a->identity != NULL) {
+        json_object_set_new(args, "identity", json_string(a->identity));
+    }
+    json_t *have;
+    char why[RIFT_ERROR_TEXT_MAX + 1];
+    if (rift_cli_control_quiet(c, "consumer", "consumer.info", args, &have, why,
+                               sizeof(why)) != 0) {
+        fprintf(stderr,
+                "rift consumer: rift consumer info %s %s shows the existing "
+                "settings\n",
+                a->pos[0], a->pos[1]);
+        return;
+    }
+    const char *want_start = rift_cli_json_str(want, "start");
+    if (*want_start == '\0') {
+        want_start = "sequence";
+    }
+    bool same_start = strcmp(want_start, rift_cli_json_str(have, "start")) == 0;
+    const char *arg_key = strcmp(want_start, "sequence") == 0 ? "start_sequence"
+                          : strcmp(want_start, "time") == 0   ? "start_time_ms"
+                          : strcmp(want_start, "since") == 0  ? "since_ms"
+                                                              : NULL;
+    long long want_arg = 1;
+    if (arg_key != NULL && json_object_get(want, arg_key) != NULL) {
+        want_arg = rift_cli_json_int(want, arg_key);
+    }
+    if (same_start && arg_key != NULL &&
+        rift_cli_json_int(have, arg_key) != want_arg) {
+        same_start = false;
+    }
+    fprintf(stderr, "rift consumer: %s on %s differs in:", a->pos[1],
+            a->pos[0]);
+    int n = 0;
+    if (strcmp(rift_cli_json_str(have, "filter"),
+               rift_cli_json_str(want, "filter")) != 0) {
+        fprintf(stderr, " filter (it has %s, you asked for %s)",
+                rift_cli_json_str(have, "filter"),
+                rift_cli_json_str(want, "filter"));
+        n++;
+    }
+    if (!same_start) {
+        fprintf(stderr, "%s start (it has %s", n++ ? "," : "",
+                rift_cli_json_str(have, "start"));
+        if (arg_key != NULL && json_object_get(have, arg_key) != NULL) {
+            fprintf(stderr, " %s=%lld", arg_key,
+                    rift_cli_json_int(have, arg_key));
+        }
+        fprintf(stderr, ", you asked for %s", want_start);
+        if (arg_key != NULL) {
+            fprintf(stderr, " %s=%lld", arg_key, want_arg);
+        }
+        fprintf(stderr, ")");
+    }
+    static const char *const limits[][2] = {
+        {"ack_wait_ms", "--ack-wait"}, {"max_ack_pending", "--max-pending"}};
+    for (size_t i = 0; i < 2; i++) {
+        long long h = rift_cli_json_int(have, limits[i][0]);
+        long long w = rift_cli_json_int(want, limits[i][0]);
+        if (h != w) {
+            fprintf(stderr, "%s %s (it has %lld, you asked for %lld)",
+                    n++ ? "," : "", limits[i][1], h, w);
+        }
+    }
+    if (n == 0) {
+        fprintf(stderr, " nothing the CLI can see (rift consumer info %s %s)",
+                a->pos[0], a->pos[1]);
+    }
+    fprintf(stderr, "; rift consumer delete %s %s removes it\n", a->pos[0],
+            a->pos[1]);
+    json_decref(have);
+}
+
+static bool differs(const char *text) {
+    return strstr(text, "consumer already exists with different settings") !=
+           NULL;
+}
+
 static int cmd_open(consumer_args *a, rift_client *c) {
     uint64_t ack_wait = 30000, pending = 128, seq;
     if ((a->ack_wait != NULL && (!rift_cli_parse_u64("consumer", "--ack-wait",
@@ -197,6 +342,9 @@ static int cmd_open(consumer_args *a, rift_client *c) {
         return 2;
     }
     const char *filter = a->filter ? a->filter : ">";
+    if (!rift_cli_subject_ok("consumer", "--filter", filter, false)) {
+        return 2;
+    }
     json_t *args =
         json_pack("{s:s,s:s,s:s,s:I,s:I}", "stream", a->pos[0], "name",
                   a->pos[1], "filter", filter, "ack_wait_ms",
@@ -208,9 +356,13 @@ static int cmd_open(consumer_args *a, rift_client *c) {
     if (a->identity != NULL) {
         json_object_set_new(args, "identity", json_string(a->identity));
     }
+    int rc = check_filter(c, a->pos[0], filter);
+    if (rc != 0) {
+        json_decref(args);
+        return rc;
+    }
     if (seq != 0 && a->identity == NULL) {
         /* A sequence start is the wire's own CONSUMER_OPEN. */
-        json_decref(args);
         rift_client_consumer_config cfg = {
             .filter = filter,
             .filter_len = strlen(filter),
@@ -222,17 +374,38 @@ static int cmd_open(consumer_args *a, rift_client *c) {
         if (rift_client_consumer_open(c, a->pos[0], strlen(a->pos[0]),
                                       a->pos[1], strlen(a->pos[1]), &cfg,
                                       &err) != 0) {
-            fprintf(stderr, "rift consumer: %s\n", err.text);
+            if (strcmp(err.text, "unknown stream") == 0) {
+                fprintf(stderr,
+                        "rift consumer: unknown stream \"%s\"; rift stream "
+                        "info lists the streams\n",
+                        a->pos[0]);
+            } else {
+                fprintf(stderr, "rift consumer: %s\n", err.text);
+            }
+            if (differs(err.text)) {
+                explain_differs(c, a, args);
+            }
+            json_decref(args);
             return 1;
         }
+        json_decref(args);
         printf("consumer %s on %s: open (filter %s, start sequence %llu)\n",
                a->pos[1], a->pos[0], filter, (unsigned long long)seq);
         return 0;
     }
     json_t *data;
-    if (rift_cli_control(c, "consumer", "consumer.open", args, &data) != 0) {
+    char why[RIFT_ERROR_TEXT_MAX + 1];
+    if (rift_cli_control_quiet(c, "consumer", "consumer.open",
+                               json_incref(args), &data, why,
+                               sizeof(why)) != 0) {
+        rift_cli_control_error("consumer", why);
+        if (differs(why)) {
+            explain_differs(c, a, args);
+        }
+        json_decref(args);
         return 1;
     }
+    json_decref(args);
     print_consumer(data);
     json_decref(data);
     return 0;
@@ -240,22 +413,84 @@ static int cmd_open(consumer_args *a, rift_client *c) {
 
 /* ---- fetch, ack ---- */
 
+/* Why a fetch came back empty, when consumer.info can tell: the
+ * consumer's max pending is reached. */
+static void explain_empty(rift_client *c, const consumer_args *a) {
+    json_t *args =
+        json_pack("{s:s,s:s}", "stream", a->pos[0], "name", a->pos[1]);
+    json_t *d;
+    char why[RIFT_ERROR_TEXT_MAX + 1];
+    if (rift_cli_control_quiet(c, "consumer", "consumer.info", args, &d, why,
+                               sizeof(why)) != 0) {
+        fprintf(stderr, "rift consumer: nothing to fetch\n");
+        return;
+    }
+    long long pending = rift_cli_json_int(d, "pending");
+    long long max = rift_cli_json_int(d, "max_ack_pending");
+    if (max > 0 && pending >= max) {
+        fprintf(stderr,
+                "rift consumer: nothing to fetch: %lld delivered records "
+                "await acknowledgement, the consumer's max pending (%lld);\n"
+                "ack them (rift consumer ack %s %s SEQ...) or wait %lld ms "
+                "for their redelivery\n",
+                pending, max, a->pos[0], a->pos[1],
+                rift_cli_json_int(d, "ack_wait_ms"));
+    } else {
+        fprintf(stderr, "rift consumer: nothing to fetch\n");
+    }
+    json_decref(d);
+}
+
+/* Pauses between the fetches of --wait: 50 ms, doubling up to 1 s, never
+ * past the deadline. */
+static void pause_ms(uint64_t ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static int cmd_fetch(consumer_args *a, rift_client *c) {
-    uint64_t count = 1;
+    uint64_t count = 1, wait = 0;
     if (a->count != NULL &&
         (!rift_cli_parse_u64("consumer", "--count", a->count, &count) ||
          count == 0 || count > FETCH_MAX)) {
         fprintf(stderr, "rift consumer: --count expects 1..%d\n", FETCH_MAX);
         return 2;
     }
+    if (a->wait != NULL && !rift_cli_duration_parse(a->wait, &wait)) {
+        fprintf(stderr, "rift consumer: --wait expects a duration such as "
+                        "500ms, 10s or 1m\n");
+        return 2;
+    }
+    char sep[RIFT_CLI_SEP_MAX];
+    size_t sep_len = 0;
+    if (a->sep_s != NULL &&
+        !rift_cli_parse_sep("consumer", a->sep_s, sep, &sep_len)) {
+        return 2;
+    }
     rift_client_delivery d[FETCH_MAX];
     size_t n = 0;
     rift_error err;
     const char *stream = a->pos[0], *name = a->pos[1];
-    if (rift_client_fetch(c, stream, strlen(stream), name, strlen(name),
-                          (uint32_t)count, d, &n, &err) != 0) {
-        fprintf(stderr, "rift consumer: %s\n", err.text);
-        return 1;
+    uint64_t deadline = now_ms() + wait, backoff = 50;
+    rift_cli_catch_signals();
+    for (;;) {
+        if (rift_client_fetch(c, stream, strlen(stream), name, strlen(name),
+                              (uint32_t)count, d, &n, &err) != 0) {
+            fprintf(stderr, "rift consumer: %s\n", err.text);
+            return 1;
+        }
+        uint64_t now = now_ms();
+        if (n > 0 || now >= deadline || rift_cli_stop_requested()) {
+            break;
+        }
+        pause_ms(backoff < deadline - now ? backoff : deadline - now);
+        backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
     }
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -266,6 +501,10 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
                    d[i].delivery_count, when);
         }
         rift_cli_print_msg(stdout, d[i].msg, a->raw);
+        if (sep_len > 0) {
+            fwrite(sep, 1, sep_len, stdout);
+            fflush(stdout);
+        }
         if (a->ack && rc == 0 &&
             rift_client_ack(c, stream, strlen(stream), name, strlen(name),
                             d[i].sequence, &err) != 0) {
@@ -276,7 +515,7 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
         rift_msg_unref(d[i].msg);
     }
     if (n == 0 && !a->raw) {
-        fprintf(stderr, "rift consumer: nothing to fetch\n");
+        explain_empty(c, a);
     }
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "io.h"
+#include "subjects.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,11 @@ int rift_cmd_pub(int argc, char **argv) {
     }
     if (npos == 0) {
         usage(stderr);
+        return 2;
+    }
+    if (!rift_cli_subject_ok("pub", "subject", pos[0], true) ||
+        (reply != NULL &&
+         !rift_cli_subject_ok("pub", "--reply", reply, true))) {
         return 2;
     }
     uint8_t *data;

@@ -6,6 +6,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "io.h"
+#include "subjects.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,10 @@ int rift_cmd_reply(int argc, char **argv) {
     }
     if (count_s != NULL &&
         !rift_cli_parse_u64("reply", "--count", count_s, &count)) {
+        return 2;
+    }
+    if (!rift_cli_subject_ok("reply", "subject", pos[0], false) ||
+        (queue != NULL && !rift_cli_queue_ok("reply", queue))) {
         return 2;
     }
     uint8_t *data;

@@ -5,6 +5,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "io.h"
+#include "subjects.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,14 @@ int rift_cmd_req(int argc, char **argv) {
     }
     if (timeout_s != NULL &&
         !rift_cli_parse_u64("req", "--timeout", timeout_s, &timeout)) {
+        return 2;
+    }
+    if (timeout == 0 || timeout > 120000) {
+        /* The library's text, checked here so that it is a usage error. */
+        fprintf(stderr, "rift req: request timeout must be 1..120000 ms\n");
+        return 2;
+    }
+    if (!rift_cli_subject_ok("req", "subject", pos[0], true)) {
         return 2;
     }
     uint8_t *data;

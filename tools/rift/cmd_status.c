@@ -6,6 +6,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "control.h"
+#include "io.h"
 
 #include <string.h>
 
@@ -19,21 +20,6 @@ static void usage(FILE *out) {
     rift_cli_conn_usage(out);
 }
 
-/* 1536 -> "1.5 KiB". */
-static void human_bytes(long long n, char *out, size_t cap) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)n;
-    size_t u = 0;
-    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0) {
-        snprintf(out, cap, "%lld B", n);
-    } else {
-        snprintf(out, cap, "%.1f %s", v, units[u]);
-    }
-}
 
 static void human_uptime(long long ms, char *out, size_t cap) {
     long long s = ms / 1000;
@@ -71,8 +57,8 @@ static void print_counters(const json_t *data) {
     char bin[32], bout[32];
     const json_t *msgs = json_object_get(data, "messages");
     const json_t *bytes = json_object_get(data, "bytes");
-    human_bytes(rift_cli_json_int(bytes, "in"), bin, sizeof(bin));
-    human_bytes(rift_cli_json_int(bytes, "out"), bout, sizeof(bout));
+    rift_cli_human_bytes(rift_cli_json_int(bytes, "in"), bin, sizeof(bin));
+    rift_cli_human_bytes(rift_cli_json_int(bytes, "out"), bout, sizeof(bout));
     printf("broker       %lld subscriptions, %lld slow consumers; messages "
            "in %lld (%s), out %lld (%s)\n",
            rift_cli_json_int(data, "subscriptions"),
@@ -83,8 +69,9 @@ static void print_counters(const json_t *data) {
     if (json_is_object(r)) {
         msgs = json_object_get(r, "messages");
         bytes = json_object_get(r, "bytes");
-        human_bytes(rift_cli_json_int(bytes, "in"), bin, sizeof(bin));
-        human_bytes(rift_cli_json_int(bytes, "out"), bout, sizeof(bout));
+        rift_cli_human_bytes(rift_cli_json_int(bytes, "in"), bin, sizeof(bin));
+        rift_cli_human_bytes(rift_cli_json_int(bytes, "out"), bout,
+                             sizeof(bout));
         printf("quic         %lld subscriptions, %lld slow consumers; messages "
                "in %lld (%s), out %lld (%s)\n"
                "             %lld connections accepted, %lld refused, %lld "
@@ -110,7 +97,8 @@ static void print_streams(const json_t *streams) {
     json_t *s;
     json_array_foreach((json_t *)streams, i, s) {
         char bytes[32];
-        human_bytes(rift_cli_json_int(s, "bytes"), bytes, sizeof(bytes));
+        rift_cli_human_bytes(rift_cli_json_int(s, "bytes"), bytes,
+                             sizeof(bytes));
         printf("%-20s %-7s %10lld %10s %10lld %10lld %9lld%s\n",
                rift_cli_json_str(s, "name"), rift_cli_json_str(s, "storage"),
                rift_cli_json_int(s, "messages"), bytes,

@@ -8,6 +8,8 @@
 
 #include "rift/stream.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +47,47 @@ static void print_report(const rift_store_report *r, bool repair) {
     }
 }
 
+/* True for "NNNNNNNNNNNNNNNNNNNN.seg" (docs/storage-format.md). */
+static bool is_segment_name(const char *name) {
+    size_t n = strlen(name);
+    if (n != 24 || strcmp(name + 20, ".seg") != 0) {
+        return false;
+    }
+    for (size_t i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9') {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A stream directory holds a state log or a segment. Checked before the
+ * store opens |dir|, which would take the lock by creating stream.lock
+ * there and find an empty, hence clean, stream in any directory. */
+static bool is_stream_dir(const char *cmd, const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        fprintf(stderr, "rift store %s: cannot open %s: %s\n", cmd, dir,
+                strerror(errno));
+        return false;
+    }
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        found =
+            strcmp(e->d_name, "state.log") == 0 || is_segment_name(e->d_name);
+    }
+    closedir(d);
+    if (!found) {
+        fprintf(stderr,
+                "rift store %s: %s is not a stream directory (it holds no "
+                "state.log and no NNNNNNNNNNNNNNNNNNNN.seg segment); give "
+                "a stream's storage_path\n",
+                cmd, dir);
+    }
+    return found;
+}
+
 int rift_cmd_store(int argc, char **argv) {
     if (argc == 2 &&
         (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -57,6 +100,9 @@ int rift_cmd_store(int argc, char **argv) {
         return 2;
     }
     bool repair = strcmp(argv[1], "repair") == 0;
+    if (!is_stream_dir(argv[1], argv[2])) {
+        return 1;
+    }
     rift_store_report rep;
     rift_error err = {0};
     int rc = repair ? rift_store_repair(argv[2], &rep, &err)

@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "control.h"
 #include "io.h"
+#include "subjects.h"
 #include "timefmt.h"
 
 #include "daemon/base64.h"
@@ -19,8 +20,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: rift stream pub STREAM SUBJECT [DATA|-] [--reply SUBJECT]\n"
             "       rift stream info [STREAM] [--json]\n"
-            "       rift stream replay STREAM [--from SEQ] [--limit N] [--raw "
-            "| --json]\n"
+            "       rift stream replay STREAM [--from SEQ] [--limit N]\n"
+            "                          [--raw [--sep SEP] | --json]\n"
             "       (each takes the connection flags)\n\n"
             "pub     appends DATA ('-' reads stdin) and prints the sequence "
             "once it is stored.\n"
@@ -28,8 +29,11 @@ static void usage(FILE *out) {
             "configuration.\n"
             "replay  prints the retained records from SEQ on (default: the "
             "first), at most N\n        (default: all), as \"#SEQ TIME "
-            "SUBJECT: PAYLOAD\"; --raw writes the payloads\n        only, "
-            "--json one JSON object per record (payload in base64).\n"
+            "SUBJECT: PAYLOAD\"; --raw writes the payloads\n        only "
+            "(each followed by SEP with --sep, e.g. --sep '\\n'), --json one "
+            "JSON\n        object per record (payload in base64). A record "
+            "too large for a control\n        answer (about 1 MiB) is "
+            "skipped with a note; the exit status is then 1.\n"
             "info and replay use riftd's control commands: they need "
             "control = true and a\npublish grant on rift.control.> (the "
             "command names have two tokens).\n\n");
@@ -41,7 +45,9 @@ typedef struct stream_args {
     rift_cli_conn cc;
     const char *pos[3];
     int npos;
-    const char *reply, *from, *limit;
+    const char *reply, *from, *limit, *sep_s;
+    char sep[RIFT_CLI_SEP_MAX];
+    size_t sep_len;
     bool raw, json;
 } stream_args;
 
@@ -60,6 +66,10 @@ static int parse(stream_args *a, int argc, char **argv, int max_pos) {
         if (r == 0) {
             r = rift_cli_opt_value("stream", "--limit", argc, argv, &i,
                                    &a->limit);
+        }
+        if (r == 0) {
+            r = rift_cli_opt_value("stream", "--sep", argc, argv, &i,
+                                   &a->sep_s);
         }
         if (r < 0) {
             return 2;
@@ -87,6 +97,10 @@ static int parse(stream_args *a, int argc, char **argv, int max_pos) {
         }
         a->pos[a->npos++] = s;
     }
+    if (a->sep_s != NULL &&
+        !rift_cli_parse_sep("stream", a->sep_s, a->sep, &a->sep_len)) {
+        return 2;
+    }
     return -1;
 }
 
@@ -95,6 +109,11 @@ static int parse(stream_args *a, int argc, char **argv, int max_pos) {
 static int cmd_pub(stream_args *a) {
     if (a->npos < 2) {
         usage(stderr);
+        return 2;
+    }
+    if (!rift_cli_subject_ok("stream", "subject", a->pos[1], true) ||
+        (a->reply != NULL &&
+         !rift_cli_subject_ok("stream", "--reply", a->reply, true))) {
         return 2;
     }
     uint8_t *data;
@@ -112,7 +131,23 @@ static int cmd_pub(stream_args *a) {
         if (rift_client_stream_publish(
                 c, stream, strlen(stream), subject, strlen(subject), a->reply,
                 a->reply ? strlen(a->reply) : 0, data, len, &st, &err) != 0) {
-            fprintf(stderr, "rift stream: %s\n", err.text);
+            /* The wire's texts name neither the stream nor the subject. */
+            if (err.code == RIFT_ERR_REMOTE &&
+                strcmp(err.text, "unknown stream") == 0) {
+                fprintf(stderr,
+                        "rift stream: unknown stream \"%s\"; rift stream "
+                        "info lists the streams\n",
+                        stream);
+            } else if (strcmp(err.text, "subject does not match this "
+                                        "stream") == 0) {
+                fprintf(stderr,
+                        "rift stream: subject does not match this stream: "
+                        "\"%s\" is not among the subjects of %s (rift stream "
+                        "info %s shows them)\n",
+                        subject, stream, stream);
+            } else {
+                fprintf(stderr, "rift stream: %s: %s\n", stream, err.text);
+            }
             rc = 1;
         } else {
             char when[RIFT_CLI_TIME_LEN];
@@ -136,23 +171,31 @@ static void print_list(const json_t *data) {
         printf("no streams\n");
         return;
     }
-    printf("%-20s %-7s %10s %12s %10s %10s %9s\n", "STREAM", "STORAGE",
+    printf("%-20s %-7s %10s %10s %10s %10s %9s\n", "STREAM", "STORAGE",
            "MESSAGES", "BYTES", "FIRST", "LAST", "CONSUMERS");
     size_t i;
     json_t *s;
     json_array_foreach((json_t *)streams, i, s) {
-        printf("%-20s %-7s %10lld %12lld %10lld %10lld %9lld\n",
+        char bytes[32];
+        rift_cli_human_bytes(rift_cli_json_int(s, "bytes"), bytes,
+                             sizeof(bytes));
+        printf("%-20s %-7s %10lld %10s %10lld %10lld %9lld\n",
                rift_cli_json_str(s, "name"), rift_cli_json_str(s, "storage"),
-               rift_cli_json_int(s, "messages"), rift_cli_json_int(s, "bytes"),
+               rift_cli_json_int(s, "messages"), bytes,
                rift_cli_json_int(s, "first_seq"),
                rift_cli_json_int(s, "last_seq"),
                rift_cli_json_int(s, "consumers"));
     }
 }
 
-static void print_limit(const json_t *s, const char *key, const char *label) {
+static void print_limit(const json_t *s, const char *key, const char *label,
+                        bool bytes) {
     const json_t *v = json_object_get(s, key);
-    if (json_is_integer(v)) {
+    if (json_is_integer(v) && bytes) {
+        char h[32];
+        rift_cli_human_bytes((long long)json_integer_value(v), h, sizeof(h));
+        printf("%-18s %s\n", label, h);
+    } else if (json_is_integer(v)) {
         printf("%-18s %lld\n", label, (long long)json_integer_value(v));
     } else {
         printf("%-18s none\n", label);
@@ -171,7 +214,9 @@ static void print_info(const json_t *s) {
         printf("%s%s", i ? ", " : " ", json_string_value(subj));
     }
     printf("\n%-18s %lld\n", "messages", rift_cli_json_int(s, "messages"));
-    printf("%-18s %lld\n", "bytes", rift_cli_json_int(s, "bytes"));
+    char h[32];
+    rift_cli_human_bytes(rift_cli_json_int(s, "bytes"), h, sizeof(h));
+    printf("%-18s %s\n", "bytes", h);
     if (rift_cli_json_int(s, "messages") > 0) {
         printf("%-18s %lld..%lld\n", "sequences",
                rift_cli_json_int(s, "first_seq"),
@@ -181,17 +226,17 @@ static void print_info(const json_t *s) {
                rift_cli_json_int(s, "last_seq"));
     }
     printf("%-18s %lld\n", "consumers", rift_cli_json_int(s, "consumers"));
-    print_limit(s, "max_messages", "max_messages");
-    print_limit(s, "max_bytes", "max_bytes");
-    print_limit(s, "max_payload_bytes", "max_payload_bytes");
-    print_limit(s, "max_consumers", "max_consumers");
-    print_limit(s, "max_age_ms", "max_age_ms");
+    print_limit(s, "max_messages", "max_messages", false);
+    print_limit(s, "max_bytes", "max_bytes", true);
+    print_limit(s, "max_payload_bytes", "max_payload_bytes", true);
+    print_limit(s, "max_consumers", "max_consumers", false);
+    print_limit(s, "max_age_ms", "max_age_ms", false);
     printf("%-18s %s\n", "sync_on_write",
            rift_cli_json_bool(s, "sync_on_write") ? "yes" : "no");
     if (json_object_get(s, "segments") != NULL) {
-        printf("%-18s %lld (%lld bytes on disk)\n", "segments",
-               rift_cli_json_int(s, "segments"),
-               rift_cli_json_int(s, "disk_bytes"));
+        rift_cli_human_bytes(rift_cli_json_int(s, "disk_bytes"), h, sizeof(h));
+        printf("%-18s %lld (%s on disk)\n", "segments",
+               rift_cli_json_int(s, "segments"), h);
     }
     if (rift_cli_json_bool(s, "poisoned")) {
         printf("%-18s a write failed; restart riftd to reopen the stream\n",
@@ -243,6 +288,7 @@ static bool print_record(const json_t *r, const stream_args *a) {
     }
     if (a->raw) {
         fwrite(payload, 1, len, stdout);
+        fwrite(a->sep, 1, a->sep_len, stdout);
     } else {
         char when[RIFT_CLI_TIME_LEN];
         rift_cli_time_format((uint64_t)rift_cli_json_int(r, "time_ms"), when);
@@ -285,19 +331,37 @@ static int cmd_replay(stream_args *a) {
         return 1;
     }
     int rc = 0;
-    uint64_t printed = 0;
+    uint64_t printed = 0, skipped = 0;
     /* One answer holds at most 1,000 records (and about 1 MiB): ask again
      * from where the last one ended until the limit or the end. */
-    while (rc == 0 && (limit == 0 || printed < limit)) {
-        uint64_t want = limit == 0 ? 1000 : limit - printed;
+    while (rc == 0 && (limit == 0 || printed + skipped < limit)) {
+        uint64_t want = limit == 0 ? 1000 : limit - printed - skipped;
         json_t *data;
-        rc =
-            rift_cli_control(c, "stream", "stream.replay",
-                             json_pack("{s:s,s:I,s:I}", "stream", a->pos[0],
-                                       "from", (json_int_t)from, "limit",
-                                       (json_int_t)(want > 1000 ? 1000 : want)),
-                             &data);
-        if (rc != 0) {
+        char why[RIFT_ERROR_TEXT_MAX + 1];
+        unsigned long long big;
+        if (rift_cli_control_quiet(
+                c, "stream", "stream.replay",
+                json_pack("{s:s,s:I,s:I}", "stream", a->pos[0], "from",
+                          (json_int_t)from, "limit",
+                          (json_int_t)(want > 1000 ? 1000 : want)),
+                &data, why, sizeof(why)) != 0) {
+            /* A record alone larger than an answer: say so and go on
+             * after it (riftd skips nothing itself). */
+            if (sscanf(why, "record %llu does not fit a control answer",
+                       &big) == 1 &&
+                big >= from) {
+                fflush(stdout);
+                fprintf(stderr,
+                        "rift stream: record %llu does not fit a control "
+                        "answer (about 1 MiB); skipped, read it with a "
+                        "consumer\n",
+                        big);
+                skipped++;
+                from = big + 1;
+                continue;
+            }
+            rift_cli_control_error("stream", why);
+            rc = 1;
             break;
         }
         const json_t *records = json_object_get(data, "records");
@@ -322,6 +386,9 @@ static int cmd_replay(stream_args *a) {
         if (end) {
             break;
         }
+    }
+    if (rc == 0 && skipped > 0) {
+        rc = 1;
     }
     fflush(stdout);
     rift_client_close(c);

@@ -2,29 +2,87 @@
  * cmd_sub.c — `rift sub PATTERN`: print the messages of a subscription
  * until --count messages arrived, SIGINT/SIGTERM, or the subscription
  * ends (tools layer).
+ *
+ * riftd's control traffic (requests on rift.control.> and the answers to
+ * every _INBOX.> reply subject, the CLI's own `rift status` among them)
+ * is left out unless --all is given or PATTERN names it (a literal first
+ * token), the way nats-server keeps $SYS out of '>'. The filter is the
+ * CLI's: the subscription on the wire is PATTERN unchanged.
  */
 #include "cmd.h"
 #include "conn.h"
 #include "io.h"
+#include "subjects.h"
+
+#include "subject/acl.h"
+#include "subject/subject.h"
 
 #include <string.h>
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: rift sub PATTERN [--queue GROUP] [--count N] [--raw] "
-            "[connection flags]\n"
+            "usage: rift sub PATTERN [--queue GROUP] [--count N] [--all] "
+            "[--raw [--sep SEP]]\n"
+            "                [connection flags]\n"
             "Prints each message as \"SUBJECT: PAYLOAD\", or \"SUBJECT (reply "
             "REPLY): PAYLOAD\"\nwhen it has a reply subject, non-printable "
             "bytes as \\xHH; --raw writes the\npayloads only, byte for "
-            "byte. Stops after N messages (0: never).\n\n");
+            "byte, each followed by SEP when --sep is given\n(\\n, \\t, \\0 "
+            "and \\xHH escapes, e.g. --sep '\\n'). Stops after N messages "
+            "(0: never).\n"
+            "A PATTERN that starts with a wildcard (such as '>') leaves out "
+            "riftd's control\ntraffic, rift.control.> and the _INBOX.> "
+            "answers; --all shows it, and so does a\npattern that names it "
+            "(rift.control.>, _INBOX.>).\n\n");
     rift_cli_conn_usage(out);
+}
+
+/* The namespaces a wildcard first token does not show. */
+static const char *const hidden[] = {"rift.control.>", "_INBOX.>"};
+
+/* True when PATTERN reaches the hidden namespaces only through a
+ * wildcard first token. */
+static bool hides_control(const char *pattern) {
+    return (pattern[0] == '*' || pattern[0] == '>') &&
+           (pattern[1] == '\0' || pattern[1] == '.');
+}
+
+static bool is_hidden(const rift_msg *m) {
+    size_t len;
+    const char *subject = rift_msg_subject(m, &len);
+    for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+        if (rift_subject_matches(hidden[i], strlen(hidden[i]), subject, len)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The server's "subscription not permitted" names neither the pattern
+ * nor the rule; this says which one applies. */
+static void explain_refusal(const char *pattern) {
+    static const char below[] = "rift.control.>", bare[] = "rift.control";
+    size_t len = strlen(pattern);
+    if (rift_subject_overlaps(pattern, len, below, sizeof(below) - 1) ||
+        rift_subject_overlaps(pattern, len, bare, sizeof(bare) - 1)) {
+        fprintf(stderr,
+                "rift sub: '%s' also covers rift.control, which only a "
+                "principal with control = true\nmay subscribe to; subscribe "
+                "to the subjects you need instead (e.g. 'demo.>')\n",
+                pattern);
+    } else {
+        fprintf(stderr,
+                "rift sub: the principal's subscribe grants do not cover "
+                "'%s'\n",
+                pattern);
+    }
 }
 
 int rift_cmd_sub(int argc, char **argv) {
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
-    const char *pattern = NULL, *queue = NULL, *count_s = NULL;
-    bool raw = false;
+    const char *pattern = NULL, *queue = NULL, *count_s = NULL, *sep_s = NULL;
+    bool raw = false, all = false;
     for (int i = 1; i < argc;) {
         int r = rift_cli_conn_flag(&cc, "sub", argc, argv, &i);
         if (r == 0) {
@@ -32,6 +90,9 @@ int rift_cmd_sub(int argc, char **argv) {
         }
         if (r == 0) {
             r = rift_cli_opt_value("sub", "--count", argc, argv, &i, &count_s);
+        }
+        if (r == 0) {
+            r = rift_cli_opt_value("sub", "--sep", argc, argv, &i, &sep_s);
         }
         if (r < 0) {
             return 2;
@@ -48,6 +109,10 @@ int rift_cmd_sub(int argc, char **argv) {
             raw = true;
             continue;
         }
+        if (strcmp(a, "--all") == 0) {
+            all = true;
+            continue;
+        }
         if (a[0] == '-' || pattern != NULL) {
             fprintf(stderr, "rift sub: unexpected argument '%s'\n", a);
             usage(stderr);
@@ -60,10 +125,20 @@ int rift_cmd_sub(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (count_s != NULL &&
-        !rift_cli_parse_u64("sub", "--count", count_s, &count)) {
+    char sep[RIFT_CLI_SEP_MAX];
+    size_t sep_len = 0;
+    if ((count_s != NULL &&
+         !rift_cli_parse_u64("sub", "--count", count_s, &count)) ||
+        (sep_s != NULL && !rift_cli_parse_sep("sub", sep_s, sep, &sep_len)) ||
+        !rift_cli_subject_ok("sub", "pattern", pattern, false) ||
+        (queue != NULL && !rift_cli_queue_ok("sub", queue))) {
         return 2;
     }
+    if (sep_s != NULL && !raw) {
+        fprintf(stderr, "rift sub: --sep goes with --raw\n");
+        return 2;
+    }
+    bool filter = !all && hides_control(pattern);
     rift_client *c;
     if (rift_cli_connect(&cc, "sub", &c) != 0) {
         return 1;
@@ -75,6 +150,9 @@ int rift_cmd_sub(int argc, char **argv) {
     if (rift_client_subscribe(c, pattern, strlen(pattern), queue,
                               queue ? strlen(queue) : 0, &sub, &err) != 0) {
         fprintf(stderr, "rift sub: %s\n", err.text);
+        if (err.code == RIFT_ERR_PERMISSION) {
+            explain_refusal(pattern);
+        }
         rift_client_close(c);
         return 1;
     }
@@ -91,7 +169,15 @@ int rift_cmd_sub(int argc, char **argv) {
             rc = 1;
             break;
         }
+        if (filter && is_hidden(m)) {
+            rift_msg_unref(m);
+            continue;
+        }
         rift_cli_print_msg(stdout, m, raw);
+        if (sep_len > 0) {
+            fwrite(sep, 1, sep_len, stdout);
+            fflush(stdout);
+        }
         rift_msg_unref(m);
         got++;
     }

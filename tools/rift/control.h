@@ -24,6 +24,19 @@
 int rift_cli_control(rift_client *c, const char *cmd, const char *command,
                      json_t *args, json_t **data);
 
+/*
+ * rift_cli_control_quiet is rift_cli_control without the message: on
+ * failure it copies the answer's error text (or the client's) into |why|
+ * and returns 1, so the caller can add what it knows.
+ */
+int rift_cli_control_quiet(rift_client *c, const char *cmd, const char *command,
+                           json_t *args, json_t **data, char *why,
+                           size_t why_size);
+
+/* rift_cli_control_error prints "rift CMD: |why|", with riftd's hints
+ * that name its control commands put in the CLI's words. */
+void rift_cli_control_error(const char *cmd, const char *why);
+
 /* Field accessors that tolerate missing keys (0, "" or false). */
 long long rift_cli_json_int(const json_t *o, const char *key);
 const char *rift_cli_json_str(const json_t *o, const char *key);

@@ -89,6 +89,73 @@ bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
     return true;
 }
 
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+bool rift_cli_parse_sep(const char *cmd, const char *text,
+                        char out[RIFT_CLI_SEP_MAX], size_t *len) {
+    size_t n = 0;
+    for (const char *p = text; *p != '\0'; p++) {
+        char c = *p;
+        if (c == '\\') {
+            static const char from[] = "nrt0\\", to[] = "\n\r\t\0\\";
+            const char *k = p[1] != '\0' ? strchr(from, p[1]) : NULL;
+            if (k != NULL) {
+                c = to[k - from];
+                p++;
+            } else if (p[1] == 'x' && hex_digit(p[2]) >= 0 &&
+                       hex_digit(p[3]) >= 0) {
+                c = (char)(hex_digit(p[2]) * 16 + hex_digit(p[3]));
+                p += 3;
+            } else {
+                fprintf(stderr,
+                        "rift %s: --sep: unknown escape in '%s' (use \\n, "
+                        "\\r, \\t, \\0, \\\\ or \\xHH)\n",
+                        cmd, text);
+                return false;
+            }
+        }
+        if (n == RIFT_CLI_SEP_MAX) {
+            fprintf(stderr, "rift %s: --sep is longer than %d bytes\n", cmd,
+                    RIFT_CLI_SEP_MAX);
+            return false;
+        }
+        out[n++] = c;
+    }
+    if (n == 0) {
+        fprintf(stderr, "rift %s: --sep needs a separator\n", cmd);
+        return false;
+    }
+    *len = n;
+    return true;
+}
+
+/* 1536 -> "1.5 KiB". */
+void rift_cli_human_bytes(long long n, char *out, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0) {
+        snprintf(out, cap, "%lld B", n);
+    } else {
+        snprintf(out, cap, "%.1f %s", v, units[u]);
+    }
+}
+
 void rift_cli_print_escaped(FILE *out, const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint8_t b = p[i];

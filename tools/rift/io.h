@@ -45,6 +45,22 @@ bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
  */
 void rift_cli_print_msg(FILE *out, const rift_msg *m, bool raw);
 
+/* rift_cli_human_bytes writes |n| bytes with a binary unit: 1536 ->
+ * "1.5 KiB" (as `rift status` shows them). */
+void rift_cli_human_bytes(long long n, char *out, size_t cap);
+
+/* Longest --sep separator, in bytes. */
+#define RIFT_CLI_SEP_MAX 16
+
+/*
+ * rift_cli_parse_sep decodes a --sep argument (the separator --raw writes
+ * after each payload) into |out|: the text itself with the escapes \n,
+ * \r, \t, \0, \\ and \xHH. Prints why and returns false when it is
+ * empty, longer than RIFT_CLI_SEP_MAX bytes or has a bad escape.
+ */
+bool rift_cli_parse_sep(const char *cmd, const char *text,
+                        char out[RIFT_CLI_SEP_MAX], size_t *len);
+
 /* rift_cli_print_escaped writes |n| bytes with non-printable ones as
  * \xHH and '\' as \\ (the escaping of rift_cli_print_msg). */
 void rift_cli_print_escaped(FILE *out, const uint8_t *p, size_t n);

@@ -33,7 +33,8 @@ static void usage(FILE *out) {
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
     }
-    fprintf(out, "\nrift <command> --help shows a command's options.\n");
+    fprintf(out, "\nrift <command> --help or rift help <command> shows a "
+                 "command's options;\nrift --version prints the version.\n");
 }
 
 int rift_cmd_version(int argc, char **argv) {
@@ -43,18 +44,46 @@ int rift_cmd_version(int argc, char **argv) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
+static rift_cmd_fn find(const char *name) {
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-        if (strcmp(argv[1], commands[i].name) == 0) {
-            return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(name, commands[i].name) == 0) {
+            return commands[i].fn;
         }
     }
-    fprintf(stderr, "rift: unknown command '%s'\n", argv[1]);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+        return rift_cmd_version(argc - 1, argv + 1);
+    }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 ||
+        strcmp(a, "help") == 0) {
+        if (argc == 2) {
+            usage(stdout);
+            return 0;
+        }
+        /* `rift help CMD` is `rift CMD --help`. */
+        rift_cmd_fn fn = find(argv[2]);
+        if (fn == NULL || argc > 3) {
+            fprintf(stderr, "rift help: unknown command '%s'\n", argv[2]);
+            usage(stderr);
+            return 2;
+        }
+        static char help_flag[] = "--help";
+        char *help_argv[] = {argv[2], help_flag, NULL};
+        return fn(2, help_argv);
+    }
+    rift_cmd_fn fn = find(a);
+    if (fn != NULL) {
+        return fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "rift: unknown command '%s'\n", a);
     usage(stderr);
     return 2;
 }

@@ -62,6 +62,10 @@ static int parse_level(const char *s, rift_log_level *out) {
     return -1;
 }
 
+static void print_warning(void *ud, const char *text) {
+    fprintf(ud, "warning: %s\n", text);
+}
+
 /* `riftd --check`: evaluate, load tokens, check TLS files, print. */
 static int check(const char *path, const rift_daemon_options *opts) {
     rift_config cfg;
@@ -83,6 +87,7 @@ static int check(const char *path, const rift_daemon_options *opts) {
         return 1;
     }
     rift_config_print_summary(&cfg, stdout);
+    rift_config_warn(&cfg, print_warning, stdout);
     if (path == NULL) {
         printf("note: development configuration; %s and the certificates in "
                "%s are created at the first start when missing\n",
