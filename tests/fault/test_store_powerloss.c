@@ -39,6 +39,7 @@
 #include "store/store.h"
 #include "test_rng.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,7 @@ typedef struct campaign {
     uint64_t stored;
     uint64_t acks;
     uint64_t lost_unsynced; /* acknowledged unsynced records lost */
+    rift_error err;         /* of the last failed operation */
 } campaign;
 
 static const char *cons_name[NCONS] = {"alpha", "beta"};
@@ -234,6 +236,9 @@ static void not_stored(campaign *c, uint64_t id, uint64_t seq) {
         c->unacked = realloc(c->unacked, c->unacked_cap * sizeof(acked_pub));
     }
     c->unacked[c->nunacked++] = (acked_pub){id, seq};
+    if (seq != 0) {
+        (void)truth_at(c, seq); /* it may have caused evictions */
+    }
 }
 
 static void stored(campaign *c, uint64_t id, uint64_t seq) {
@@ -288,7 +293,7 @@ static bool do_publish(campaign *c, rift_stream *st) {
     make_payload(id, payload, len);
     rift_stored out;
     if (rift_stream_publish(st, subj, strlen(subj), NULL, 0, payload, len, &out,
-                            NULL) != 0) {
+                            &c->err) != 0) {
         not_stored(c, id, 0);
         return false;
     }
@@ -318,7 +323,7 @@ static bool do_publish_batch(campaign *c, rift_stream *st) {
         rift_stored out;
         int rc =
             rift_stream_publish_async(st, subj, strlen(subj), NULL, 0, payload,
-                                      len, &out, pub_done, &slots[i], NULL);
+                                      len, &out, pub_done, &slots[i], &c->err);
         if (rc == RIFT_STREAM_DONE) {
             pub_done(&slots[i], 0, NULL); /* durable already */
         } else if (rc != 0) {
@@ -350,7 +355,7 @@ static bool do_publish_batch(campaign *c, rift_stream *st) {
 
 static bool do_fetch(campaign *c, rift_consumer *h, int k) {
     rift_batch b = {0};
-    if (rift_consumer_fetch(h, 1 + below(&c->r, 16), &b, NULL) != 0) {
+    if (rift_consumer_fetch(h, 1 + below(&c->r, 16), &b, &c->err) != 0) {
         return false;
     }
     for (size_t i = 0; i < b.count; i++) {
@@ -386,6 +391,7 @@ static bool do_ack(campaign *c, rift_stream *st, rift_consumer *h, int k) {
         c->inflight_ack[k] = q;
         rift_error err = {0};
         int rc = rift_consumer_ack(h, q, &err);
+        c->err = err;
         if (rc == RIFT_ERR_INVALID_ACK) {
             /* Evicted by retention meanwhile. */
             pthread_mutex_lock(&st->lock);
@@ -532,11 +538,15 @@ static void check_recovered(campaign *c, rift_stream *st) {
     }
 
     /* Every guaranteed record is there, unless retention may have
-     * evicted it: the newest MAX_MESSAGES records are retained. */
+     * evicted it: the newest MAX_MESSAGES records are retained. A synced
+     * stream writes the eviction (FIRST_SEQ) after the records that
+     * caused it, so they count from the newest record recovered; an
+     * unsynced one may have evicted for records the cut then lost. */
+    uint64_t horizon = c->sync ? last : RIFT_MAX(last, c->max_seq + 1);
     uint64_t lo = RIFT_MIN(c->scan_lo, first);
     for (uint64_t s = lo; s <= c->max_seq && s < c->tcap; s++) {
         const seq_truth *t = &c->t[s];
-        if (t->lv != LV_DURABLE || (s < first && s + MAX_MESSAGES <= last)) {
+        if (t->lv != LV_DURABLE || (s < first && s + MAX_MESSAGES <= horizon)) {
             continue;
         }
         bool here = s >= first && s <= last && present[s - first] == t->id;
@@ -640,6 +650,33 @@ static void check_recovered(campaign *c, rift_stream *st) {
     free(present);
 }
 
+static int dump_entry(const char *name, void *arg) {
+    const rift_vfs *v = arg;
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", DIR_PATH, name);
+    int fd = v->open(v->user_data, path, O_RDONLY, 0);
+    uint64_t size = 0;
+    uint8_t head[48] = {0};
+    if (fd >= 0) {
+        v->fsize(v->user_data, fd, &size);
+        v->pread(v->user_data, fd, head, sizeof(head), 0);
+        v->close(v->user_data, fd);
+    }
+    fprintf(stderr, "    %s %llu bytes:", name, (unsigned long long)size);
+    for (size_t i = 0; i < sizeof(head); i++) {
+        fprintf(stderr, " %02x", head[i]);
+    }
+    fprintf(stderr, "\n");
+    return 0;
+}
+
+/* Lists the stream directory (after a failure). */
+static void dump_dir(campaign *c) {
+    const rift_vfs *v = crash_vfs_table(c->fs);
+    fprintf(stderr, "  %s after the cut:\n", DIR_PATH);
+    v->list(v->user_data, DIR_PATH, dump_entry, (void *)v);
+}
+
 /* Opens the stream after a cut; repairs when a harsh cut left damage
  * that looks like corruption. NULL when the power failed meanwhile. */
 static rift_stream *reopen(campaign *c) {
@@ -654,6 +691,7 @@ static rift_stream *reopen(campaign *c) {
                (unsigned long long)c->seed, c->rounds,
                c->harsh_damage ? "harsh" : "gentle", err.text);
         if (rift_test_failed()) {
+            dump_dir(c);
             return NULL;
         }
         c->refused++;
@@ -662,6 +700,9 @@ static rift_stream *reopen(campaign *c) {
         EXPECT(rc == 0 || crash_vfs_is_off(c->fs),
                "seed %llu round %d: repair: %s", (unsigned long long)c->seed,
                c->rounds, err.text);
+        if (rift_test_failed()) {
+            dump_dir(c);
+        }
         if (rc == 0) {
             rc = rift_stream_open(&st, &s, &err);
             EXPECT(rc == 0 || crash_vfs_is_off(c->fs),
@@ -734,7 +775,7 @@ static void one_round(campaign *c) {
                 alive = do_ack(c, st, h[ck], ck);
             }
         } else if (k < 97) {
-            alive = rift_stream_checkpoint(st, NULL) == 0;
+            alive = rift_stream_checkpoint(st, &c->err) == 0;
             if (alive) {
                 raise_all(c);
             }
@@ -758,8 +799,8 @@ static void one_round(campaign *c) {
             alive = alive && open_consumers(c, st, h);
         }
         EXPECT(alive || crash_vfs_is_off(c->fs),
-               "seed %llu round %d: operation failed with the power on",
-               (unsigned long long)c->seed, c->rounds);
+               "seed %llu round %d: operation %u failed with the power on: %s",
+               (unsigned long long)c->seed, c->rounds, k, c->err.text);
     }
     crash_vfs_power_off(c->fs);
     close_consumers(h);
