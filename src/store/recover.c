@@ -1002,6 +1002,25 @@ static int settle_range(rift_stream *st, rift_error *err) {
 
 /* ---- The whole directory ---- */
 
+/*
+ * Makes the segment deletions of the recovery durable, before it logs
+ * anything that depends on them and before anything is appended: a
+ * segment a repair removed (a bad one, or the later ones it cut off) must
+ * not come back after a power cut, where it would make the stream
+ * unopenable again or bring back sequences the repair retired.
+ */
+static int sync_deletions(rift_stream *st, rift_error *err) {
+    if (!st->dir_dirty) {
+        return 0;
+    }
+    int rc = st->vfs->fsync(st->vfs->user_data, st->dir_fd);
+    if (rc != 0) {
+        return io_error(err, "fsync", st->dir, rc);
+    }
+    st->dir_dirty = false;
+    return 0;
+}
+
 int rift_recover(rift_stream *st, rift_error *err) {
     const rift_vfs *v = st->vfs;
     int rc;
@@ -1037,7 +1056,10 @@ int rift_recover(rift_stream *st, rift_error *err) {
         return rc;
     }
 
-    rc = settle_range(st, err);
+    rc = sync_deletions(st, err);
+    if (rc == 0) {
+        rc = settle_range(st, err);
+    }
     if (rc != 0) {
         return rc;
     }
@@ -1093,15 +1115,8 @@ int rift_recover(rift_stream *st, rift_error *err) {
             close_seg(st, s);
             rift_ring_pop_front(&st->segs);
         }
-        /* The deletions are made durable before anything is appended: a
-         * segment a repair removed (a bad one, or the later ones it cut
-         * off) must not come back after a power cut, where it would make
-         * the stream unopenable again. */
-        if (st->dir_dirty) {
-            if ((rc = v->fsync(v->user_data, st->dir_fd)) != 0) {
-                return io_error(err, "fsync", st->dir, rc);
-            }
-            st->dir_dirty = false;
+        if ((rc = sync_deletions(st, err)) != 0) {
+            return rc;
         }
     }
     return 0;
