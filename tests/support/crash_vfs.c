@@ -767,8 +767,7 @@ static bool settle_file(rng *r, inode *f, const crash_policy *p,
     f->data = img;
     f->size = size;
     f->cap = cap;
-    f->nops = 0;
-    file_sync(f);
+    file_sync(f); /* frees the changes too */
     return lost;
 }
 
