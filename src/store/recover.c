@@ -975,6 +975,12 @@ static int settle_range(rift_stream *st, rift_error *err) {
     if (floor > end) {
         st->force_roll = true;
     }
+    /* A first segment left without records (its records lost in a
+     * power cut after its header reached the disk) can put a hole at the
+     * first sequence; the index must begin with a record, or evicting
+     * its front (rift_stream_pop_front) would step first_seq one short of
+     * the records and every later lookup would read the wrong record. */
+    rift_stream_skip_holes(st);
     uint64_t first = RIFT_MAX(st->first_seq, st->marker);
     while (st->first_seq < first && st->ents.len > 0) {
         rift_stream_pop_front(st);

@@ -476,6 +476,27 @@ static bool unacked_publish(const campaign *c, uint64_t id, uint64_t seq) {
     return false;
 }
 
+/* Prints the recovered index (after a failure). */
+static void dump_stream(rift_stream *st) {
+    pthread_mutex_lock(&st->lock);
+    fprintf(stderr, "  first %llu last %llu entries %zu holes:",
+            (unsigned long long)st->first_seq,
+            (unsigned long long)st->last_seq, st->ents.len);
+    for (size_t i = 0; i < st->holes.len; i++) {
+        const rift_hole *h = rift_ring_at(&st->holes, i);
+        fprintf(stderr, " [%llu, %llu)", (unsigned long long)h->from,
+                (unsigned long long)h->to);
+    }
+    fprintf(stderr, "\n  segments:");
+    for (size_t i = 0; i < st->segs.len; i++) {
+        const rift_seg *g = *(rift_seg **)rift_ring_at(&st->segs, i);
+        fprintf(stderr, " %llu..%llu/%llu", (unsigned long long)g->base,
+                (unsigned long long)g->end, (unsigned long long)g->size);
+    }
+    fprintf(stderr, "\n");
+    pthread_mutex_unlock(&st->lock);
+}
+
 /*
  * Checks the recovered stream against the truth, then makes the truth
  * what was recovered (it is all on disk now). A failed CHECK returns
@@ -498,6 +519,7 @@ static void check_recovered(campaign *c, rift_stream *st) {
         rift_batch b = {0};
         rift_error err = {0};
         if (rift_stream_replay(st, seq, 512, &b, &err) != 0) {
+            dump_stream(st);
             EXPECT(false, "seed %llu: replay %llu: %s", seed,
                    (unsigned long long)seq, err.text);
             free(present);
