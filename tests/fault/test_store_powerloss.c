@@ -480,8 +480,8 @@ static bool unacked_publish(const campaign *c, uint64_t id, uint64_t seq) {
 static void dump_stream(rift_stream *st) {
     pthread_mutex_lock(&st->lock);
     fprintf(stderr, "  first %llu last %llu entries %zu holes:",
-            (unsigned long long)st->first_seq,
-            (unsigned long long)st->last_seq, st->ents.len);
+            (unsigned long long)st->first_seq, (unsigned long long)st->last_seq,
+            st->ents.len);
     for (size_t i = 0; i < st->holes.len; i++) {
         const rift_hole *h = rift_ring_at(&st->holes, i);
         fprintf(stderr, " [%llu, %llu)", (unsigned long long)h->from,
