@@ -79,7 +79,10 @@ static int sync_parent(rift_stream *st, const char *path, rift_error *err) {
     return rc != 0 ? io_error(err, "fsync", parent, rc) : 0;
 }
 
-/* mkdir -p, syncing the parent of each directory it creates. */
+/* mkdir -p, syncing the parent of each directory it creates — also on
+ * unsynced streams: it happens once per stream, and without it a power
+ * cut can lose the whole directory after a checkpoint or a clean close
+ * (which sync the stream directory, not its ancestors). */
 static int make_dirs(rift_stream *st, rift_error *err) {
     const rift_vfs *v = st->vfs;
     char path[4096];
@@ -92,7 +95,7 @@ static int make_dirs(rift_stream *st, rift_error *err) {
         char c = path[i];
         path[i] = '\0';
         int rc = v->mkdir(v->user_data, path, 0755);
-        if (rc == 0 && st->cfg.sync_on_write) {
+        if (rc == 0) {
             rc = sync_parent(st, path, err);
             if (rc != 0) {
                 return rc;
@@ -290,7 +293,9 @@ static int recover_state(rift_stream *st, bool tmp_left, rift_error *err) {
         if (writable(st)) {
             note_cut(st, b.len);
             rc = write_fresh_state(st, fd, path, err);
-            if (rc == 0 && b.len == 0 && st->cfg.sync_on_write) {
+            /* A new log's entry is synced on unsynced streams too (once
+             * per stream): later syncs of the log do not cover it. */
+            if (rc == 0 && b.len == 0) {
                 rc = sync_parent(st, path, err);
             }
         }
@@ -573,6 +578,7 @@ static void delete_seg_file(rift_stream *st, rift_seg *s) {
             st->report->deleted_segments++;
         }
         st->vfs->unlink(st->vfs->user_data, s->path);
+        st->dir_dirty = true;
     }
 }
 
@@ -638,6 +644,7 @@ static int delete_later(rift_stream *st, const uint64_t *later, size_t n,
                 st->report->deleted_segments++;
             }
             st->vfs->unlink(st->vfs->user_data, p);
+            st->dir_dirty = true;
         }
         rift_free(st->mem, p);
     }
@@ -667,12 +674,16 @@ static int cut_log(rift_stream *st, scanner *sc, rift_seg *seg, uint64_t fsize,
     return delete_later(st, later, nlater, err);
 }
 
-/* Whether the state log holds a hole that ends at |to| and starts at or
- * below |from| (records end at |from|, the next segment starts at |to|). */
+/* Whether the state log holds a hole covering [from, to) (records end
+ * at |from|, the next segment starts at |to|). Covering, not ending at
+ * |to|: adjacent holes merge in memory and a snapshot logs them as one,
+ * while a record-less segment may still sit inside (an unsynced stream
+ * whose records a power cut took after its header and the consumers'
+ * cursors had reached the disk). */
 static bool logged_hole(const rift_stream *st, uint64_t from, uint64_t to) {
     for (size_t i = 0; i < st->logged_holes.len; i++) {
         const rift_hole *h = rift_ring_at(&st->logged_holes, i);
-        if (h->to == to && h->from <= from) {
+        if (h->to >= to && h->from <= from) {
             return true;
         }
     }
@@ -964,6 +975,12 @@ static int settle_range(rift_stream *st, rift_error *err) {
     if (floor > end) {
         st->force_roll = true;
     }
+    /* A first segment left without records (its records lost in a
+     * power cut after its header reached the disk) can put a hole at the
+     * first sequence; the index must begin with a record, or evicting
+     * its front (rift_stream_pop_front) would step first_seq one short of
+     * the records and every later lookup would read the wrong record. */
+    rift_stream_skip_holes(st);
     uint64_t first = RIFT_MAX(st->first_seq, st->marker);
     while (st->first_seq < first && st->ents.len > 0) {
         rift_stream_pop_front(st);
@@ -990,6 +1007,25 @@ static int settle_range(rift_stream *st, rift_error *err) {
 }
 
 /* ---- The whole directory ---- */
+
+/*
+ * Makes the segment deletions of the recovery durable, before it logs
+ * anything that depends on them and before anything is appended: a
+ * segment a repair removed (a bad one, or the later ones it cut off) must
+ * not come back after a power cut, where it would make the stream
+ * unopenable again or bring back sequences the repair retired.
+ */
+static int sync_deletions(rift_stream *st, rift_error *err) {
+    if (!st->dir_dirty) {
+        return 0;
+    }
+    int rc = st->vfs->fsync(st->vfs->user_data, st->dir_fd);
+    if (rc != 0) {
+        return io_error(err, "fsync", st->dir, rc);
+    }
+    st->dir_dirty = false;
+    return 0;
+}
 
 int rift_recover(rift_stream *st, rift_error *err) {
     const rift_vfs *v = st->vfs;
@@ -1026,7 +1062,10 @@ int rift_recover(rift_stream *st, rift_error *err) {
         return rc;
     }
 
-    rc = settle_range(st, err);
+    rc = sync_deletions(st, err);
+    if (rc == 0) {
+        rc = settle_range(st, err);
+    }
     if (rc != 0) {
         return rc;
     }
@@ -1078,8 +1117,12 @@ int rift_recover(rift_stream *st, rift_error *err) {
                 break;
             }
             v->unlink(v->user_data, s->path);
+            st->dir_dirty = true;
             close_seg(st, s);
             rift_ring_pop_front(&st->segs);
+        }
+        if ((rc = sync_deletions(st, err)) != 0) {
+            return rc;
         }
     }
     return 0;

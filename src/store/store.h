@@ -252,6 +252,7 @@ struct rift_stream {
     atomic_ulong syncs;
     rift_ring wdirty;      /* writer-owned: rift_seg * not yet synced */
     bool state_dirty;      /* writer-owned */
+    bool dir_dirty;        /* writer-owned: entries changed, dir not synced */
     rift_ring wfire;       /* writer-owned: completions to run */
     uint32_t last_ops;     /* writer-owned: mutations in the last cycle */
     uint32_t gather_want;  /* under lock: group size the writer waits for */

@@ -451,6 +451,7 @@ static int write_snapshot(rift_stream *st, rift_stage *io, rift_error *err) {
         v->close(v->user_data, fd);
         return rc;
     }
+    st->dir_dirty = false;
     v->close(v->user_data, st->state_fd);
     st->state_fd = fd;
     st->state_size = size;
@@ -477,6 +478,14 @@ static int cycle(rift_stream *st, rift_stage *io, rift_error *err) {
         }
         int fd = atomic_load(&s->fd);
         if (fd < 0) {
+            /* Older segments are complete on disk before a new one
+             * exists, on unsynced streams too (one fdatasync per segment
+             * roll): after a power cut only the newest segment can then
+             * be torn, which recovery cuts back, rather than an older
+             * one, which it must refuse as corrupt. */
+            if ((rc = sync_dirty(st, err)) != 0) {
+                return rc;
+            }
             fd =
                 v->open(v->user_data, s->path, O_RDWR | O_CREAT | O_EXCL, 0644);
             if (fd < 0) {
@@ -501,10 +510,15 @@ static int cycle(rift_stream *st, rift_stage *io, rift_error *err) {
             return rc;
         }
     }
-    if (created && (sync || st->cfg.sync_on_write)) {
+    /* Unsynced streams create and unlink segments without syncing the
+     * directory; a checkpoint or close (|sync|) syncs it then, or the
+     * files it made durable could lose their names in a power cut. */
+    st->dir_dirty |= created;
+    if (st->dir_dirty && (sync || st->cfg.sync_on_write)) {
         if ((rc = do_sync(st, st->dir_fd, false, st->dir, err)) != 0) {
             return rc;
         }
+        st->dir_dirty = false;
     }
 
     if (io->has_snapshot) {
@@ -540,10 +554,12 @@ static int cycle(rift_stream *st, rift_stage *io, rift_error *err) {
             return io_fail(st, err, "unlink", s->path, rc);
         }
     }
-    if (io->dead.len > 0 && st->cfg.sync_on_write) {
+    st->dir_dirty |= io->dead.len > 0;
+    if (st->dir_dirty && (sync || st->cfg.sync_on_write)) {
         if ((rc = do_sync(st, st->dir_fd, false, st->dir, err)) != 0) {
             return rc;
         }
+        st->dir_dirty = false;
     }
     return 0;
 }
