@@ -344,6 +344,26 @@ void rift_pend_trim_above(rift_consumer *c, uint64_t last) {
     pend_tidy(c);
 }
 
+/*
+ * Retention trims pending deliveries in memory only (nothing is journaled
+ * for it), so replaying the FETCH events of a lagging consumer brings back
+ * deliveries that were evicted long ago. A live consumer never holds more
+ * than max_ack_pending, and what retention trimmed always sits below what
+ * it kept: the entries beyond max_ack_pending, lowest first, are exactly
+ * such evicted ones. Dropping them keeps replay's memory bounded; recovery
+ * later trims the rest below the first retained sequence, which gives the
+ * live state back (docs/storage-format.md, "Recovery").
+ */
+static void pend_cap_replayed(rift_consumer *c) {
+    while (c->live > c->max_ack_pending && c->pending.len > 0) {
+        if (pend_at(c, 0)->live) {
+            c->live--;
+        }
+        rift_ring_pop_front(&c->pending);
+    }
+    pend_tidy(c);
+}
+
 /* ---- State events ---- */
 
 static int encode_consumer(const rift_consumer *c, rift_sbuf *b,
@@ -538,11 +558,8 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
                 *why = "out of memory";
                 return -2;
             }
-            if (c->live > MAX_ACK_PENDING) {
-                *why = "pending delivery limit exceeded";
-                return -1;
-            }
         }
+        pend_cap_replayed(c);
         break;
     }
     case RIFT_EV_ACK: {
