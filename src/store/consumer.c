@@ -925,6 +925,10 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     rift_srec **recs = NULL;
     uint32_t *counts = NULL;
     size_t n = 0, nnew = 0;
+    /* Pending deliveries of records found corrupt: dropped (journaled as
+     * acks) so that one bad record cannot hold a pending slot forever. */
+    uint64_t *drops = NULL;
+    size_t ndrops = 0;
     if (cap > 0) {
         items = rift_malloc(st->mem, cap * sizeof(*items));
         recs = rift_malloc(st->mem, cap * sizeof(*recs));
@@ -948,6 +952,17 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
             continue;
         }
         rc = rift_stream_load(st, p->seq, &items[n].rec, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            if (drops == NULL &&
+                (drops = rift_malloc(st->mem, c->live * sizeof(*drops))) ==
+                    NULL) {
+                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+            drops[ndrops++] = p->seq;
+            rc = 0;
+            continue;
+        }
         if (rc != 0) {
             goto fail;
         }
@@ -968,6 +983,11 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
         }
         rift_srec *r;
         rc = rift_stream_load(st, cursor, &r, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            rc = 0; /* logged once; the consumer moves past it */
+            cursor++;
+            continue;
+        }
         if (rc != 0) {
             goto fail;
         }
@@ -985,7 +1005,7 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
         nnew++;
     }
     bool moved = cursor != c->next_seq;
-    bool staged = st->file && (n > 0 || moved);
+    bool staged = st->file && (n > 0 || moved || ndrops > 0);
 
     /* Everything that can fail happens before the state changes. */
     if (!blocking && cb != NULL && staged &&
@@ -1000,6 +1020,16 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     if (staged) {
         rift_sbuf *b = rift_writer_state_buf(st);
         before = b->len;
+        for (size_t i = 0; i < ndrops; i++) {
+            int64_t ack = rift_ev_begin(b, RIFT_EV_ACK);
+            if (ack < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+                rift_ev_put_u64(b, drops[i]) != 0) {
+                b->len = before;
+                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+            rift_ev_finish(b, ack);
+        }
         int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
         uint8_t *p = NULL;
         if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
@@ -1048,10 +1078,17 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
             c->live++;
         }
     }
+    for (size_t i = 0; i < ndrops; i++) {
+        rift_pend *p = rift_pend_find(c, drops[i]);
+        if (p != NULL) {
+            rift_pend_drop(c, p);
+        }
+    }
     c->next_seq = cursor;
     if (staged) {
         rift_writer_state_done(st, before);
     }
+    rift_free(st->mem, drops);
     rift_free(st->mem, items);
     rift_free(st->mem, recs);
     rift_free(st->mem, counts);
@@ -1071,6 +1108,7 @@ fail:
     for (size_t i = 0; i < n; i++) {
         rift_srec_unref(st->mem, items[i].rec);
     }
+    rift_free(st->mem, drops);
     rift_free(st->mem, items);
     rift_free(st->mem, recs);
     rift_free(st->mem, counts);

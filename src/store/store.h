@@ -269,6 +269,12 @@ struct rift_stream {
      * sequence the records a repair cut (or deleted) imply. */
     rift_ring logged_holes;
     uint64_t repair_floor;
+    /* Retained records found corrupt when read back, ascending: fetch
+     * and replay skip them (each is logged once). */
+    rift_ring bad;
+    /* The record whose read error was logged last (logged once, not per
+     * retry). */
+    uint64_t read_error_seq;
     /* Read-ahead for records no longer cached. */
     rift_sbuf rbuf;
     rift_seg *rseg;
@@ -293,7 +299,11 @@ void rift_stream_retain(rift_stream *st, uint64_t now);
 /* The timestamp of retained record |seq| (cache or trailer); false when
  * it cannot be read. */
 bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts);
-/* Loads the record |seq| (retained): a new reference or an error. */
+/* rift_stream_load's answer for a record that is corrupt on disk (it is
+ * logged once and callers skip it); errors are negative. */
+#define RIFT_LOAD_CORRUPT 1
+/* Loads the record |seq| (retained): 0 with a new reference,
+ * RIFT_LOAD_CORRUPT, or an error. Texts name the sequence, never a path. */
 int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
                      rift_error *err);
 /* Drops cached records already in the OS beyond the cache budget. */
