@@ -296,6 +296,23 @@ RIFT_EXTERN void rift_stream_info_free(rift_stream_info *info);
  */
 RIFT_EXTERN int rift_stream_checkpoint(rift_stream *stream, rift_error *err);
 
+/**
+ * rift_stream_reopen (file storage) gets a stream that a failed write or
+ * sync poisoned going again without closing it: it cuts the files back to
+ * what was acknowledged, reads the directory again as an open would
+ * (consumer handles stay valid) and accepts writes again. Nothing
+ * acknowledged is lost; operations that had failed stay failed. A no-op for
+ * a healthy or memory stream. After a lack of space (ENOSPC, EDQUOT) the
+ * stream also does this by itself: its state is read back at the next
+ * operation, and writes are retried after a back-off (1 s, doubling to 30
+ * s). Not concurrently with rift_stream_close.
+ *
+ * Errors: RIFT_ERR_IO, RIFT_ERR_STORAGE (the directory no longer
+ * recovers; the stream stays refused), RIFT_ERR_NOMEM,
+ * RIFT_ERR_INVALID_ARGUMENT (called from a callback).
+ */
+RIFT_EXTERN int rift_stream_reopen(rift_stream *stream, rift_error *err);
+
 /* ---- Consumers ---- */
 
 /**

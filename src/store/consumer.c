@@ -698,6 +698,7 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
     }
     *pconsumer = NULL;
     uint64_t wait = 0;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -818,6 +819,7 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
         return refuse_callback(err);
     }
     uint64_t wait = 0;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -909,6 +911,7 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     out->count = 0;
     out->items = NULL;
     out->priv_ = NULL;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = usable(c, err);
     if (rc != 0) {
@@ -1133,6 +1136,7 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
         return refuse_callback(err);
     }
     uint64_t wait = 0;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = usable(c, err);
     if (rc != 0) {
@@ -1185,6 +1189,7 @@ int rift_consumer_ack_async(rift_consumer *c, uint64_t seq,
 int rift_consumer_get_info(rift_consumer *c, rift_consumer_info *out,
                            rift_error *err) {
     rift_stream *st = c->st;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = c->deleted   ? not_found(err)
              : st->closed ? rift_stream_check_usable(st, err)

@@ -269,6 +269,21 @@ struct rift_stream {
      * sequence the records a repair cut (or deleted) imply. */
     rift_ring logged_holes;
     uint64_t repair_floor;
+    /* Reopening after a failed write (reopen.c). Under lock. */
+    bool cutting;       /* recovery drops records past cut_after */
+    uint64_t cut_after; /* the last acknowledged record */
+    bool rolled_back;   /* the state is the disk's again since the failure */
+    bool reviving;      /* a reopen is running (the writer is stopped) */
+    bool space_failure; /* the failure was ENOSPC or EDQUOT */
+    uint64_t retry_at;  /* wall ms: the next automatic retry */
+    uint64_t backoff_ms;
+    uint64_t state_good; /* state.log bytes of acknowledged generations */
+    int fail_rc;         /* the last failure's code, kept after a reopen */
+    atomic_int io_errno; /* -errno of the last failed file operation */
+    /* Generations [failed_from, failed_to) failed before a reopen; a
+     * waiter that wakes late must not take them for durable ones. */
+    _Atomic uint64_t failed_from;
+    _Atomic uint64_t failed_to;
     /* Retained records found corrupt when read back, ascending: fetch
      * and replay skip them (each is logged once). */
     rift_ring bad;
@@ -392,6 +407,14 @@ int rift_writer_reserve(rift_stream *st, rift_error *err);
 bool rift_writer_is_self(const rift_stream *st);
 /* The poison error for later operations. */
 int rift_writer_poisoned(rift_stream *st, rift_error *err);
+
+/* ---- reopen.c ---- */
+
+/* At the start of a public operation (not on the writer thread, without
+ * the lock): after a failed write, gives the stream its on-disk state back
+ * (once per failure), and after a lack of space lets writes be tried again
+ * once the back-off has passed. */
+void rift_stream_revive_if_due(rift_stream *st);
 
 /* ---- recover.c ---- */
 

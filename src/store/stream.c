@@ -311,6 +311,7 @@ int rift_stream_open_mode(rift_stream **pstream,
         }
         st->durable_seq = st->last_seq;
         st->written_seq = st->last_seq;
+        st->state_good = st->state_size;
         if (mode == RIFT_OPEN_NORMAL) {
             rc = rift_writer_start(st, err);
             if (rc != 0) {
@@ -805,6 +806,7 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
 
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -908,8 +910,11 @@ int rift_stream_replay(rift_stream *st, uint64_t from, size_t limit,
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "replay limit must be 0..65536");
     }
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
-    int rc = rift_stream_check_usable(st, err);
+    /* Readable while writes are refused after a failure: it shows only
+     * acknowledged records anyway. */
+    int rc = st->closed ? rift_stream_check_usable(st, err) : 0;
     if (rc != 0) {
         pthread_mutex_unlock(&st->lock);
         return rc;
@@ -971,6 +976,7 @@ int rift_stream_get_info(rift_stream *st, rift_stream_info *out,
     memset(out, 0, sizeof(*out));
     /* The info keeps the allocator for rift_stream_info_free. */
     out->priv_ = st->mem;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     if (!st->closed) {
         rift_stream_retain(st, rift_stream_now(st));
@@ -1029,6 +1035,7 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
                               "blocking stream call from its own completion "
                               "callback");
     }
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     uint64_t ticket = 0;
     int rc = rift_stream_check_usable(st, err);
