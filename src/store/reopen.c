@@ -67,6 +67,25 @@ static void forget_disk_state(rift_stream *st) {
     st->rbuf.len = 0;
 }
 
+/* Forgets what was staged since the writer stopped (an info call may
+ * have staged retention's unlinks, which must not run against the files
+ * read back). Under lock, writer stopped. */
+static void drop_staged(rift_stream *st) {
+    rift_stage *f = &st->fill;
+    for (size_t i = 0; i < f->dead.len; i++) {
+        rift_seg *s = *(rift_seg **)rift_ring_at(&f->dead, i);
+        int fd = atomic_load(&s->fd);
+        if (fd >= 0) {
+            st->vfs->close(st->vfs->user_data, fd);
+        }
+        rift_seg_free(st, s);
+    }
+    rift_stage_free(f);
+    rift_stage_init(f, st->mem);
+    f->nops = 0;
+    st->fill_kicked = false;
+}
+
 /* Gives each consumer that exists in memory and on disk the state on disk,
  * keeping its object (handles point at it); the others go. Under lock. */
 static void adopt_consumers(rift_stream *st, rift_consumer **old, size_t nold) {
@@ -144,6 +163,7 @@ static int read_back(rift_stream *st, rift_error *err) {
     st->ncons = 0;
     st->cons_cap = 0;
     st->next_cid = 1;
+    drop_staged(st);
     forget_disk_state(st);
     st->cutting = true;
     st->cut_after = good_seq;
