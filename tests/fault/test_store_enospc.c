@@ -201,3 +201,42 @@ RIFT_TEST(disk_full_then_space_back_synced) {
 RIFT_TEST(disk_full_then_space_back_unsynced) {
     run(false);
 }
+
+/* After another I/O error nothing is retried by itself: only a reopen
+ * (an operator's decision) lets writes through again. */
+RIFT_TEST(io_error_waits_for_reopen) {
+    char *dir = rift_test_tmpdir();
+    test_vfs tv;
+    test_vfs_init(&tv);
+    tv.fake_sync = true;
+    tv.fail_errno = EIO;
+    atomic_store(&tv.now_ms, T0);
+    rift_log_set_level(RIFT_LOG_OFF);
+    rift_stream_settings s;
+    rift_stream_settings_default(&s);
+    s.storage_path = dir;
+    s.vfs = &tv.vfs;
+    rift_stream *st = NULL;
+    rift_error err = {0};
+    CHECK_OK(rift_stream_open(&st, &s, &err));
+    if (st == NULL) {
+        return;
+    }
+    uint64_t seq = 0;
+    CHECK_OK(pub(st, &seq, NULL));
+    atomic_store(&tv.fail_write_at, atomic_load(&tv.pwrites) + 1);
+    CHECK_EQ_INT(pub(st, &seq, &err), RIFT_ERR_IO);
+    atomic_store(&tv.now_ms, T0 + 3600 * 1000);
+    CHECK_EQ_INT(pub(st, &seq, &err), RIFT_ERR_STORAGE);
+    CHECK_MSG(strstr(err.text, "nothing is retried") != NULL &&
+                  strstr(err.text, "reopen the stream") != NULL,
+              "%s", err.text);
+    CHECK_EQ_U64(counts_of(st).last, 1);
+    CHECK_OK(rift_stream_reopen(st, &err));
+    CHECK_MSG(pub(st, &seq, &err) == 0, "after reopen: %s", err.text);
+    CHECK_EQ_U64(seq, 2);
+    check_records(st, 2);
+    rift_stream_close(st);
+    test_vfs_free(&tv);
+    rift_test_rmdir(dir);
+}
