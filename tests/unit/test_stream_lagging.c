@@ -145,6 +145,7 @@ static void run_case(const lag_case *lc) {
     CHECK_OK(rift_stream_get_info(st, &si, NULL));
     CHECK_EQ_U64(si.last_sequence, r.last_sequence);
     CHECK_EQ_U64(si.messages, lc->max_messages);
+    rift_stream_info_free(&si);
     rift_consumer *c = open_consumer(st, lc);
     CHECK(c != NULL);
     rift_consumer_info ci;
