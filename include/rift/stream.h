@@ -213,9 +213,11 @@ typedef struct rift_stored {
  * ("payload size <n> exceeds limit <m>", m = min(max_payload_bytes,
  * max_bytes); or n = retained size, m = max_bytes); RIFT_ERR_STORAGE
  * ("stream storage: stream sequence exhausted", "stream storage: journal
- * write previously failed; reopen the stream", "stream storage: stream is
- * closed"); RIFT_ERR_IO ("messaging I/O: ...", the write or sync of this
- * very operation failed; the record may or may not survive a reopen);
+ * write previously failed...", writes refused after a failure, see
+ * rift_stream_reopen; "stream storage: stream is closed"); RIFT_ERR_IO
+ * ("messaging I/O: ...", the write or sync of this very operation failed;
+ * it is not counted, and the stream reads its disk state back at the next
+ * operation);
  * RIFT_ERR_NOMEM; RIFT_ERR_INVALID_ARGUMENT (called from a callback).
  */
 RIFT_EXTERN int rift_stream_publish(rift_stream *stream, const char *subject,
@@ -246,9 +248,11 @@ RIFT_EXTERN int rift_stream_publish_async(
  * stream's synced records, or written ones for sync_on_write false) are
  * returned. Fills |out| (delivery_count 0).
  *
+ * A record found corrupt when read back is left out (logged once).
+ *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("replay limit must be 0..65536");
- * RIFT_ERR_STORAGE (poisoned or closed stream, a record failing its
- * checksum when read back); RIFT_ERR_IO; RIFT_ERR_NOMEM.
+ * RIFT_ERR_STORAGE (closed stream, a record not on disk); RIFT_ERR_IO (a
+ * read failed; texts name the sequence, never a path); RIFT_ERR_NOMEM.
  */
 RIFT_EXTERN int rift_stream_replay(rift_stream *stream, uint64_t from_sequence,
                                    size_t limit, rift_batch *out,
@@ -268,7 +272,7 @@ typedef struct rift_stream_info {
     char **consumer_names;
     bool durable;
     /** A write or sync failed; mutations fail until the stream is
-     * reopened. */
+     * reopened (by itself after a lack of space, see rift_stream_reopen). */
     bool poisoned;
     /** File storage: segment files and their total size on disk. */
     size_t segments;
@@ -295,6 +299,23 @@ RIFT_EXTERN void rift_stream_info_free(rift_stream_info *info);
  * RIFT_ERR_INVALID_ARGUMENT (called from a callback).
  */
 RIFT_EXTERN int rift_stream_checkpoint(rift_stream *stream, rift_error *err);
+
+/**
+ * rift_stream_reopen (file storage) gets a stream that a failed write or
+ * sync poisoned going again without closing it: it cuts the files back to
+ * what was acknowledged, reads the directory again as an open would
+ * (consumer handles stay valid) and accepts writes again. Nothing
+ * acknowledged is lost; operations that had failed stay failed. A no-op for
+ * a healthy or memory stream. After a lack of space (ENOSPC, EDQUOT) the
+ * stream also does this by itself: its state is read back at the next
+ * operation, and writes are retried after a back-off (1 s, doubling to 30
+ * s). Not concurrently with rift_stream_close.
+ *
+ * Errors: RIFT_ERR_IO, RIFT_ERR_STORAGE (the directory no longer
+ * recovers; the stream stays refused), RIFT_ERR_NOMEM,
+ * RIFT_ERR_INVALID_ARGUMENT (called from a callback).
+ */
+RIFT_EXTERN int rift_stream_reopen(rift_stream *stream, rift_error *err);
 
 /* ---- Consumers ---- */
 
@@ -417,8 +438,10 @@ RIFT_EXTERN void rift_consumer_close(rift_consumer *consumer);
  * expired (or that a reopen made eligible), ascending, with delivery_count
  * = attempts + 1; then new records from the cursor that match the filter,
  * stopping once pending + new ones reach max_ack_pending. The cursor moves
- * past non-matching records. Returns once the new delivery state is
- * durable. Fills |out|.
+ * past non-matching records, and past records found corrupt when read
+ * back (logged once; a pending delivery of one is dropped as if acked), so
+ * no bad record can wedge a consumer. Returns once the new delivery state
+ * is durable. Fills |out|.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("fetch limit must be 0..65536", or
  * called from a callback); RIFT_ERR_CONSUMER_NOT_FOUND (deleted);

@@ -1,6 +1,6 @@
 /*
  * control_streams.c — riftd's control commands on durable streams and
- * consumers (daemon layer): streams, stream.info, stream.replay,
+ * consumers (daemon layer): streams, stream.info, stream.reopen, stream.replay,
  * consumer.open, consumer.info and consumer.delete. They cover what
  * protocol v1 has no opcode for (replay, deletion, the NATS-Streaming
  * start positions); docs/riftd.md documents each request and answer.
@@ -234,6 +234,43 @@ int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
                                 ? json_integer((json_int_t)s->max_age_ms)
                                 : json_null());
     }
+    pthread_mutex_unlock(&d->lock);
+    *data = info;
+    return info ? 0 : rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+}
+
+/* ---- stream.reopen ---- */
+
+/* Gets a stream that a failed write stopped going again (after a full disk
+ * was given space, or an I/O error was dealt with), without a restart:
+ * rift_stream_reopen. Answers the stream's summary. */
+int rift_daemon_cmd_stream_reopen(void *ud, const rift_control_call *call,
+                                  json_t **data, rift_error *err) {
+    rift_daemon *d = ud;
+    const char *name;
+    int rc = arg_string(call->args, "name", RIFT_NAME_MAX, true, &name, err);
+    if (rc != 0) {
+        return rc;
+    }
+    pthread_mutex_lock(&d->lock);
+    const rift_config_stream *s = rift_config_find_stream(&d->cfg, name);
+    rift_stream *st = s ? rift_daemon_streams_find(d->streams, name) : NULL;
+    if (st == NULL) {
+        pthread_mutex_unlock(&d->lock);
+        return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM,
+                              "unknown stream \"%s\"; use streams to list "
+                              "streams",
+                              name);
+    }
+    rift_error why = {0};
+    rc = rift_stream_reopen(st, &why);
+    if (rc != 0) {
+        pthread_mutex_unlock(&d->lock);
+        rift_log(RIFT_LOG_ERROR, "rift: stream %s: reopen: %s", name, why.text);
+        return rift_error_set(err, rc, "stream %s: %s", name, why.text);
+    }
+    rift_log(RIFT_LOG_INFO, "rift: stream %s reopened", name);
+    json_t *info = rift_daemon_stream_summary(d->streams, s);
     pthread_mutex_unlock(&d->lock);
     *data = info;
     return info ? 0 : rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");

@@ -92,6 +92,7 @@ const rift_control_command rift_daemon_commands[] = {
     {"streams", no_fields, false, rift_daemon_cmd_streams},
     {"stream.info", name_field, false, rift_daemon_cmd_stream_info},
     {"stream.replay", replay_fields, false, rift_daemon_cmd_stream_replay},
+    {"stream.reopen", name_field, false, rift_daemon_cmd_stream_reopen},
     {"consumer.open", open_fields, false, rift_daemon_cmd_consumer_open},
     {"consumer.info", consumer_fields, false, rift_daemon_cmd_consumer_info},
     {"consumer.delete", consumer_fields, false,

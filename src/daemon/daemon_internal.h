@@ -50,6 +50,8 @@ int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
                                 json_t **data, rift_error *err);
 int rift_daemon_cmd_stream_replay(void *ud, const rift_control_call *call,
                                   json_t **data, rift_error *err);
+int rift_daemon_cmd_stream_reopen(void *ud, const rift_control_call *call,
+                                  json_t **data, rift_error *err);
 int rift_daemon_cmd_consumer_open(void *ud, const rift_control_call *call,
                                   json_t **data, rift_error *err);
 int rift_daemon_cmd_consumer_info(void *ud, const rift_control_call *call,

@@ -344,6 +344,26 @@ void rift_pend_trim_above(rift_consumer *c, uint64_t last) {
     pend_tidy(c);
 }
 
+/*
+ * Retention trims pending deliveries in memory only (nothing is journaled
+ * for it), so replaying the FETCH events of a lagging consumer brings back
+ * deliveries that were evicted long ago. A live consumer never holds more
+ * than max_ack_pending, and what retention trimmed always sits below what
+ * it kept: the entries beyond max_ack_pending, lowest first, are exactly
+ * such evicted ones. Dropping them keeps replay's memory bounded; recovery
+ * later trims the rest below the first retained sequence, which gives the
+ * live state back (docs/storage-format.md, "Recovery").
+ */
+static void pend_cap_replayed(rift_consumer *c) {
+    while (c->live > c->max_ack_pending && c->pending.len > 0) {
+        if (pend_at(c, 0)->live) {
+            c->live--;
+        }
+        rift_ring_pop_front(&c->pending);
+    }
+    pend_tidy(c);
+}
+
 /* ---- State events ---- */
 
 static int encode_consumer(const rift_consumer *c, rift_sbuf *b,
@@ -538,11 +558,8 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
                 *why = "out of memory";
                 return -2;
             }
-            if (c->live > MAX_ACK_PENDING) {
-                *why = "pending delivery limit exceeded";
-                return -1;
-            }
         }
+        pend_cap_replayed(c);
         break;
     }
     case RIFT_EV_ACK: {
@@ -681,6 +698,7 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
     }
     *pconsumer = NULL;
     uint64_t wait = 0;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -801,6 +819,7 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
         return refuse_callback(err);
     }
     uint64_t wait = 0;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -892,6 +911,7 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     out->count = 0;
     out->items = NULL;
     out->priv_ = NULL;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = usable(c, err);
     if (rc != 0) {
@@ -908,6 +928,10 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     rift_srec **recs = NULL;
     uint32_t *counts = NULL;
     size_t n = 0, nnew = 0;
+    /* Pending deliveries of records found corrupt: dropped (journaled as
+     * acks) so that one bad record cannot hold a pending slot forever. */
+    uint64_t *drops = NULL;
+    size_t ndrops = 0;
     if (cap > 0) {
         items = rift_malloc(st->mem, cap * sizeof(*items));
         recs = rift_malloc(st->mem, cap * sizeof(*recs));
@@ -931,6 +955,17 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
             continue;
         }
         rc = rift_stream_load(st, p->seq, &items[n].rec, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            if (drops == NULL &&
+                (drops = rift_malloc(st->mem, c->live * sizeof(*drops))) ==
+                    NULL) {
+                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+            drops[ndrops++] = p->seq;
+            rc = 0;
+            continue;
+        }
         if (rc != 0) {
             goto fail;
         }
@@ -951,6 +986,11 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
         }
         rift_srec *r;
         rc = rift_stream_load(st, cursor, &r, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            rc = 0; /* logged once; the consumer moves past it */
+            cursor++;
+            continue;
+        }
         if (rc != 0) {
             goto fail;
         }
@@ -968,7 +1008,7 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
         nnew++;
     }
     bool moved = cursor != c->next_seq;
-    bool staged = st->file && (n > 0 || moved);
+    bool staged = st->file && (n > 0 || moved || ndrops > 0);
 
     /* Everything that can fail happens before the state changes. */
     if (!blocking && cb != NULL && staged &&
@@ -983,6 +1023,16 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     if (staged) {
         rift_sbuf *b = rift_writer_state_buf(st);
         before = b->len;
+        for (size_t i = 0; i < ndrops; i++) {
+            int64_t ack = rift_ev_begin(b, RIFT_EV_ACK);
+            if (ack < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+                rift_ev_put_u64(b, drops[i]) != 0) {
+                b->len = before;
+                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+            rift_ev_finish(b, ack);
+        }
         int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
         uint8_t *p = NULL;
         if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
@@ -1031,10 +1081,17 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
             c->live++;
         }
     }
+    for (size_t i = 0; i < ndrops; i++) {
+        rift_pend *p = rift_pend_find(c, drops[i]);
+        if (p != NULL) {
+            rift_pend_drop(c, p);
+        }
+    }
     c->next_seq = cursor;
     if (staged) {
         rift_writer_state_done(st, before);
     }
+    rift_free(st->mem, drops);
     rift_free(st->mem, items);
     rift_free(st->mem, recs);
     rift_free(st->mem, counts);
@@ -1054,6 +1111,7 @@ fail:
     for (size_t i = 0; i < n; i++) {
         rift_srec_unref(st->mem, items[i].rec);
     }
+    rift_free(st->mem, drops);
     rift_free(st->mem, items);
     rift_free(st->mem, recs);
     rift_free(st->mem, counts);
@@ -1078,6 +1136,7 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
         return refuse_callback(err);
     }
     uint64_t wait = 0;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = usable(c, err);
     if (rc != 0) {
@@ -1130,6 +1189,7 @@ int rift_consumer_ack_async(rift_consumer *c, uint64_t seq,
 int rift_consumer_get_info(rift_consumer *c, rift_consumer_info *out,
                            rift_error *err) {
     rift_stream *st = c->st;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = c->deleted   ? not_found(err)
              : st->closed ? rift_stream_check_usable(st, err)

@@ -490,7 +490,8 @@ static int salvage(scanner *s, uint64_t pos, rift_error *err) {
 enum {
     SCAN_CLEAN = 0,
     SCAN_TORN = 1,
-    SCAN_BAD = 2
+    SCAN_BAD = 2,
+    SCAN_CUT = 3 /* a record past st->cut_after (a reopen after a failure) */
 };
 
 /*
@@ -506,6 +507,9 @@ static int scan_records(scanner *s, rift_seg *seg, uint64_t *stop,
     while (pos < s->fsize) {
         uint64_t avail = s->fsize - pos;
         *stop = pos;
+        if (st->cutting && seq > st->cut_after) {
+            return SCAN_CUT;
+        }
         if (avail < RIFT_REC_HEAD) {
             return SCAN_TORN;
         }
@@ -672,6 +676,35 @@ static int cut_log(rift_stream *st, scanner *sc, rift_seg *seg, uint64_t fsize,
         }
     }
     return delete_later(st, later, nlater, err);
+}
+
+/*
+ * Reopening after a failed write (rift_stream_reopen): the records past
+ * the last acknowledged one were never acknowledged and nobody saw them
+ * (every operation at or after the failure failed), so they go, the
+ * segment files that hold only them too, and their sequences are used
+ * again — no hole.
+ */
+static int cut_unacknowledged(rift_stream *st, rift_seg *seg, uint64_t fsize,
+                              uint64_t off, const uint64_t *later,
+                              size_t nlater, rift_error *err) {
+    if (off < fsize) {
+        int rc = truncate_file(st, atomic_load(&seg->fd), seg->path, off, err);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    for (size_t k = 0; k < nlater; k++) {
+        char name[RIFT_SEG_NAME_LEN + 1];
+        rift_seg_name(name, sizeof(name), later[k]);
+        char *p = join(st, name);
+        if (p == NULL) {
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+        st->vfs->unlink(st->vfs->user_data, p);
+        rift_free(st->mem, p);
+    }
+    return 0;
 }
 
 /* Whether the state log holds a hole covering [from, to) (records end
@@ -841,6 +874,11 @@ static int recover_segments(rift_stream *st, const uint64_t *bases, size_t n,
         seg->size = stop;
         if (sr == SCAN_CLEAN) {
             continue;
+        }
+        if (sr == SCAN_CUT) {
+            rc = cut_unacknowledged(st, seg, fsize, stop, bases + i + 1,
+                                    n - i - 1, err);
+            break;
         }
         if (sr == SCAN_TORN && last) {
             note_torn(st, path, stop);
@@ -1039,7 +1077,8 @@ int rift_recover(rift_stream *st, rift_error *err) {
     } else if ((rc = make_dirs(st, err)) != 0) {
         return rc;
     }
-    if ((rc = lock_dir(st, err)) != 0) {
+    /* A reopen keeps the lock it holds (a second flock would fail). */
+    if (st->lock_fd < 0 && (rc = lock_dir(st, err)) != 0) {
         return rc;
     }
     dir_list l = {.st = st};
@@ -1093,8 +1132,9 @@ int rift_recover(rift_stream *st, rift_error *err) {
             const rift_hole *h = rift_ring_at(&st->holes, k);
             rift_pend_drop_range(c, h->from, h->to);
         }
-        /* No fetch of a previous process can still be in flight. */
-        for (size_t k = 0; k < c->pending.len; k++) {
+        /* No fetch of a previous process can still be in flight (those
+         * of a reopen can: they keep their logged delivery time). */
+        for (size_t k = 0; k < c->pending.len && !st->cutting; k++) {
             ((rift_pend *)rift_ring_at(&c->pending, k))->delivered_at = 0;
         }
         if (c->next_seq < st->first_seq) {

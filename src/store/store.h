@@ -270,6 +270,27 @@ struct rift_stream {
      * sequence the records a repair cut (or deleted) imply. */
     rift_ring logged_holes;
     uint64_t repair_floor;
+    /* Reopening after a failed write (reopen.c). Under lock. */
+    bool cutting;       /* recovery drops records past cut_after */
+    uint64_t cut_after; /* the last acknowledged record */
+    bool rolled_back;   /* the state is the disk's again since the failure */
+    bool reviving;      /* a reopen is running (the writer is stopped) */
+    bool space_failure; /* the failure was ENOSPC or EDQUOT */
+    uint64_t retry_at;  /* wall ms: the next automatic retry */
+    uint64_t backoff_ms;
+    uint64_t state_good; /* state.log bytes of acknowledged generations */
+    int fail_rc;         /* the last failure's code, kept after a reopen */
+    atomic_int io_errno; /* -errno of the last failed file operation */
+    /* Generations [failed_from, failed_to) failed before a reopen; a
+     * waiter that wakes late must not take them for durable ones. */
+    _Atomic uint64_t failed_from;
+    _Atomic uint64_t failed_to;
+    /* Retained records found corrupt when read back, ascending: fetch
+     * and replay skip them (each is logged once). */
+    rift_ring bad;
+    /* The record whose read error was logged last (logged once, not per
+     * retry). */
+    uint64_t read_error_seq;
     /* Read-ahead for records no longer cached. */
     rift_sbuf rbuf;
     rift_seg *rseg;
@@ -294,7 +315,11 @@ void rift_stream_retain(rift_stream *st, uint64_t now);
 /* The timestamp of retained record |seq| (cache or trailer); false when
  * it cannot be read. */
 bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts);
-/* Loads the record |seq| (retained): a new reference or an error. */
+/* rift_stream_load's answer for a record that is corrupt on disk (it is
+ * logged once and callers skip it); errors are negative. */
+#define RIFT_LOAD_CORRUPT 1
+/* Loads the record |seq| (retained): 0 with a new reference,
+ * RIFT_LOAD_CORRUPT, or an error. Texts name the sequence, never a path. */
 int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
                      rift_error *err);
 /* Drops cached records already in the OS beyond the cache budget. */
@@ -383,6 +408,14 @@ int rift_writer_reserve(rift_stream *st, rift_error *err);
 bool rift_writer_is_self(const rift_stream *st);
 /* The poison error for later operations. */
 int rift_writer_poisoned(rift_stream *st, rift_error *err);
+
+/* ---- reopen.c ---- */
+
+/* At the start of a public operation (not on the writer thread, without
+ * the lock): after a failed write, gives the stream its on-disk state back
+ * (once per failure), and after a lack of space lets writes be tried again
+ * once the back-off has passed. */
+void rift_stream_revive_if_due(rift_stream *st);
 
 /* ---- recover.c ---- */
 

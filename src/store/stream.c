@@ -102,6 +102,7 @@ static void release_records(rift_stream *st) {
     rift_ring_free(&st->cache);
     rift_ring_free(&st->ents);
     rift_ring_free(&st->holes);
+    rift_ring_free(&st->bad);
     rift_ring_free(&st->logged_holes);
 }
 
@@ -275,6 +276,7 @@ int rift_stream_open_mode(rift_stream **pstream,
     st->state_fd = -1;
     rift_ring_init(&st->ents, sizeof(rift_ent), mem);
     rift_ring_init(&st->holes, sizeof(rift_hole), mem);
+    rift_ring_init(&st->bad, sizeof(uint64_t), mem);
     rift_ring_init(&st->logged_holes, sizeof(rift_hole), mem);
     rift_ring_init(&st->cache, sizeof(rift_srec *), mem);
     rift_ring_init(&st->segs, sizeof(rift_seg *), mem);
@@ -309,6 +311,7 @@ int rift_stream_open_mode(rift_stream **pstream,
         }
         st->durable_seq = st->last_seq;
         st->written_seq = st->last_seq;
+        st->state_good = st->state_size;
         if (mode == RIFT_OPEN_NORMAL) {
             rc = rift_writer_start(st, err);
             if (rc != 0) {
@@ -439,6 +442,52 @@ int rift_stream_add_hole(rift_stream *st, uint64_t from, uint64_t to) {
     return 0;
 }
 
+/* ---- Records that cannot be read back ---- */
+
+/* Index of the first entry of |st->bad| >= |seq|. */
+static size_t bad_lower(const rift_stream *st, uint64_t seq) {
+    size_t lo = 0, hi = st->bad.len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (*(const uint64_t *)rift_ring_at(&st->bad, mid) < seq) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+static bool is_bad(const rift_stream *st, uint64_t seq) {
+    size_t i = bad_lower(st, seq);
+    return i < st->bad.len &&
+           *(const uint64_t *)rift_ring_at(&st->bad, i) == seq;
+}
+
+/* Remembers that record |seq| is corrupt; false when it already was. */
+static bool note_bad(rift_stream *st, uint64_t seq) {
+    size_t i = bad_lower(st, seq);
+    if (i < st->bad.len && *(uint64_t *)rift_ring_at(&st->bad, i) == seq) {
+        return false;
+    }
+    if (rift_ring_push(&st->bad) == NULL) {
+        return true; /* out of memory: it is only logged again */
+    }
+    for (size_t k = st->bad.len - 1; k > i; k--) {
+        *(uint64_t *)rift_ring_at(&st->bad, k) =
+            *(uint64_t *)rift_ring_at(&st->bad, k - 1);
+    }
+    *(uint64_t *)rift_ring_at(&st->bad, i) = seq;
+    return true;
+}
+
+static void bad_trim(rift_stream *st) {
+    while (st->bad.len > 0 &&
+           *(uint64_t *)rift_ring_at(&st->bad, 0) < st->first_seq) {
+        rift_ring_pop_front(&st->bad);
+    }
+}
+
 /* ---- Retention ---- */
 
 void rift_stream_cache_trim(rift_stream *st) {
@@ -498,6 +547,7 @@ void rift_stream_retain(rift_stream *st, uint64_t now) {
     if (st->first_seq == before) {
         return;
     }
+    bad_trim(st);
     for (size_t i = 0; i < st->ncons; i++) {
         rift_consumer *c = st->cons[i];
         rift_pend_trim_below(c, st->first_seq);
@@ -528,8 +578,32 @@ static rift_seg *seg_of(rift_stream *st, uint64_t seq) {
     return NULL;
 }
 
-static int read_at(rift_stream *st, rift_seg *s, uint64_t off, uint32_t len,
-                   const uint8_t **out, rift_error *err) {
+/*
+ * A retained record that cannot be read back intact: logged once with the
+ * file and offset (for the operator), skipped by fetch and replay from
+ * then on, and reported to callers by sequence only — error texts reach
+ * remote clients, which must not learn server paths.
+ */
+static int corrupt_record(rift_stream *st, uint64_t seq, const char *why,
+                          const rift_seg *s, uint64_t off, rift_error *err) {
+    if (note_bad(st, seq)) {
+        rift_log(RIFT_LOG_ERROR,
+                 "stream storage: record %llu is corrupt (%s in %s at offset "
+                 "%llu); fetch and replay skip it",
+                 (unsigned long long)seq, why, s->path,
+                 (unsigned long long)off);
+    }
+    rift_error_set(err, RIFT_ERR_STORAGE,
+                   "stream storage: record %llu is corrupt (%s)",
+                   (unsigned long long)seq, why);
+    return RIFT_LOAD_CORRUPT;
+}
+
+/* Reads [off, off + len) of |s| (record |seq|) through the read-ahead
+ * buffer: 0, RIFT_LOAD_CORRUPT when the file ends early, or an I/O
+ * error, logged once per record. */
+static int read_at(rift_stream *st, rift_seg *s, uint64_t seq, uint64_t off,
+                   uint32_t len, const uint8_t **out, rift_error *err) {
     if (st->rseg == s && off >= st->roff &&
         off + len <= st->roff + st->rbuf.len) {
         *out = st->rbuf.data + (off - st->roff);
@@ -541,9 +615,8 @@ static int read_at(rift_stream *st, rift_seg *s, uint64_t off, uint32_t len,
     }
     if (want < len) {
         return rift_error_set(err, RIFT_ERR_STORAGE,
-                              "stream storage: record of %s at offset %llu "
-                              "is not on disk",
-                              s->path, (unsigned long long)off);
+                              "stream storage: record %llu is not on disk",
+                              (unsigned long long)seq);
     }
     st->rseg = NULL;
     st->rbuf.len = 0;
@@ -558,9 +631,20 @@ static int read_at(rift_stream *st, rift_seg *s, uint64_t off, uint32_t len,
                                 (size_t)want - got, off + got);
         if (n < 0) {
             char os[256];
-            return rift_error_set(err, RIFT_ERR_IO, "messaging I/O: %s: %s",
-                                  s->path,
-                                  rift_vfs_os_error((int)n, os, sizeof(os)));
+            rift_vfs_os_error((int)n, os, sizeof(os));
+            /* A read error may pass: the record is not skipped, and a
+             * consumer retrying it logs once, not per fetch. */
+            if (st->read_error_seq != seq) {
+                st->read_error_seq = seq;
+                rift_log(RIFT_LOG_ERROR,
+                         "stream storage: reading record %llu from %s at "
+                         "offset %llu: %s",
+                         (unsigned long long)seq, s->path,
+                         (unsigned long long)(off + got), os);
+            }
+            return rift_error_set(err, RIFT_ERR_IO,
+                                  "messaging I/O: read record %llu: %s",
+                                  (unsigned long long)seq, os);
         }
         if (n == 0) {
             break;
@@ -568,10 +652,8 @@ static int read_at(rift_stream *st, rift_seg *s, uint64_t off, uint32_t len,
         got += (size_t)n;
     }
     if (got < len) {
-        return rift_error_set(err, RIFT_ERR_STORAGE,
-                              "stream storage: %s ends before the record at "
-                              "offset %llu",
-                              s->path, (unsigned long long)off);
+        return corrupt_record(st, seq, "segment ends before the record", s, off,
+                              err);
     }
     st->rbuf.len = got;
     st->rseg = s;
@@ -623,18 +705,22 @@ int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
                               "stream storage: record %llu is missing",
                               (unsigned long long)seq);
     }
+    if (is_bad(st, seq)) {
+        rift_error_set(err, RIFT_ERR_STORAGE,
+                       "stream storage: record %llu is corrupt",
+                       (unsigned long long)seq);
+        return RIFT_LOAD_CORRUPT;
+    }
     rift_ent *e = ent_of(st, seq);
     const uint8_t *p = NULL;
-    int rc = read_at(st, s, e->off, e->len, &p, err);
+    int rc = read_at(st, s, seq, e->off, e->len, &p, err);
     if (rc != 0) {
         return rc;
     }
     rift_rec_view v;
     const char *why = "unexpected sequence";
     if (rift_rec_decode(p, e->len, &v, &why) != 0 || v.seq != seq) {
-        return rift_error_set(err, RIFT_ERR_STORAGE,
-                              "stream storage: %s in %s at offset %u", why,
-                              s->path, e->off);
+        return corrupt_record(st, seq, why, s, e->off, err);
     }
     rift_srec *r = rift_srec_new(st->mem, v.subject, v.subject_len, v.reply,
                                  v.reply_len, v.payload, v.payload_len);
@@ -720,6 +806,7 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
 
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
@@ -823,8 +910,11 @@ int rift_stream_replay(rift_stream *st, uint64_t from, size_t limit,
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "replay limit must be 0..65536");
     }
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
-    int rc = rift_stream_check_usable(st, err);
+    /* Readable while writes are refused after a failure: it shows only
+     * acknowledged records anyway. */
+    int rc = st->closed ? rift_stream_check_usable(st, err) : 0;
     if (rc != 0) {
         pthread_mutex_unlock(&st->lock);
         return rc;
@@ -855,6 +945,10 @@ int rift_stream_replay(rift_stream *st, uint64_t from, size_t limit,
             break;
         }
         rc = rift_stream_load(st, seq, &recs[got], err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            rc = 0; /* logged once; replay goes past it */
+            continue;
+        }
         if (rc != 0) {
             break;
         }
@@ -882,6 +976,7 @@ int rift_stream_get_info(rift_stream *st, rift_stream_info *out,
     memset(out, 0, sizeof(*out));
     /* The info keeps the allocator for rift_stream_info_free. */
     out->priv_ = st->mem;
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     if (!st->closed) {
         rift_stream_retain(st, rift_stream_now(st));
@@ -940,6 +1035,7 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
                               "blocking stream call from its own completion "
                               "callback");
     }
+    rift_stream_revive_if_due(st);
     pthread_mutex_lock(&st->lock);
     uint64_t ticket = 0;
     int rc = rift_stream_check_usable(st, err);

@@ -264,9 +264,20 @@ bool rift_writer_is_self(const rift_stream *st) {
 int rift_writer_poisoned(rift_stream *st, rift_error *err) {
     char cause[sizeof(st->poison_err.text)];
     memcpy(cause, st->poison_err.text, sizeof(cause));
+    if (st->space_failure) {
+        return rift_error_set(err, RIFT_ERR_STORAGE,
+                              "stream storage: journal write previously "
+                              "failed for lack of space; writes are retried "
+                              "automatically once space is freed (at most "
+                              "every %llu s), or at once when you reopen "
+                              "the stream (%s)",
+                              (unsigned long long)(st->backoff_ms / 1000),
+                              cause);
+    }
     return rift_error_set(err, RIFT_ERR_STORAGE,
                           "stream storage: journal write previously failed; "
-                          "reopen the stream (%s)",
+                          "nothing is retried after an I/O error: check the "
+                          "disk, then reopen the stream (%s)",
                           cause);
 }
 
@@ -289,20 +300,28 @@ int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err) {
     pthread_mutex_t *mu = &st->gen_wait[slot].mu;
     pthread_cond_t *cv = &st->gen_wait[slot].cv;
     pthread_mutex_lock(mu);
+    bool failed = false;
     while (atomic_load(&st->durable_gen) < ticket) {
         if (atomic_load(&st->poison) != 0 &&
             ticket >= atomic_load(&st->poison_gen)) {
-            pthread_mutex_unlock(mu);
-            pthread_mutex_lock(&st->lock);
-            rift_error_copy(err, &st->poison_err);
-            int rc = st->poison;
-            pthread_mutex_unlock(&st->lock);
-            return rc;
+            failed = true;
+            break;
         }
         pthread_cond_wait(cv, mu);
     }
     pthread_mutex_unlock(mu);
-    return 0;
+    /* A generation that failed before a reopen counts as settled after
+     * it, but never as durable. */
+    failed = failed || (ticket >= atomic_load(&st->failed_from) &&
+                        ticket < atomic_load(&st->failed_to));
+    if (!failed) {
+        return 0;
+    }
+    pthread_mutex_lock(&st->lock);
+    rift_error_copy(err, &st->poison_err);
+    int rc = st->poison != 0 ? st->poison : st->fail_rc;
+    pthread_mutex_unlock(&st->lock);
+    return rc;
 }
 
 /* Wakes the blocking callers of every generation settled since the last
@@ -336,7 +355,7 @@ static void wake_settled(rift_stream *st) {
 
 static int io_fail(rift_stream *st, rift_error *err, const char *op,
                    const char *path, int rc) {
-    (void)st;
+    atomic_store(&st->io_errno, rc);
     char os[256];
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -681,6 +700,10 @@ static void set_poison(rift_stream *st, int rc, uint64_t gen,
     }
     st->poison = rc;
     st->poison_gen = gen;
+    st->fail_rc = rc;
+    st->rolled_back = false;
+    int os = atomic_load(&st->io_errno);
+    st->space_failure = os == -ENOSPC || os == -EDQUOT;
     rift_error_copy(&st->poison_err, err);
     if (st->poison_err.code == 0) {
         rift_error_set(&st->poison_err, rc, "%s", rift_strerror(rc));
@@ -927,6 +950,8 @@ static int write_inline(rift_stream *st, rift_error *err) {
     if (rc == 0) {
         mark_flushed(st, f);
         atomic_store(&st->durable_gen, gen);
+        st->state_good = st->state_size;
+        st->backoff_ms = 0;
     } else {
         set_poison(st, rc, gen, &cerr);
         rift_error_copy(err, &cerr);
@@ -1021,6 +1046,8 @@ static void *writer_main(void *arg) {
                     st->durable_seq = io->last_seq;
                 }
                 st->durable_gen = gen;
+                st->state_good = st->state_size;
+                st->backoff_ms = 0;
             }
             rift_stream_cache_trim(st);
         } else if (!poisoned) {

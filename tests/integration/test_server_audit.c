@@ -678,6 +678,7 @@ static const uint8_t *stream_publish_once(rawcli *c, const char *stream,
 RIFT_TEST(full_disk_keeps_the_server_serving) {
     test_vfs tv;
     test_vfs_init(&tv);
+    atomic_store(&tv.now_ms, 1700000000000ull); /* the back-off's clock */
     srvfix f;
     CHECK(fix_init(&f, NULL));
     char dir[4300];
@@ -710,10 +711,30 @@ RIFT_TEST(full_disk_keeps_the_server_serving) {
                   strstr(text, "No space left on device") != NULL,
               "%s", text);
     CHECK_MSG(strstr(text, dir) == NULL, "a path leaked: %s", text);
-    /* The stream stays failed (until reopened), with a clear text. */
+    /* The stream refuses writes until the back-off has passed, with a
+     * text saying what works; the failed publish is not counted. */
     b = stream_publish_once(c, "disk", "again", &len);
     CHECK(b != NULL && b[0] == 3 && b[1] == 0 && b[2] == 2);
     CHECK(b != NULL && len > 20 && memcmp(b + 5, "stream storage: ", 16) == 0);
+    text[0] = '\0';
+    if (b != NULL && len >= 5) {
+        snprintf(text, sizeof(text), "%.*s", (int)len - 5, (const char *)b + 5);
+    }
+    CHECK_MSG(strstr(text, "retried automatically") != NULL &&
+                  strstr(text, dir) == NULL,
+              "%s", text);
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(disk, &info, NULL));
+    CHECK_EQ_U64(info.messages, 1);
+    CHECK_EQ_U64(info.last_sequence, 1);
+    rift_stream_info_free(&info);
+    /* Space is back (the fault was one write): after the back-off the
+     * stream takes writes again, and the failed publish's sequence is
+     * used again. */
+    atomic_store(&tv.now_ms, 1700000000000ull + 1000);
+    b = stream_publish_once(c, "disk", "back", &len);
+    CHECK(b != NULL && b[0] == 11 && len == 17);
+    CHECK(b != NULL && b[8] == 2); /* sequence 2 (big-endian u64 at 1) */
     /* Everything else carries on. */
     b = stream_publish_once(c, "mem", "fine", &len);
     CHECK(b != NULL && b[0] == 11 && len == 17);
@@ -727,14 +748,13 @@ RIFT_TEST(full_disk_keeps_the_server_serving) {
     f.srv = NULL;
     rift_stream_close(disk);
     rift_stream_close(mem);
-    /* Reopened on a healthy disk: the acknowledged record is there, the
+    /* Reopened on a healthy disk: the acknowledged records are there, the
      * failed one is not. */
     ss.vfs = NULL;
     CHECK_OK(rift_stream_open(&disk, &ss, NULL));
-    rift_stream_info info;
     CHECK_OK(rift_stream_get_info(disk, &info, NULL));
-    CHECK_EQ_U64(info.messages, 1);
-    CHECK_EQ_U64(info.last_sequence, 1);
+    CHECK_EQ_U64(info.messages, 2);
+    CHECK_EQ_U64(info.last_sequence, 2);
     rift_stream_info_free(&info);
     rift_stream_close(disk);
     test_vfs_free(&tv);

@@ -40,6 +40,8 @@ typedef struct test_vfs {
     /* The Nth pwrite writes half its bytes, and every later one fails. */
     atomic_int short_write_at;
     atomic_int writes_dead;
+    /* When nonzero, every pread fails with -fail_reads (an errno). */
+    atomic_int fail_reads;
     int fail_errno;
     /* Syncs are counted and may fail but do not reach the disk (tests of
      * the logic only, not of power-loss durability). */
@@ -72,7 +74,10 @@ static inline int tv_close(void *ud, int fd) {
 
 static inline rift_ssize tv_pread(void *ud, int fd, void *buf, size_t len,
                                   uint64_t off) {
-    (void)ud;
+    int fail = atomic_load(&test_vfs_of(ud)->fail_reads);
+    if (fail != 0) {
+        return -fail;
+    }
     return rift_vfs_posix()->pread(NULL, fd, buf, len, off);
 }
 

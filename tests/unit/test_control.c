@@ -392,6 +392,30 @@ RIFT_TEST(streams_and_stream_info) {
     CHECK(errs);
 }
 
+/* stream.reopen answers the stream's summary (a healthy stream has
+ * nothing to reopen; the store's tests cover a failed one). */
+RIFT_TEST(stream_reopen_command) {
+    fixture f;
+    CHECK(setup(&f, 0));
+    char *ok = req(f.b, "rift.control.stream.reopen", "{\"name\":\"archive\"}");
+    CHECK_REPLY(&f, "rift.control.stream.reopen", "{\"name\":\"nope\"}",
+                "{\"error\":\"unknown stream \\\"nope\\\"; use streams to "
+                "list streams\",\"ok\":false}");
+    CHECK_REPLY(&f, "rift.control.stream.reopen", "{}",
+                "{\"error\":\"name must be a nonempty string of at most 96 "
+                "bytes\",\"ok\":false}");
+    teardown(&f);
+    json_t *v = ok ? json_loads(ok, 0, NULL) : NULL;
+    json_t *data = json_object_get(v, "data");
+    CHECK_MSG(json_object_get(v, "ok") == json_true() &&
+                  strcmp(json_string_value(json_object_get(data, "name")),
+                         "archive") == 0 &&
+                  json_object_get(data, "poisoned") == json_false(),
+              "%s", ok ? ok : "(no reply)");
+    json_decref(v);
+    free(ok);
+}
+
 RIFT_TEST(control_uses_one_subscription_slot) {
     /* max_subscriptions = 1 leaves exactly the control bridge's slot, and
      * the bridge needs no more than that one. */

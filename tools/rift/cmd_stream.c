@@ -1,8 +1,9 @@
 /*
- * cmd_stream.c — `rift stream pub|info|replay` (tools layer): append to a
- * retained stream with STREAM_PUBLISH (opcode 10), and, through riftd's
+ * cmd_stream.c — `rift stream pub|info|replay|reopen` (tools layer): append
+ * to a retained stream with STREAM_PUBLISH (opcode 10), and, through riftd's
  * control commands (protocol v1 has no opcode for them), list streams,
- * show one, and replay its records without a consumer.
+ * show one, replay its records without a consumer, and get one that a
+ * failed write stopped going again.
  */
 #include "cmd.h"
 #include "conn.h"
@@ -22,6 +23,7 @@ static void usage(FILE *out) {
             "       rift stream info [STREAM] [--json]\n"
             "       rift stream replay STREAM [--from SEQ] [--limit N]\n"
             "                          [--raw [--sep SEP] | --json]\n"
+            "       rift stream reopen STREAM\n"
             "       (each takes the connection flags)\n\n"
             "pub     appends DATA ('-' reads stdin) and prints the sequence "
             "once it is stored.\n"
@@ -34,7 +36,10 @@ static void usage(FILE *out) {
             "JSON\n        object per record (payload in base64). A record "
             "too large for a control\n        answer (about 1 MiB) is "
             "skipped with a note; the exit status is then 1.\n"
-            "info and replay use riftd's control commands: they need "
+            "reopen  gets a stream that a failed write stopped (a full disk "
+            "given space,\n        an I/O error dealt with) going again "
+            "without restarting riftd.\n"
+            "info, replay and reopen use riftd's control commands: they need "
             "control = true and a\npublish grant on rift.control.> (the "
             "command names have two tokens).\n\n");
     rift_cli_conn_usage(out);
@@ -239,8 +244,10 @@ static void print_info(const json_t *s) {
                rift_cli_json_int(s, "segments"), h);
     }
     if (rift_cli_json_bool(s, "poisoned")) {
-        printf("%-18s a write failed; restart riftd to reopen the stream\n",
-               "state");
+        printf("%-18s a write failed; writes resume by themselves once a "
+               "full disk has\n%-18s space again, or run rift stream reopen "
+               "%s\n",
+               "state", "", rift_cli_json_str(s, "name"));
     }
 }
 
@@ -266,6 +273,32 @@ static int cmd_info(stream_args *a) {
     } else {
         print_info(data);
     }
+    json_decref(data);
+    return 0;
+}
+
+/* ---- reopen ---- */
+
+static int cmd_reopen(stream_args *a) {
+    if (a->npos != 1) {
+        usage(stderr);
+        return 2;
+    }
+    rift_client *c;
+    if (rift_cli_connect(&a->cc, "stream", &c) != 0) {
+        return 1;
+    }
+    json_t *data;
+    int rc = rift_cli_control(c, "stream", "stream.reopen",
+                              json_pack("{s:s}", "name", a->pos[0]), &data);
+    rift_client_close(c);
+    if (rc != 0) {
+        return rc;
+    }
+    printf("%s: reopened, last sequence %lld%s\n", a->pos[0],
+           rift_cli_json_int(data, "last_seq"),
+           rift_cli_json_bool(data, "poisoned") ? " (writes still refused)"
+                                                : "");
     json_decref(data);
     return 0;
 }
@@ -418,6 +451,9 @@ int rift_cmd_stream(int argc, char **argv) {
     }
     if (strcmp(sub, "replay") == 0) {
         return cmd_replay(&a);
+    }
+    if (strcmp(sub, "reopen") == 0) {
+        return cmd_reopen(&a);
     }
     fprintf(stderr, "rift stream: unknown subcommand '%s'\n", sub);
     usage(stderr);
