@@ -324,6 +324,27 @@ out:
     return rc;
 }
 
+/*
+ * A plugin and a principal of the same name would read as one identity in
+ * logs and status while holding different grants and consumers; refusing
+ * the configuration is clearer than guessing which one an operator meant.
+ */
+static int check_names_disjoint(const rift_config *cfg, rift_error *err) {
+    for (size_t i = 0; i < cfg->n_plugins; i++) {
+        const char *name = cfg->plugins[i].name;
+        for (size_t j = 0; j < cfg->messaging.n_principals; j++) {
+            if (strcmp(cfg->messaging.principals[j].name, name) == 0) {
+                return rift_error_set(
+                    err, RIFT_ERR_INVALID_CONFIG,
+                    "plugins.%s: a messaging principal has the same name; "
+                    "plugins and principals need distinct names",
+                    name);
+            }
+        }
+    }
+    return 0;
+}
+
 /* ---- Root ---- */
 
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
@@ -343,7 +364,8 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
         (rc = parse_plugins(L, root, plugin_names, cfg, err)) != 0 ||
         (rc = parse_data_dir(L, root, cfg, err)) != 0 ||
         (rc = parse_log(L, root, cfg, err)) != 0 ||
-        (rc = parse_quic(L, root, cfg, err)) != 0) {
+        (rc = parse_quic(L, root, cfg, err)) != 0 ||
+        (rc = check_names_disjoint(cfg, err)) != 0) {
         return rc;
     }
     /* §7.1: handlers without subscriptions never run, subscriptions without

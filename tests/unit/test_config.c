@@ -260,6 +260,17 @@ RIFT_TEST(principal_names) {
                   "'A.b_c-9', token_env = 'Q' } } } }");
 }
 
+RIFT_TEST(plugin_and_principal_names_are_disjoint) {
+    CHECK_REJECTS("return { messaging = { " LISTEN " }, plugins = { { name = "
+                  "'p', grants = { subscribe = { 'a.>' } } } } }",
+                  "plugins.p: a messaging principal has the same name; "
+                  "plugins and principals need distinct names");
+    CHECK_REJECTS("rift.plugin('p') return { messaging = { " LISTEN " } }",
+                  "plugins.p: a messaging principal has the same name; "
+                  "plugins and principals need distinct names");
+    CHECK_ACCEPTS("return { messaging = { " LISTEN " }, plugins = { 'q' } }");
+}
+
 RIFT_TEST(principal_token_env) {
     const char *text = "messaging.principals.token_env: expected a unique "
                        "environment variable name";
