@@ -98,6 +98,11 @@ typedef struct rift_server_settings {
      * connection, in exchange for spoofed Initials costing no state.
      * Default off (quinn's default, as the original). */
     bool retry;
+    /** Per-identity accounting of connections, subscriptions and
+     * consumers (src/subject/quota.h), shared with other front ends;
+     * identities are matched by name. NULL = none. Must outlive the
+     * server. */
+    struct rift_quota *quota;
     /** Allocator; NULL for malloc. Must outlive the server. */
     const rift_mem *mem;
 } rift_server_settings;

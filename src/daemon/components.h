@@ -60,6 +60,15 @@ rift_stream *rift_daemon_streams_at(const rift_daemon_streams *s, size_t i,
 json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
                                    const rift_config_stream *cfg);
 
+/* ---- Per-identity quotas (limits.c) ---- */
+
+struct rift_quota;
+
+/* The accounting of |cfg|'s principals under its resolved `limits`,
+ * shared by every front end (rift_quota_del frees it). */
+int rift_daemon_quota_new(struct rift_quota **pq, const rift_config *cfg,
+                          rift_error *err);
+
 /* ---- QUIC server (§2, §5.2 step 2) ---- */
 
 typedef struct rift_daemon_quic rift_daemon_quic;
@@ -73,7 +82,7 @@ typedef struct rift_daemon_quic rift_daemon_quic;
  */
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
                            rift_daemon_streams *streams, const rift_config *cfg,
-                           rift_error *err);
+                           struct rift_quota *quota, rift_error *err);
 
 /* The address actually bound ("127.0.0.1:43210" when the port was 0). */
 const char *rift_daemon_quic_address(const rift_daemon_quic *q);

@@ -137,11 +137,28 @@ typedef struct rift_config_monitor {
     struct sockaddr_storage listen_addr;
     socklen_t listen_addr_len;
 } rift_config_monitor;
+/*
+ * riftd's `limits` table (our extension, outside `messaging` so that block
+ * stays the original's): how much of the listener's capacity one
+ * non-control principal may hold, and how much only control principals may
+ * use. 0 = the default, resolved against `messaging` by
+ * rift_config_limits_resolve.
+ */
+typedef struct rift_config_limits {
+    uint64_t connections;   /* per identity */
+    uint64_t subscriptions; /* per identity */
+    uint64_t consumers;     /* per identity, all streams */
+    uint64_t reserve_connections;
+    uint64_t reserve_subscriptions;
+    bool reserve_connections_set;
+    bool reserve_subscriptions_set;
+} rift_config_limits;
 
 typedef struct rift_config {
     rift_config_messaging messaging;
     rift_config_quic quic;
     rift_config_monitor monitor;
+    rift_config_limits limits;
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */
@@ -157,6 +174,14 @@ typedef struct rift_config {
     bool from_file;    /* false: revision is "runtime" */
     char revision[17]; /* 16 lowercase hex digits, or "runtime" */
 } rift_config;
+
+/* |cfg|'s limits with every default filled in (see docs/riftd.md). */
+void rift_config_limits_resolve(const rift_config *cfg,
+                                rift_config_limits *out);
+
+/* Same `limits` as written (a change needs a restart, like `quic`). */
+bool rift_config_limits_equal(const rift_config_limits *a,
+                              const rift_config_limits *b);
 
 /* ---- Evaluation ---- */
 

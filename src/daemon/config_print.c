@@ -108,6 +108,15 @@ void rift_config_print_summary(const rift_config *cfg, FILE *out) {
     } else {
         fprintf(out, "monitor: none\n");
     }
+    rift_config_limits l;
+    rift_config_limits_resolve(cfg, &l);
+    fprintf(out,
+            "limits: per identity connections=%" PRIu64
+            " subscriptions=%" PRIu64 " consumers=%" PRIu64
+            "; control reserve connections=%" PRIu64 " subscriptions=%" PRIu64
+            "\n",
+            l.connections, l.subscriptions, l.consumers, l.reserve_connections,
+            l.reserve_subscriptions);
     fprintf(out, "lua message handlers: %s%zu\n",
             cfg->has_on_message ? "on_message + " : "",
             cfg->n_message_handlers);

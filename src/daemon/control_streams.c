@@ -16,6 +16,7 @@
 #include "daemon/daemon_internal.h"
 
 #include "daemon/base64.h"
+#include "subject/quota.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -499,6 +500,10 @@ int rift_daemon_cmd_consumer_delete(void *ud, const rift_control_call *call,
                                           strlen(ref.scoped), err)) != 0) {
         return rc;
     }
+    /* The identity may create another one. */
+    rift_quota_give(
+        d->quota, rift_quota_find(d->quota, ref.id->name, strlen(ref.id->name)),
+        RIFT_QUOTA_CONSUMERS);
     *data = json_pack("{s:s,s:s,s:s,s:b}", "stream", ref.stream_name, "name",
                       ref.name, "identity", ref.id->name, "deleted", 1);
     return *data ? 0 : rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");

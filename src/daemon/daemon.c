@@ -8,6 +8,7 @@
 #include "daemon/events.h"
 #include "daemon/files.h"
 #include "daemon/tls.h"
+#include "subject/quota.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -171,8 +172,9 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         opts->on_broker(opts->on_broker_ud, d->broker);
     }
     if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
+        (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
-                                     err)) != 0 ||
+                                     d->quota, err)) != 0 ||
         (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,
                                     err)) != 0) {
         goto fail;
@@ -235,6 +237,8 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
                   : d->cfg.quic.retry != next.quic.retry ? "quic.retry"
                   : !same_str(d->cfg.monitor.listen, next.monitor.listen)
                       ? "monitor.listen"
+                  : !rift_config_limits_equal(&d->cfg.limits, &next.limits)
+                      ? "limits"
                   : (d->cfg.data_dir == NULL) != (next.data_dir == NULL) ||
                           (d->cfg.data_dir != NULL &&
                            strcmp(d->cfg.data_dir, next.data_dir) != 0)
@@ -357,6 +361,7 @@ void rift_daemon_del(rift_daemon *d) {
         return;
     }
     rift_daemon_shutdown(d);
+    rift_quota_del(d->quota); /* after every front end stopped */
     rift_broker_del(d->broker);
     rift_config_free(&d->cfg);
     explicit_bzero(&d->dev, sizeof(d->dev));

@@ -86,7 +86,11 @@ static bool token_ok(const char *t, size_t len) {
 static int read_token(rift_dev_state *st, rift_error *err) {
     char *buf = NULL;
     size_t len = 0;
-    int rc =
+    int rc = rift_file_check_private(RIFT_DEV_TOKEN_FILE, "dev token", err);
+    if (rc != 0) {
+        return rc;
+    }
+    rc =
         rift_file_read(RIFT_DEV_TOKEN_FILE, RIFT_DEV_TOKEN_MAX + 2, &buf, &len);
     if (rc == -ENOENT) {
         return rc;
@@ -212,7 +216,7 @@ static int write_plugins(rift_dev_state *st, rift_error *err) {
         if ((rc = make_parents(f->path, err)) != 0) {
             return rc;
         }
-        rc = rift_file_write_atomic(path, f->content, strlen(f->content), 0644);
+        rc = rift_file_write_atomic(path, f->content, strlen(f->content), 0600);
         if (rc != 0) {
             return rift_error_set(err, rc, "cannot write %s: %s", path,
                                   strerror(-rc));

@@ -125,9 +125,43 @@ int rift_dir_ensure_private(const char *path, bool *created) {
     if (errno != EEXIST) {
         return -errno;
     }
+    return rift_dir_narrow(path);
+}
+
+int rift_dir_narrow(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) {
         return -errno;
     }
-    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+    if (!S_ISDIR(st.st_mode)) {
+        return -ENOTDIR;
+    }
+    if ((st.st_mode & 077) == 0) {
+        return 0;
+    }
+    /* Narrowing loses nothing riftd needs, so fix it rather than refuse
+     * (a secret file is refused instead: it may already have leaked). */
+    if (chmod(path, 0700) != 0) {
+        return -errno;
+    }
+    rift_log(RIFT_LOG_WARN,
+             "%s: directory was open to group or others (mode %04o); "
+             "changed to 0700",
+             path, (unsigned)(st.st_mode & 07777));
+    return 0;
+}
+
+int rift_file_check_private(const char *path, const char *what,
+                            rift_error *err) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        return 0; /* the reader reports a missing file in its own words */
+    }
+    if ((st.st_mode & 077) == 0) {
+        return 0;
+    }
+    return rift_error_set(err, RIFT_ERR_PERMISSION,
+                          "%s (%s) is accessible by group or others (mode "
+                          "%04o); run chmod 600 %s",
+                          what, path, (unsigned)(st.st_mode & 07777), path);
 }

@@ -1,7 +1,8 @@
 /*
  * files.h — small file helpers of the daemon (daemon layer): whole-file
  * reads with a size cap, atomic writes with an explicit mode, private
- * directories. All return 0 or -errno; none logs.
+ * directories, the mode check of secret files. They return 0 or -errno
+ * (rift_file_check_private: a rift error code).
  */
 #ifndef RIFT_DAEMON_FILES_H
 #define RIFT_DAEMON_FILES_H
@@ -28,8 +29,25 @@ int rift_file_write_atomic(const char *path, const void *data, size_t len,
 /*
  * rift_dir_ensure_private creates |path| with mode 0700 when it is absent
  * (*created tells), and fails with -ENOTDIR when it exists as another kind
- * of file. An existing directory is left as it is.
+ * of file. An existing directory goes through rift_dir_narrow.
  */
 int rift_dir_ensure_private(const char *path, bool *created);
+
+/*
+ * rift_dir_narrow changes the existing directory |path| to 0700 when group
+ * or others have any access, and logs a warning naming the old mode (the
+ * one helper here that logs: the fix must not go unnoticed). -ENOTDIR when
+ * |path| is another kind of file.
+ */
+int rift_dir_narrow(const char *path);
+
+/*
+ * rift_file_check_private refuses (RIFT_ERR_PERMISSION) a secret file that
+ * group or others may access, like ssh does with keys: "<what> (<path>) is
+ * accessible by group or others (mode 0644); run chmod 600 <path>". A
+ * missing file passes (its reader reports that).
+ */
+int rift_file_check_private(const char *path, const char *what,
+                            rift_error *err);
 
 #endif /* RIFT_DAEMON_FILES_H */

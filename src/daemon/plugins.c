@@ -9,6 +9,8 @@
 
 #include "lua/plugin_host.h"
 
+#include <string.h>
+
 struct rift_daemon_lua {
     rift_plugin_host *host;
 };
@@ -50,8 +52,12 @@ static int apply(rift_daemon_lua *l, const rift_config *cfg, rift_error *err) {
     }
     /* The source always goes along: the host keeps a state for it only
      * when it defines message handlers, and checks the pairing rule. */
+    /* The file's own name, not its path: the state's errors reach its
+     * status and rift.events.plugin, which remote subscribers read. */
+    const char *slash =
+        cfg->source_name != NULL ? strrchr(cfg->source_name, '/') : NULL;
     rift_plugin_compat compat = {
-        .name = cfg->source_name,
+        .name = slash != NULL ? slash + 1 : cfg->source_name,
         .source = cfg->source,
         .source_len = cfg->source_len,
         .subs = subs,

@@ -95,7 +95,7 @@ static rift_server_stream *server_streams(rift_daemon_streams *streams) {
 
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
                            rift_daemon_streams *streams, const rift_config *cfg,
-                           rift_error *err) {
+                           struct rift_quota *quota, rift_error *err) {
     *pq = NULL;
     const rift_config_messaging *m = &cfg->messaging;
     if (m->listen == NULL) {
@@ -129,6 +129,7 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
     s.handshake_timeout_ms = m->handshake_timeout_ms;
     s.io_timeout_ms = m->io_timeout_ms;
     s.retry = cfg->quic.retry;
+    s.quota = quota;
     s.streams = sst;
     s.stream_count = rift_daemon_streams_count(streams);
     rift_error why = {0};

@@ -6,6 +6,9 @@
  */
 #include "daemon/components.h"
 
+#include "daemon/files.h"
+
+#include <errno.h>
 #include <string.h>
 
 typedef struct daemon_stream {
@@ -37,8 +40,16 @@ static int open_one(daemon_stream *ds, const rift_config_stream *c,
     if (ds->name == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
+    /* The store creates what is missing 0700; a directory from an older
+     * riftd (0755) would leave its segments readable by everyone. */
+    int rc = ds->file ? rift_dir_narrow(c->storage_path) : 0;
+    if (rc != 0 && rc != -ENOENT) {
+        return rift_error_set(err, RIFT_ERR_STORAGE,
+                              "messaging.streams.%s: %s: %s", c->name,
+                              c->storage_path, strerror(-rc));
+    }
     rift_error why = {0};
-    int rc = rift_stream_open(&ds->stream, &s, &why);
+    rc = rift_stream_open(&ds->stream, &s, &why);
     if (rc != 0) {
         return rift_error_set(err, rc, "messaging.streams.%s: %s", c->name,
                               why.text);

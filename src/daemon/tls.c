@@ -45,6 +45,9 @@ int rift_daemon_tls_check(const char *cert_path, const char *key_path,
         *chain_len = n;
     }
 
+    if ((rc = rift_file_check_private(key_path, "private key", err)) != 0) {
+        return rc;
+    }
     rc = rift_file_read(key_path, RIFT_DAEMON_PEM_MAX, &buf, &len);
     if (rc != 0) {
         return rift_error_set(err, RIFT_ERR_TLS, "private key PEM (%s): %s",

@@ -1,18 +1,26 @@
 /*
  * config_parse.c — the root table of the Lua configuration (lua layer; fills
  * the daemon's rift_config): riftd's own keys (plugins, data_dir, log, quic,
- * monitor),
+ * monitor, limits),
  * on_message and the §7.1 pairing rule, and the hand-off to the messaging
  * parser.
  */
 #include "lua/config_lua.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 static const char *const root_keys[] = {
-    "messaging",  "plugins", "data_dir", "log",
-    "on_message", "quic",    "monitor",  NULL,
+    "messaging", "plugins", "data_dir", "log", "on_message",
+    "quic",      "monitor", "limits",   NULL,
 };
+
+static const char *const limits_keys[] = {"per_identity", "control_reserve",
+                                          NULL};
+static const char *const per_identity_keys[] = {"connections", "subscriptions",
+                                                "consumers", NULL};
+static const char *const reserve_keys[] = {"connections", "subscriptions",
+                                           NULL};
 
 static const char *const plugin_keys[] = {
     "name", "path", "grants", "memory_mb", "instructions", "deadline_ms", NULL,
@@ -368,6 +376,146 @@ out:
     return rc;
 }
 
+/* ---- limits ---- */
+
+#define LIMITS_MAX 1000000
+
+/* An integer in |min|..=LIMITS_MAX at t[key]; absent leaves *out as is. */
+static int get_count(lua_State *L, int t, const char *path, const char *key,
+                     uint64_t min, uint64_t *out, bool *present,
+                     rift_error *err) {
+    int type = rift_config_push_field(L, t, key);
+    lua_pop(L, 1);
+    if (present != NULL) {
+        *present = type != LUA_TNIL;
+    }
+    if (type == LUA_TNIL) {
+        return 0;
+    }
+    uint64_t v = 0;
+    rift_error ignored;
+    if (rift_config_get_int(L, t, path, key, 0, LIMITS_MAX, false, &v, NULL,
+                            &ignored) != 0 ||
+        v < min) {
+        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                              "%s.%s: expected an integer in %" PRIu64 "..=%d",
+                              path, key, min, LIMITS_MAX);
+    }
+    *out = v;
+    return 0;
+}
+
+static int open_table(lua_State *L, int parent, const char *key,
+                      const char *path, const char *const *keys, int *t,
+                      rift_error *err) {
+    int type = rift_config_push_field(L, parent, key);
+    *t = lua_gettop(L);
+    if (type == LUA_TNIL) {
+        *t = 0;
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (type != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                              "%s: expected a table", path);
+    }
+    int rc = rift_config_check_keys(L, *t, path, keys, err);
+    if (rc != 0) {
+        lua_pop(L, 1);
+    }
+    return rc;
+}
+
+/*
+ * `limits = { per_identity = {...}, control_reserve = {...} }`: riftd's
+ * per-identity quotas, kept outside `messaging` so that block stays the
+ * original's. Reserves are checked against the capacities they cut into.
+ */
+static int parse_limits(lua_State *L, int root, rift_config *cfg,
+                        rift_error *err) {
+    int t, u, rc;
+    rift_config_limits *l = &cfg->limits;
+    if ((rc = open_table(L, root, "limits", "limits", limits_keys, &t, err)) !=
+            0 ||
+        t == 0) {
+        return rc;
+    }
+    if ((rc = open_table(L, t, "per_identity", "limits.per_identity",
+                         per_identity_keys, &u, err)) != 0) {
+        goto out;
+    }
+    if (u != 0) {
+        const char *p = "limits.per_identity";
+        rc = get_count(L, u, p, "connections", 1, &l->connections, NULL, err);
+        if (rc == 0) {
+            rc = get_count(L, u, p, "subscriptions", 1, &l->subscriptions, NULL,
+                           err);
+        }
+        if (rc == 0) {
+            rc = get_count(L, u, p, "consumers", 1, &l->consumers, NULL, err);
+        }
+        lua_pop(L, 1);
+        if (rc != 0) {
+            goto out;
+        }
+    }
+    if ((rc = open_table(L, t, "control_reserve", "limits.control_reserve",
+                         reserve_keys, &u, err)) != 0) {
+        goto out;
+    }
+    if (u != 0) {
+        const char *p = "limits.control_reserve";
+        rc = get_count(L, u, p, "connections", 0, &l->reserve_connections,
+                       &l->reserve_connections_set, err);
+        if (rc == 0) {
+            rc = get_count(L, u, p, "subscriptions", 0,
+                           &l->reserve_subscriptions,
+                           &l->reserve_subscriptions_set, err);
+        }
+        lua_pop(L, 1);
+        if (rc != 0) {
+            goto out;
+        }
+    }
+    const rift_config_messaging *m = &cfg->messaging;
+    if (l->reserve_connections_set &&
+        l->reserve_connections >= m->max_connections) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "limits.control_reserve.connections: must be "
+                            "below messaging.max_connections");
+    } else if (l->reserve_subscriptions_set &&
+               l->reserve_subscriptions >= m->max_subscriptions) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "limits.control_reserve.subscriptions: must be "
+                            "below messaging.max_subscriptions");
+    }
+out:
+    lua_settop(L, t - 1);
+    return rc;
+}
+
+/*
+ * A plugin and a principal of the same name would read as one identity in
+ * logs and status while holding different grants and consumers; refusing
+ * the configuration is clearer than guessing which one an operator meant.
+ */
+static int check_names_disjoint(const rift_config *cfg, rift_error *err) {
+    for (size_t i = 0; i < cfg->n_plugins; i++) {
+        const char *name = cfg->plugins[i].name;
+        for (size_t j = 0; j < cfg->messaging.n_principals; j++) {
+            if (strcmp(cfg->messaging.principals[j].name, name) == 0) {
+                return rift_error_set(
+                    err, RIFT_ERR_INVALID_CONFIG,
+                    "plugins.%s: a messaging principal has the same name; "
+                    "plugins and principals need distinct names",
+                    name);
+            }
+        }
+    }
+    return 0;
+}
+
 /* ---- Root ---- */
 
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
@@ -388,7 +536,9 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
         (rc = parse_data_dir(L, root, cfg, err)) != 0 ||
         (rc = parse_log(L, root, cfg, err)) != 0 ||
         (rc = parse_quic(L, root, cfg, err)) != 0 ||
-        (rc = parse_monitor(L, root, cfg, err)) != 0) {
+        (rc = parse_monitor(L, root, cfg, err)) != 0 ||
+        (rc = parse_limits(L, root, cfg, err)) != 0 ||
+        (rc = check_names_disjoint(cfg, err)) != 0) {
         return rc;
     }
     /* §7.1: handlers without subscriptions never run, subscriptions without

@@ -421,6 +421,20 @@ static int load_compat(rift_lua_plugin *p, rift_lua_vm *vm, rift_error *err) {
     return 0;
 }
 
+/*
+ * The texts of a plugin's errors travel: its status (rift.control.status),
+ * rift.events.plugin, a rejected reload's answer. They name its files
+ * relative to the plugin ("echo/init.lua:12:"), never by a server path;
+ * only the local log gets the folder.
+ */
+static int load_failed(rift_lua_vm *vm, const char *path, const char *why,
+                       rift_error *err) {
+    const char *name = vm->plugin->name;
+    rift_log(RIFT_LOG_ERROR, "%s: cannot read %s: %s", name, path, why);
+    return rift_error_set(err, RIFT_ERR_LUA, "cannot read %s/init.lua: %s",
+                          name, why);
+}
+
 static int load_folder(rift_lua_vm *vm, rift_error *err) {
     rift_lua_conf *c = vm->conf;
     char path[PATH_MAX];
@@ -430,23 +444,22 @@ static int load_folder(rift_lua_vm *vm, rift_error *err) {
     }
     c->dir_real = realpath(c->dir, NULL);
     if (c->dir_real == NULL) {
-        int e = errno;
-        return rift_error_set(err, RIFT_ERR_LUA, "cannot read %s: %s", path,
-                              strerror(e));
+        return load_failed(vm, path, strerror(errno), err);
     }
     char *buf = NULL;
     size_t len = 0;
     int rc = rift_lua_read_file(vm->mem, path, c->dir_real, &buf, &len);
     if (rc != 0) {
-        return rift_error_set(err, RIFT_ERR_LUA, "cannot read %s: %s", path,
-                              rc == RIFT_ERR_LIMIT ? "file exceeds 1 MiB"
-                              : rc == RIFT_ERR_PERMISSION
-                                  ? "file lies outside the plugin folder"
-                              : rc == RIFT_ERR_NOMEM ? "out of memory"
-                                                     : strerror(-rc));
+        return load_failed(vm, path,
+                           rc == RIFT_ERR_LIMIT ? "file exceeds 1 MiB"
+                           : rc == RIFT_ERR_PERMISSION
+                               ? "file lies outside the plugin folder"
+                           : rc == RIFT_ERR_NOMEM ? "out of memory"
+                                                  : strerror(-rc),
+                           err);
     }
     char chunk[PATH_MAX + 2];
-    snprintf(chunk, sizeof(chunk), "@%s", path);
+    snprintf(chunk, sizeof(chunk), "@%s/init.lua", vm->plugin->name);
     rc = rift_lua_vm_load(vm, buf, len, chunk, 0, err);
     rift_free(vm->mem, buf);
     return rc;

@@ -11,7 +11,8 @@
  * the callback's publication budget. A restricted plugin needs a publish
  * grant for stream publications, a subscribe grant covering its consumer
  * filter, and its consumer names are scoped like a remote principal's
- * (§3.5), so it can only reach its own consumers.
+ * (§3.5) but by "plugin:<name>", so it can only reach its own consumers —
+ * never those of a principal that happens to share its name.
  *
  * Batches returned by fetch are boxed in a userdata with a finalizer while
  * they are turned into Lua tables, so a memory error leaks nothing.
@@ -253,8 +254,8 @@ static int l_consumer(lua_State *L) {
         const char *filter = cfg.filter != NULL ? cfg.filter : ">";
         size_t len = cfg.filter != NULL ? cfg.filter_len : 1;
         if (rift_identity_can_subscribe(&p->identity, filter, len, &err) != 0 ||
-            rift_identity_consumer_name(&p->identity, name, nlen, scoped,
-                                        &err) != 0) {
+            rift_plugin_consumer_name(p->identity.name, p->identity.name_len,
+                                      name, nlen, scoped, &err) != 0) {
             return luaL_error(L, "%s", err.text);
         }
         name = scoped;

@@ -411,21 +411,27 @@ static int l_require(lua_State *L) {
         }
         rc = rift_lua_read_file(vm->mem, path, p->dir_real, &buf, &blen);
     }
+    /* Lua's messages and tracebacks name the chunk, and they travel (the
+     * plugin status, rift.events.plugin, a reload's answer): name the file
+     * relative to the plugin, "<plugin>/lua/a/b.lua", never by its path. */
+    const char *pname = vm->plugin->name;
     char chunk[PATH_MAX + 2];
     if (rc == 0) {
-        snprintf(chunk, sizeof(chunk), "@%s", path);
+        snprintf(chunk, sizeof(chunk), "@%s%s", pname, path + strlen(p->dir));
         rc = luaL_loadbufferx(L, buf, blen, chunk, "t");
         rift_free(vm->mem, buf);
         if (rc != LUA_OK) {
             goto fail_lua;
         }
     } else {
-        lua_pushfstring(L, "module '%s' not found in %s/lua: %s", name, p->dir,
+        rift_log(RIFT_LOG_DEBUG, "%s: require '%s': %s/lua: %s", pname, name,
+                 p->dir, rc == -ENOENT ? "no such file" : read_error(rc));
+        lua_pushfstring(L, "module '%s' not found in %s/lua: %s", name, pname,
                         rc == -ENOENT ? "no such file" : read_error(rc));
         goto fail_lua;
     }
     lua_pushvalue(L, 1);
-    lua_pushstring(L, path);
+    lua_pushstring(L, chunk + 1);
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
         goto fail_lua;
     }

@@ -20,8 +20,42 @@
 #include <string.h>
 
 static const char auth_failed[] = "authentication failed";
+/* The quota module's text (subject/quota.h), also the close reason. */
+static const char text_conn_limit[] = "connection limit reached";
 
 /* ---- Connection records ---- */
+
+void rift_srv_conn_quota_give(srv_conn *c) {
+    if (c->quota_taken) {
+        c->quota_taken = false;
+        rift_quota_give(c->srv->quota, c->srv->quota_slots[c->id_index],
+                        RIFT_QUOTA_CONNECTIONS);
+    }
+}
+
+int rift_srv_sub_open(srv_stream *ss, const char *pattern, size_t len,
+                      const rift_sub_options *opts, rift_sub **psub,
+                      rift_error *err) {
+    srv_conn *c = ss->conn;
+    rift_server *srv = c->srv;
+    size_t slot = srv->quota_slots[c->id_index];
+    int rc = rift_quota_take(srv->quota, slot, RIFT_QUOTA_SUBSCRIPTIONS, err);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = rift_broker_subscribe(srv->broker, pattern, len, opts, psub, err);
+    if (rc != 0) {
+        rift_quota_give(srv->quota, slot, RIFT_QUOTA_SUBSCRIPTIONS);
+    }
+    return rc;
+}
+
+void rift_srv_sub_close(srv_stream *ss, rift_sub *sub) {
+    srv_conn *c = ss->conn;
+    rift_sub_close(sub);
+    rift_quota_give(c->srv->quota, c->srv->quota_slots[c->id_index],
+                    RIFT_QUOTA_SUBSCRIPTIONS);
+}
 
 static srv_conn *conn_new(rift_server *srv, rift_quic_conn *qc);
 
@@ -46,7 +80,8 @@ static void close_conn(srv_conn *c) {
     c->close_pending = false;
     rift_timer_stop(&c->auth_timer);
     if (c->qc != NULL) {
-        rift_quic_conn_close(c->qc, 1, auth_failed, sizeof(auth_failed) - 1);
+        const char *why = c->over_limit ? text_conn_limit : auth_failed;
+        rift_quic_conn_close(c->qc, c->over_limit ? 0 : 1, why, strlen(why));
     }
 }
 
@@ -116,14 +151,27 @@ static void release_held(srv_conn *c) {
     }
 }
 
+static void auth_reject(srv_conn *c, srv_stream *ss);
+
 static void auth_accept(srv_conn *c, srv_stream *ss, const rift_identity *id) {
     rift_server *srv = c->srv;
+    size_t index = (size_t)((const rift_auth_entry *)((const char *)id -
+                                                      offsetof(rift_auth_entry,
+                                                               identity)) -
+                            srv->auth.entries);
+    /* A known token, but the identity holds its share of connections (or
+     * only the control reserve is left): ERROR(2) on the auth stream, then
+     * a close with code 0 — no new wire code, and not an auth failure. */
+    if (rift_quota_take(srv->quota, srv->quota_slots[index],
+                        RIFT_QUOTA_CONNECTIONS, NULL) != 0) {
+        c->over_limit = true;
+        auth_reject(c, ss);
+        return;
+    }
+    c->quota_taken = true;
     c->state = SC_READY;
     c->id = id;
-    c->id_index = (size_t)((const rift_auth_entry *)((const char *)id -
-                                                     offsetof(rift_auth_entry,
-                                                              identity)) -
-                           srv->auth.entries);
+    c->id_index = index;
     srv->id_conns[c->id_index]++;
     srv->c.authenticated++;
     rift_timer_stop(&c->auth_timer);
@@ -136,11 +184,14 @@ static void auth_accept(srv_conn *c, srv_stream *ss, const rift_identity *id) {
 static void auth_reject(srv_conn *c, srv_stream *ss) {
     rift_server *srv = c->srv;
     c->state = SC_FAILED;
-    srv->c.auth_failures++;
+    if (!c->over_limit) {
+        srv->c.auth_failures++;
+    }
     ss->state = SS_DONE;
     uint8_t buf[64];
-    rift_ssize n = rift_frame_encode_error(buf, sizeof(buf), 1, auth_failed,
-                                           sizeof(auth_failed) - 1);
+    const char *text = c->over_limit ? text_conn_limit : auth_failed;
+    rift_ssize n = rift_frame_encode_error(
+        buf, sizeof(buf), c->over_limit ? 2 : 1, text, strlen(text));
     rift_quic_chunk ch = {buf, (size_t)n, NULL, NULL};
     if (n < 0 || rift_quic_stream_write(ss->qs, &ch, 1, true) != 0) {
         close_conn(c);
@@ -239,6 +290,7 @@ static void on_conn_closed(rift_quic_conn *qc, const rift_quic_close_info *ci,
         srv->id_conns[c->id_index]--;
         srv->c.authenticated--;
     }
+    rift_srv_conn_quota_give(c);
     srv->c.connections--;
     rift_srv_conn_unref(c);
 }

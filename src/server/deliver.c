@@ -40,7 +40,7 @@ static void msg_release(void *msg) {
 void rift_srv_delivery_drop(srv_stream *ss) {
     rift_server *srv = ss->conn->srv;
     if (ss->sub != NULL) {
-        rift_sub_close(ss->sub);
+        rift_srv_sub_close(ss, ss->sub);
         ss->sub = NULL;
         ss->sub_ready = false;
         srv->c.subscriptions--;
@@ -50,7 +50,7 @@ void rift_srv_delivery_drop(srv_stream *ss) {
     }
     ss->backlog_pos = ss->backlog_len = 0;
     if (ss->inbox != NULL) {
-        rift_sub_close(ss->inbox);
+        rift_srv_sub_close(ss, ss->inbox);
         ss->inbox = NULL;
         rift_timer_stop(&ss->op_timer);
     }
@@ -80,8 +80,8 @@ void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len) {
         .user_data = ss,
     };
     rift_sub *sub;
-    if (rift_broker_subscribe(srv->broker, f.pattern, f.pattern_len, &opts,
-                              &sub, &err) != 0) {
+    if (rift_srv_sub_open(ss, f.pattern, f.pattern_len, &opts, &sub, &err) !=
+        0) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
@@ -319,8 +319,8 @@ void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len) {
     }
     rift_sub_options opts = {.notifier = srv->notifier, .user_data = ss};
     if (rift_broker_new_inbox(ss->inbox_name, &err) != 0 ||
-        rift_broker_subscribe(srv->broker, ss->inbox_name, RIFT_INBOX_LEN,
-                              &opts, &ss->inbox, &err) != 0) {
+        rift_srv_sub_open(ss, ss->inbox_name, RIFT_INBOX_LEN, &opts, &ss->inbox,
+                          &err) != 0) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
@@ -359,7 +359,7 @@ static void request_reply(srv_stream *ss) {
         return;
     }
     /* One reply is all a request takes: drop the inbox now. */
-    rift_sub_close(ss->inbox);
+    rift_srv_sub_close(ss, ss->inbox);
     ss->inbox = NULL;
     rift_timer_stop(&ss->op_timer);
     if (ss->qs == NULL) {

@@ -19,6 +19,7 @@
 #include "rift/broker.h"
 #include "rift/server.h"
 #include "subject/auth.h"
+#include "subject/quota.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -139,6 +140,8 @@ struct srv_conn {
     srv_stream *auth;      /* the auth stream, while it lasts */
     rift_timer auth_timer; /* handshake_timeout for AUTH */
     bool close_pending;    /* auth failed: close once ERROR is out */
+    bool over_limit;       /* refused by the quota, not a bad token */
+    bool quota_taken;      /* holds a connection unit of the quota */
     size_t permits;        /* stream permits in use */
     size_t held;           /* streams held before authentication */
     size_t refs;           /* 1 for the transport + 1 per stream record */
@@ -224,7 +227,11 @@ struct rift_server {
     srv_stream *all;
     srv_counters c;
     uint64_t *id_conns; /* live authenticated connections per identity */
-    uint8_t *scratch;   /* SRV_SCRATCH_BYTES */
+    /* Per-identity accounting shared with other front ends (NULL = none),
+     * and each auth entry's slot in it (SIZE_MAX = not accounted). */
+    rift_quota *quota;
+    size_t *quota_slots;
+    uint8_t *scratch; /* SRV_SCRATCH_BYTES */
 
     /* Durable-stream operations submitted and not yet back on the loop
      * (their completions post to it, so it must outlive them). */
@@ -237,6 +244,17 @@ extern const rift_quic_callbacks rift_srv_callbacks;
 
 /* Drops one reference; frees the record when none is left. */
 void rift_srv_conn_unref(srv_conn *c);
+
+/* Gives back the connection's quota unit, once (at its close). */
+void rift_srv_conn_quota_give(srv_conn *c);
+
+/* A broker subscription for |ss|'s identity, counted in the quota
+ * ("subscription limit reached" once its share is used up), and its
+ * close, which gives the unit back. */
+int rift_srv_sub_open(srv_stream *ss, const char *pattern, size_t len,
+                      const rift_sub_options *opts, rift_sub **psub,
+                      rift_error *err);
+void rift_srv_sub_close(srv_stream *ss, rift_sub *sub);
 
 /* ---- ops.c ---- */
 

@@ -136,6 +136,7 @@ static void server_free(rift_server *srv) {
     }
     rift_free(srv->mem, srv->streams);
     rift_auth_table_free(&srv->auth);
+    rift_free(srv->mem, srv->quota_slots);
     rift_free(srv->mem, srv->cert_file);
     rift_free(srv->mem, srv->key_file);
     pthread_cond_destroy(&srv->cond);
@@ -203,6 +204,18 @@ int rift_server_new(rift_server **psrv, rift_broker *broker,
     free_identities(ids, settings->identity_count);
     rift_free(mem, ids);
     ids = NULL;
+    srv->quota = settings->quota;
+    srv->quota_slots =
+        rift_calloc(mem, srv->auth.count + 1, sizeof(*srv->quota_slots));
+    if (srv->quota_slots == NULL) {
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < srv->auth.count; i++) {
+        const rift_identity *id = &srv->auth.entries[i].identity;
+        srv->quota_slots[i] =
+            rift_quota_find(srv->quota, id->name, id->name_len);
+    }
 
     srv->cert_file =
         rift_strndup(mem, settings->cert_file, strlen(settings->cert_file));
@@ -381,6 +394,7 @@ static void teardown(rift_server *srv) {
             srv->id_conns[c->id_index]--;
             srv->c.authenticated--;
         }
+        rift_srv_conn_quota_give(c);
         srv->c.connections--;
         c->refs = 1;
         rift_srv_conn_unref(c);

@@ -38,6 +38,10 @@ struct srv_store_op {
     rift_batch batch;
     rift_consumer *consumer;
     uint64_t payload_len;
+    /* CONSUMER_OPEN of a new consumer: the quota unit it took, given back
+     * if the open fails. */
+    bool quota_consumer;
+    size_t quota_slot;
     /* The op outlives its completion while DELIVERY payloads sent
      * zero-copy from |batch| are unacknowledged: one reference per pinned
      * chunk plus one for the code handling it. */
@@ -66,6 +70,9 @@ static void op_unref(void *arg) {
     srv_store_op *op = arg;
     if (--op->refs > 0) {
         return;
+    }
+    if (op->quota_consumer && op->status != 0) {
+        rift_quota_give(op->srv->quota, op->quota_slot, RIFT_QUOTA_CONSUMERS);
     }
     rift_batch_free(&op->batch);
     rift_consumer_close(op->consumer);
@@ -339,11 +346,33 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     if (st == NULL) {
         return;
     }
+    /* Only a consumer this open creates counts against the identity's
+     * share (reopening one's own is free). */
+    rift_server *srv = ss->conn->srv;
+    size_t slot = srv->quota_slots[ss->conn->id_index];
+    rift_consumer *existing = NULL;
+    bool counted = false;
+    if (srv->quota != NULL &&
+        rift_stream_consumer_get(st, scoped, RIFT_SCOPED_CONSUMER_LEN,
+                                 &existing, NULL) != 0) {
+        if (rift_quota_take(srv->quota, slot, RIFT_QUOTA_CONSUMERS, &err) !=
+            0) {
+            rift_srv_fail(ss, err.code, err.text);
+            return;
+        }
+        counted = true;
+    }
+    rift_consumer_close(existing);
     srv_store_op *op = op_new(ss, RIFT_OP_CONSUMER_OPEN);
     if (op == NULL) {
+        if (counted) {
+            rift_quota_give(srv->quota, slot, RIFT_QUOTA_CONSUMERS);
+        }
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->quota_consumer = counted;
+    op->quota_slot = slot;
     rift_consumer_config cfg;
     rift_consumer_config_default(&cfg);
     cfg.filter = f.filter;

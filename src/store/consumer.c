@@ -5,6 +5,7 @@
  * recovery). Semantics: rift-v1-behaviour.md §4.7.
  */
 #include "store/store.h"
+#include "subject/acl.h"
 #include "subject/subject.h"
 
 #include <string.h>
@@ -684,6 +685,19 @@ static rift_consumer *take_handle(rift_consumer *c) {
     return c;
 }
 
+/* A filter no subject of the stream can match would only hold a consumer
+ * slot (a stream has max_consumers of them, durable across restarts). */
+static bool filter_reaches_stream(const rift_stream *st,
+                                  const norm_config *nc) {
+    for (size_t i = 0; i < st->cfg.subjects_count; i++) {
+        if (rift_subject_overlaps(nc->filter, nc->filter_len, st->subjects[i],
+                                  st->subject_lens[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int consumer_open(rift_stream *st, const char *name, size_t name_len,
                          const rift_consumer_config *config,
                          rift_consumer **pconsumer, bool blocking,
@@ -719,6 +733,12 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
         /* Its creation may still be on its way to the disk. */
         rc = rift_writer_commit_ticket(st, c->created_gen, cb, user_data,
                                        blocking, &wait, err);
+        goto out;
+    }
+    if (!filter_reaches_stream(st, &nc)) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "invalid messaging configuration: consumer filter "
+                            "matches none of the stream's subjects");
         goto out;
     }
     if (st->ncons >= st->cfg.max_consumers) {

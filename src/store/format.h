@@ -17,6 +17,10 @@
 #define RIFT_SEG_SUFFIX     ".seg"
 /* "<20-digit base sequence>.seg" */
 #define RIFT_SEG_NAME_LEN 24
+/* A stream holds other people's messages: only riftd's user may read it,
+ * wherever storage_path points. */
+#define RIFT_STORE_DIR_MODE  0700
+#define RIFT_STORE_FILE_MODE 0600
 
 /* Formats the segment file name of |base| into |out| (>= 25 bytes). */
 void rift_seg_name(char *out, size_t len, uint64_t base);

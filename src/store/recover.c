@@ -94,7 +94,7 @@ static int make_dirs(rift_stream *st, rift_error *err) {
         }
         char c = path[i];
         path[i] = '\0';
-        int rc = v->mkdir(v->user_data, path, 0755);
+        int rc = v->mkdir(v->user_data, path, RIFT_STORE_DIR_MODE);
         if (rc == 0) {
             rc = sync_parent(st, path, err);
             if (rc != 0) {
@@ -115,7 +115,8 @@ static int lock_dir(rift_stream *st, rift_error *err) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     int rc = 0;
-    int fd = v->open(v->user_data, path, O_RDWR | O_CREAT, 0644);
+    int fd =
+        v->open(v->user_data, path, O_RDWR | O_CREAT, RIFT_STORE_FILE_MODE);
     if (fd < 0) {
         rc = io_error(err, "open", path, fd);
         goto out;
@@ -269,7 +270,7 @@ static int recover_state(rift_stream *st, bool tmp_left, rift_error *err) {
         v->unlink(v->user_data, tmp);
     }
     int flags = writable(st) ? O_RDWR | O_CREAT : O_RDONLY;
-    int fd = v->open(v->user_data, path, flags, 0644);
+    int fd = v->open(v->user_data, path, flags, RIFT_STORE_FILE_MODE);
     if (fd == -ENOENT && !writable(st)) {
         goto out; /* verify: no consumers */
     }

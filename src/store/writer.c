@@ -439,7 +439,8 @@ static int write_snapshot(rift_stream *st, rift_stage *io, rift_error *err) {
     }
     snprintf(tmp, sizeof(tmp), "%s/%s", st->dir, RIFT_STATE_TMP_FILE);
     snprintf(fin, sizeof(fin), "%s/%s", st->dir, RIFT_STATE_FILE);
-    int fd = v->open(v->user_data, tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    int fd = v->open(v->user_data, tmp, O_RDWR | O_CREAT | O_TRUNC,
+                     RIFT_STORE_FILE_MODE);
     if (fd < 0) {
         return io_fail(st, err, "create", tmp, fd);
     }
@@ -505,8 +506,8 @@ static int cycle(rift_stream *st, rift_stage *io, rift_error *err) {
             if ((rc = sync_dirty(st, err)) != 0) {
                 return rc;
             }
-            fd =
-                v->open(v->user_data, s->path, O_RDWR | O_CREAT | O_EXCL, 0644);
+            fd = v->open(v->user_data, s->path, O_RDWR | O_CREAT | O_EXCL,
+                         RIFT_STORE_FILE_MODE);
             if (fd < 0) {
                 return io_fail(st, err, "create", s->path, fd);
             }

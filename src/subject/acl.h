@@ -207,4 +207,20 @@ int rift_identity_consumer_name(const rift_identity *id, const char *name,
                                 size_t len, char out[RIFT_SCOPED_CONSUMER_SIZE],
                                 rift_error *err);
 
+/* What a restricted plugin's consumer names are scoped by: "plugin:" and its
+ * name. A principal name cannot hold ':' (§5), so no principal shares a
+ * plugin's consumers, whatever the two are called. */
+#define RIFT_PLUGIN_SCOPE_PREFIX "plugin:"
+
+/*
+ * rift_plugin_consumer_name is rift_identity_consumer_name for the restricted
+ * plugin |plugin| (1..=128 bytes): the scope identity is
+ * RIFT_PLUGIN_SCOPE_PREFIX + |plugin|.
+ *
+ * Errors: as rift_identity_consumer_name.
+ */
+int rift_plugin_consumer_name(const char *plugin, size_t plen, const char *name,
+                              size_t len, char out[RIFT_SCOPED_CONSUMER_SIZE],
+                              rift_error *err);
+
 #endif /* RIFT_SUBJECT_ACL_H */

@@ -2,7 +2,8 @@
  * consumer_name.c — per-identity scoping of remote durable-consumer names
  * (subject layer), rift-v1-behaviour.md §3.5. The hash input is
  * length-delimited so ("ab", "c") and ("a", "bc") never collide; the output
- * fits the store's 128-byte name limit. See acl.h.
+ * fits the store's 128-byte name limit. Restricted plugins are scoped by
+ * "plugin:<name>", a string no principal name can equal. See acl.h.
  */
 #include "subject/acl.h"
 #include "subject/name.h"
@@ -52,6 +53,28 @@ int rift_identity_consumer_name(const rift_identity *id, const char *name,
         return rift_error_set(err, RIFT_ERR_PROTOCOL, "invalid consumer name");
     }
     int rc = rift_consumer_scope(id->name, id->name_len, name, len, out);
+    if (rc != 0) {
+        return rift_error_set(err, rc, "%s", rift_strerror(rc));
+    }
+    return 0;
+}
+
+int rift_plugin_consumer_name(const char *plugin, size_t plen, const char *name,
+                              size_t len, char out[RIFT_SCOPED_CONSUMER_SIZE],
+                              rift_error *err) {
+    static const char prefix[] = RIFT_PLUGIN_SCOPE_PREFIX;
+    char scope[sizeof(prefix) - 1 + RIFT_SCOPE_INPUT_MAX];
+    if (plen > RIFT_SCOPE_INPUT_MAX - (sizeof(prefix) - 1)) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "invalid consumer name");
+    }
+    if (!rift_name_valid(name, len)) {
+        return rift_error_set(err, RIFT_ERR_PROTOCOL, "invalid consumer name");
+    }
+    memcpy(scope, prefix, sizeof(prefix) - 1);
+    memcpy(scope + sizeof(prefix) - 1, plugin, plen);
+    int rc =
+        rift_consumer_scope(scope, sizeof(prefix) - 1 + plen, name, len, out);
     if (rc != 0) {
         return rift_error_set(err, rc, "%s", rift_strerror(rc));
     }

@@ -327,6 +327,65 @@ RIFT_TEST(dev_default_from_empty_directory) {
     CHECK(stopped);
 }
 
+/* Left by an older riftd or a careless copy: a world-readable data directory
+ * is narrowed (with a warning), a world-readable token is refused. */
+RIFT_TEST(dev_default_fixes_open_directories_and_refuses_an_open_token) {
+    char *dir = rift_test_tmpdir();
+    char path[700];
+    snprintf(path, sizeof(path), "%s/rift-data", dir);
+    CHECK_OK(mkdir(path, 0700));
+    CHECK_OK(chmod(path, 0755));
+    snprintf(path, sizeof(path), "%s/rift-data/streams", dir);
+    CHECK_OK(mkdir(path, 0755));
+    snprintf(path, sizeof(path), "%s/rift-data/streams/events", dir);
+    CHECK_OK(mkdir(path, 0700));
+    CHECK_OK(chmod(path, 0755));
+    CHECK(write_file(dir, "rift-data/dev.token",
+                     "0123456789abcdef0123456789abcdef0123456789abcdef"
+                     "0123456789abcdef\n"));
+    char listen[64];
+    snprintf(listen, sizeof(listen), "RIFT_DEV_LISTEN=127.0.0.1:%d",
+             rift_test_free_udp_port());
+    const char *env[] = {listen, NULL};
+    proc p;
+    int rc1 = run(&p, dir, NULL, env);
+    char *err1 = slurp(p.err);
+    int m_data = mode_of(dir, "rift-data");
+    snprintf(path, sizeof(path), "%s/rift-data/dev.token", dir);
+    CHECK_OK(chmod(path, 0600));
+    CHECK(spawn(&p, dir, NULL, env));
+    bool ready = wait_log(&p, "rift: ready");
+    int m_stream = mode_of(dir, "rift-data/streams/events");
+    int m_lock = mode_of(dir, "rift-data/streams/events/stream.lock");
+    int m_state = mode_of(dir, "rift-data/streams/events/state.log");
+    int m_plugin = mode_of(dir, "rift-data/plugins/echo/init.lua");
+    kill(p.pid, SIGTERM);
+    int rc2 = wait_exit(&p);
+    char *err2 = slurp(p.err);
+    rift_test_rmdir(dir);
+    CHECK_EQ_INT(rc1, 1);
+    CHECK_MSG(err1 != NULL &&
+                  strstr(err1, "rift-data: directory was open to group or "
+                               "others (mode 0755); changed to 0700") &&
+                  strstr(err1, "riftd: dev token (rift-data/dev.token) is "
+                               "accessible by group or others (mode 0644); "
+                               "run chmod 600 rift-data/dev.token\n"),
+              "%s", err1 ? err1 : "(no log)");
+    CHECK_EQ_INT(m_data, 0700);
+    CHECK(ready);
+    CHECK_EQ_INT(rc2, 0);
+    CHECK_MSG(err2 != NULL && strstr(err2, "rift-data/streams/events: "
+                                           "directory was open to group or "
+                                           "others (mode 0755)"),
+              "%s", err2 ? err2 : "(no log)");
+    CHECK_EQ_INT(m_stream, 0700);
+    CHECK_EQ_INT(m_lock, 0600);
+    CHECK_EQ_INT(m_state, 0600);
+    CHECK_EQ_INT(m_plugin, 0600);
+    free(err1);
+    free(err2);
+}
+
 RIFT_TEST(sighup_reloads_or_keeps_the_old_configuration) {
     char *dir = rift_test_tmpdir();
     CHECK(write_file(dir, "my.lua",

@@ -347,3 +347,99 @@ RIFT_TEST(identity_consumer_name) {
     rift_identity_free(&alice);
     rift_identity_free(&bob);
 }
+
+/* ---- Overlap: edge cases and an exhaustive cross-check ---- */
+
+RIFT_TEST(overlap_wildcard_edges) {
+    CHECK(overlaps(">", ">"));
+    CHECK(overlaps("*", "*"));
+    CHECK(overlaps("*", ">"));
+    CHECK(overlaps(">", "*"));
+    CHECK(!overlaps("*", "*.*"));
+    CHECK(overlaps(">", "*.*"));
+    CHECK(overlaps("*.>", "a.b.c"));
+    CHECK(!overlaps("*.>", "a"));
+    CHECK(overlaps("a.>", "a.*"));
+    CHECK(overlaps("a.>", "*.>"));
+    CHECK(!overlaps("a.>", "b.>"));
+    CHECK(overlaps("a.*.>", "*.b.c.d"));
+    CHECK(!overlaps("a.*.>", "*.b"));
+    CHECK(!overlaps("a.b.c", "a.b"));
+    CHECK(overlaps("events.>", "events.mine.>"));
+    CHECK(!overlaps("events.>", "events"));
+    CHECK(!overlaps("nomatch.>", "events.>"));
+}
+
+/* Patterns over tokens a, b, *, > (">" last) of 1..3 tokens. */
+static size_t all_patterns(char out[][16]) {
+    static const char *const toks[] = {"a", "b", "*", ">"};
+    size_t n = 0;
+    for (int len = 1; len <= 3; len++) {
+        int total = 1;
+        for (int i = 0; i < len; i++) {
+            total *= 4;
+        }
+        for (int code = 0; code < total; code++) {
+            char buf[16] = "";
+            bool ok = true;
+            for (int i = 0, c = code; i < len; i++, c /= 4) {
+                if (c % 4 == 3 && i != len - 1) {
+                    ok = false;
+                }
+                strcat(buf, toks[c % 4]);
+                if (i + 1 < len) {
+                    strcat(buf, ".");
+                }
+            }
+            if (ok) {
+                memcpy(out[n++], buf, sizeof(buf));
+            }
+        }
+    }
+    return n;
+}
+
+/* Is there a literal subject over a, b, c of 1..4 tokens both match? */
+static bool witness(const char *p, const char *q) {
+    static const char *const toks[] = {"a", "b", "c"};
+    for (int len = 1; len <= 4; len++) {
+        int total = 1;
+        for (int i = 0; i < len; i++) {
+            total *= 3;
+        }
+        for (int code = 0; code < total; code++) {
+            char s[16] = "";
+            for (int i = 0, c = code; i < len; i++, c /= 3) {
+                strcat(s, toks[c % 3]);
+                if (i + 1 < len) {
+                    strcat(s, ".");
+                }
+            }
+            if (rift_subject_matches(p, strlen(p), s, strlen(s)) &&
+                rift_subject_matches(q, strlen(q), s, strlen(s))) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+RIFT_TEST(overlap_agrees_with_a_common_subject) {
+    static char pats[128][16];
+    size_t n = all_patterns(pats);
+    CHECK(n > 50);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            bool got = overlaps(pats[i], pats[j]);
+            if (got != witness(pats[i], pats[j]) ||
+                got != overlaps(pats[j], pats[i])) {
+                if (mismatches++ < 5) {
+                    fprintf(stderr, "overlaps(%s, %s) = %d\n", pats[i], pats[j],
+                            got);
+                }
+            }
+        }
+    }
+    CHECK_EQ_U64(mismatches, 0);
+}

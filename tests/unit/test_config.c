@@ -90,7 +90,7 @@ RIFT_TEST(unknown_fields_name_their_path) {
                   "max_consumers, sync_on_write, storage_path, max_age_ms)");
     CHECK_REJECTS("return { listen = '0.0.0.0:1' }",
                   "listen: unknown field (expected messaging, plugins, "
-                  "data_dir, log, on_message, quic, monitor)");
+                  "data_dir, log, on_message, quic, monitor, limits)");
     CHECK_REJECTS("return { messaging = { 1 } }",
                   "messaging[1]: unknown field (expected listen, certificate, "
                   "private_key, principals, subscription_capacity, "
@@ -101,7 +101,7 @@ RIFT_TEST(unknown_fields_name_their_path) {
     /* The lexically smallest unknown key is named, whatever the hash order. */
     CHECK_REJECTS("return { zz = 1, aa = 2, messaging = {} }",
                   "aa: unknown field (expected messaging, plugins, data_dir, "
-                  "log, on_message, quic, monitor)");
+                  "log, on_message, quic, monitor, limits)");
 }
 
 /* ---- integers ---- */
@@ -258,6 +258,66 @@ RIFT_TEST(principal_names) {
     CHECK_ACCEPTS("return { messaging = { " LISTEN " principals = { { name = "
                   "string.rep('a', 96), token_env = 'P' }, { name = "
                   "'A.b_c-9', token_env = 'Q' } } } }");
+}
+
+RIFT_TEST(plugin_and_principal_names_are_disjoint) {
+    CHECK_REJECTS("return { messaging = { " LISTEN " }, plugins = { { name = "
+                  "'p', grants = { subscribe = { 'a.>' } } } } }",
+                  "plugins.p: a messaging principal has the same name; "
+                  "plugins and principals need distinct names");
+    CHECK_REJECTS("rift.plugin('p') return { messaging = { " LISTEN " } }",
+                  "plugins.p: a messaging principal has the same name; "
+                  "plugins and principals need distinct names");
+    CHECK_ACCEPTS("return { messaging = { " LISTEN " }, plugins = { 'q' } }");
+}
+
+RIFT_TEST(limits_table) {
+    rift_config cfg;
+    rift_error err;
+    const char *src = "return { messaging = { max_connections = 100, "
+                      "max_subscriptions = 1000 }, limits = { per_identity = "
+                      "{ connections = 5, consumers = 7 }, control_reserve = "
+                      "{ subscriptions = 0 } } }";
+    CHECK_OK(load(src, &cfg, &err));
+    rift_config_limits l;
+    rift_config_limits_resolve(&cfg, &l);
+    CHECK_EQ_U64(l.connections, 5);
+    CHECK_EQ_U64(l.subscriptions, 500); /* half of max_subscriptions */
+    CHECK_EQ_U64(l.consumers, 7);
+    CHECK_EQ_U64(l.reserve_connections, 6); /* 100 / 16 */
+    CHECK_EQ_U64(l.reserve_subscriptions, 0);
+    rift_config_free(&cfg);
+    /* Defaults of the defaults: 1024 connections, 65,536 subscriptions,
+     * a stream of 128 consumers. */
+    CHECK_OK(load("return {}", &cfg, &err));
+    rift_config_limits_resolve(&cfg, &l);
+    CHECK_EQ_U64(l.connections, 512);
+    CHECK_EQ_U64(l.subscriptions, 32768);
+    CHECK_EQ_U64(l.consumers, 64);
+    CHECK_EQ_U64(l.reserve_connections, 16);
+    CHECK_EQ_U64(l.reserve_subscriptions, 64);
+    rift_config_free(&cfg);
+    CHECK_REJECTS("return { limits = 1 }", "limits: expected a table");
+    CHECK_REJECTS("return { limits = { quota = {} } }",
+                  "limits.quota: unknown field (expected per_identity, "
+                  "control_reserve)");
+    CHECK_REJECTS("return { limits = { per_identity = { connections = 0 } } }",
+                  "limits.per_identity.connections: expected an integer in "
+                  "1..=1000000");
+    CHECK_REJECTS("return { limits = { control_reserve = { subscriptions = "
+                  "-1 } } }",
+                  "limits.control_reserve.subscriptions: expected an integer "
+                  "in 0..=1000000");
+    CHECK_REJECTS("return { limits = { control_reserve = { consumers = 1 } } }",
+                  "limits.control_reserve.consumers: unknown field (expected "
+                  "connections, subscriptions)");
+    CHECK_REJECTS("return { messaging = { max_connections = 4 }, limits = { "
+                  "control_reserve = { connections = 4 } } }",
+                  "limits.control_reserve.connections: must be below "
+                  "messaging.max_connections");
+    /* The messaging block keeps the original's schema. */
+    CHECK(strncmp(load_error("return { messaging = { limits = {} } }"),
+                  "messaging.limits: unknown field", 31) == 0);
 }
 
 RIFT_TEST(principal_token_env) {

@@ -618,6 +618,46 @@ RIFT_TEST(disable_publishes_an_event) {
     fx_close(&fx);
 }
 
+/* Error texts travel to remote subscribers (rift.events.plugin, status):
+ * they name the plugin's files relative to it, never by the server path. */
+RIFT_TEST(plugin_errors_name_files_relative_to_the_plugin) {
+    fixture fx;
+    CHECK(fx_open(&fx, 2));
+    rift_sub *ev;
+    CHECK_OK(
+        rift_broker_subscribe(fx.b, "rift.events.plugin", 18, NULL, &ev, NULL));
+    lt_put(fx.root, "plugins/p/lua/m.lua",
+           "return function() error('in module') end\n");
+    CHECK_LOAD(&fx, "p",
+               "local m = require('m')\n"
+               "rift.subscribe('x', function() m() end)\n"
+               "rift.subscribe('y', function() error('boom') end)\n");
+    CHECK_EQ_STR(next_on(ev, 5000), "{\"plugin\":\"p\",\"state\":\"running\"}");
+    CHECK_OK(publish(&fx, "x", ""));
+    lt_status s = lt_await(fx.h, "p", 1, 1, -1);
+    CHECK_EQ_STR(s.err, "subscription x: p/lua/m.lua:1: in module");
+    CHECK_OK(publish(&fx, "y", ""));
+    const char *got = next_on(ev, 5000);
+    CHECK_EQ_STR(got, "{\"error\":\"p/init.lua:3: boom\",\"plugin\":\"p\","
+                      "\"state\":\"disabled\"}");
+    CHECK(strstr(got, fx.root) == NULL);
+    s = lt_get(fx.h, "p");
+    CHECK(strstr(s.err, fx.root) == NULL);
+    rift_sub_close(ev);
+    /* A missing folder or module: the text names neither path. */
+    rift_error err;
+    rift_plugin_spec missing = lt_spec(fx.root, "gone");
+    CHECK_EQ_INT(rift_plugin_host_apply(fx.h, &missing, 1, NULL, &err),
+                 RIFT_ERR_LUA);
+    CHECK_CONTAINS(err.text, "gone: init: cannot read gone/init.lua: ");
+    CHECK(strstr(err.text, fx.root) == NULL);
+    CHECK_EQ_INT(load(&fx, "q", "require('absent')\n", &err), RIFT_ERR_LUA);
+    CHECK_CONTAINS(err.text,
+                   "module 'absent' not found in q/lua: no such file");
+    CHECK(strstr(err.text, fx.root) == NULL);
+    fx_close(&fx);
+}
+
 RIFT_TEST(restricted_plugin_grants) {
     fixture fx;
     CHECK(fx_open(&fx, 0));

@@ -9,6 +9,7 @@
 
 #include "rift/broker.h"
 #include "rift/stream.h"
+#include "subject/acl.h"
 
 typedef struct fixture {
     char *root;
@@ -267,5 +268,70 @@ RIFT_TEST(restricted_plugin_consumers_are_scoped) {
     CHECK(strncmp(info.consumer_names[0], "remote_", 7) == 0);
     CHECK_EQ_INT(strlen(info.consumer_names[0]), 71);
     rift_stream_info_free(&info);
+    fx_close(&fx);
+}
+
+/* A restricted plugin "alice" and a remote principal "alice" opening "w1"
+ * are two consumers: the plugin's name is scoped by "plugin:alice". */
+RIFT_TEST(restricted_plugin_consumers_are_not_a_principals) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    rift_error err;
+    rift_identity principal;
+    rift_identity_init(&principal, NULL);
+    CHECK_OK(rift_identity_set_name(&principal, "alice", 5));
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    CHECK_OK(rift_identity_consumer_name(&principal, "w1", 2, scoped, &err));
+    rift_identity_free(&principal);
+    rift_consumer_config cc;
+    rift_consumer_config_default(&cc);
+    cc.filter = "events.>";
+    cc.filter_len = 8;
+    rift_consumer *mine;
+    CHECK_OK(rift_stream_consumer_open(
+        fx.events, scoped, RIFT_SCOPED_CONSUMER_LEN, &cc, &mine, &err));
+    rift_stored stored;
+    CHECK_OK(rift_stream_publish(fx.events, "events.a", 8, NULL, 0,
+                                 (const uint8_t *)"for-the-principal", 17,
+                                 &stored, &err));
+    lt_plugin(fx.root, "alice",
+              "rift.subscribe('in.go', function()\n"
+              "  local c = rift.consumer('events', 'w1', {filter = "
+              "'events.>'})\n"
+              "  rift.publish('out.r', #c:fetch(5) .. '')\n"
+              "end)\n");
+    rift_plugin_spec spec = lt_spec(fx.root, "alice");
+    const char *pub[] = {"out.>"};
+    const char *sub[] = {"in.>", "events.>"};
+    spec.restricted = true;
+    spec.publish = pub;
+    spec.n_publish = 1;
+    spec.subscribe = sub;
+    spec.n_subscribe = 2;
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    CHECK_OK(publish(&fx, "in.go", ""));
+    /* Its own consumer starts at sequence 1 as well, so it sees the record;
+     * what must differ is the consumer. */
+    CHECK_EQ_STR(next_out(&fx), "1");
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
+    CHECK_EQ_INT(info.consumer_count, 2);
+    char plugins[RIFT_SCOPED_CONSUMER_SIZE];
+    CHECK_OK(rift_plugin_consumer_name("alice", 5, "w1", 2, plugins, &err));
+    CHECK(strcmp(plugins, scoped) != 0);
+    bool found = false;
+    for (size_t i = 0; i < info.consumer_count; i++) {
+        found = found || strcmp(info.consumer_names[i], plugins) == 0;
+    }
+    CHECK(found);
+    rift_stream_info_free(&info);
+    /* The principal's consumer still has its record undelivered. */
+    rift_batch b;
+    memset(&b, 0, sizeof(b));
+    CHECK_OK(rift_consumer_fetch(mine, 5, &b, &err));
+    CHECK_EQ_INT(b.count, 1);
+    rift_batch_free(&b);
+    rift_consumer_close(mine);
     fx_close(&fx);
 }
