@@ -89,6 +89,11 @@ void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len) {
     ss->sub = sub;
     ss->state = SS_DELIVERY;
     srv->c.subscriptions++;
+    /* The client cancels with STOP_SENDING (§2.9 SUBSCRIBE 6), possibly
+     * keeping its own half open: the transport must report it when it
+     * arrives, not when the next MESSAGE is written, or requests keep
+     * being routed to a subscription nobody reads. */
+    rift_quic_stream_watch_stop(ss->qs);
     if (rift_srv_write_ok(ss, false) != 0) {
         rift_srv_delivery_drop(ss);
         ss->state = SS_DONE;

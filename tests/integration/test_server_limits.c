@@ -3,7 +3,8 @@
  * server over real QUIC (rift-v1-behaviour.md §2.6, §2.7, §2.9): stream
  * permits (RESET/STOP code 2), the connection limit, the first-frame,
  * partial-frame and blocked-write deadlines, slow network subscribers,
- * and cancellation of subscriptions by STOP_SENDING.
+ * and cancellation of subscriptions by STOP_SENDING (with or without the
+ * client's own half reset).
  */
 // labels: threads
 #include "rawcli.h"
@@ -302,16 +303,41 @@ RIFT_TEST(stop_sending_unsubscribes_promptly) {
     CHECK_EQ_U64(st.streams, 0);
     rift_server_stats_free(&st);
 
-    /* STOP_SENDING alone is noticed at the next MESSAGE. */
-    rc_stream *s2 = rc_open(c);
-    CHECK(rc_subscribe(s2, "game.y", NULL));
-    CHECK(fix_wait_subs(&f, 1, 2000));
-    rc_stop(s2, 0);
-    rc_spin(c, 50);
-    rc_stream *p = rc_open(c);
-    CHECK(rc_publish(p, "game.y", "1", 1, true));
-    CHECK(fix_wait_subs(&f, 0, 2000));
     /* The connection and its other streams carry on. */
+    rc_stream *p = rc_open(c);
+    CHECK(rc_publish(p, "game.x", "1", 1, true));
+    CHECK(rc_ping(p));
+    rc_free(c);
+    fix_fini(&f);
+}
+
+RIFT_TEST(stop_sending_alone_cancels_at_once) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    CHECK(fix_start(&f));
+    rawcli *c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    CHECK(c != NULL);
+    rc_stream *s = rc_open(c);
+    CHECK(rc_subscribe(s, "game.y", NULL));
+    CHECK(fix_wait_subs(&f, 1, 2000));
+    /* STOP_SENDING with our own half left open (§2.9 SUBSCRIBE 6), and no
+     * traffic on the subject: the server's transport answers with
+     * RESET_STREAM, and by then the subscription must be gone. */
+    rc_stop(s, 0);
+    CHECK(rc_run(c, got_reset, s, 5000));
+    rc_stream *r = rc_open(c);
+    uint8_t buf[128];
+    size_t n = rc_build_request(buf, 5000, "game.y", "q", 1);
+    CHECK(rc_send(r, buf, n, true));
+    /* Not "request timed out" 5 s later: nobody subscribes any more. */
+    CHECK(rc_expect_error(r, 2, "no responders available", 3000));
+    CHECK(fix_wait_subs(&f, 0, 2000));
+    rift_server_stats st;
+    CHECK_OK(rift_server_get_stats(f.srv, &st, NULL));
+    CHECK_EQ_U64(st.subscriptions, 0);
+    rift_server_stats_free(&st);
+    /* The connection carries on. */
+    rc_stream *p = rc_open(c);
     CHECK(rc_ping(p));
     rc_free(c);
     fix_fini(&f);
