@@ -13,7 +13,8 @@
  * payloads zero-copy from the broker's buffer (pinned by the message
  * reference until the peer acknowledges them), except tiny payloads, which
  * are copied next to their header. Pulling stops while SRV_SEND_HIGH bytes
- * of a stream are unacknowledged: a subscriber that does not keep up then
+ * of a stream, or SRV_CONN_HIGH bytes of its connection, are
+ * unacknowledged: a subscriber that does not keep up then
  * fills its broker queue, becomes a slow consumer and is disconnected,
  * rather than making the server buffer without bound or stall publishers.
  *
@@ -256,7 +257,12 @@ static void drain(srv_stream *ss) {
     while (ss->state == SS_DELIVERY && ss->qs != NULL) {
         if (ss->backlog_pos == ss->backlog_len) {
             if (!ss->sub_ready ||
-                rift_quic_stream_unacked(ss->qs) >= SRV_SEND_HIGH) {
+                rift_quic_stream_unacked(ss->qs) >= SRV_SEND_HIGH ||
+                rift_srv_conn_full(ss)) {
+                /* Resumed by this stream's ACKs or, when its connection
+                 * has used its budget, by the connection's. Meanwhile
+                 * the broker queue takes what comes, and overflows into
+                 * a slow consumer if the client does not catch up. */
                 return;
             }
             rift_error err;

@@ -9,7 +9,9 @@
 // labels: threads
 #include "rawcli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static bool closed(void *arg) {
     return ((rawcli *)arg)->close.seen;
@@ -361,5 +363,102 @@ RIFT_TEST(connection_loss_drops_subscriptions) {
     CHECK_EQ_U64(st.connections, 0);
     CHECK_EQ_U64(st.identities[0].connections, 0);
     rift_server_stats_free(&st);
+    fix_fini(&f);
+}
+
+/* ---- What a client that never reads can pin ---- */
+
+/* The process's resident set in KiB (the server runs in this process;
+ * the clients below hold at most their small stream windows). */
+static uint64_t rss_kib(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    uint64_t kib = 0;
+    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtoull(line + 6, NULL, 10);
+        }
+    }
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    return kib;
+}
+
+typedef struct queued_wait {
+    srvfix *f;
+    uint64_t at_least; /* the peak; or, with zero, queued_bytes back to 0 */
+} queued_wait;
+
+static bool queued_reached(void *arg) {
+    queued_wait *w = arg;
+    rift_server_stats st;
+    if (rift_server_get_stats(w->f->srv, &st, NULL) != 0) {
+        return false;
+    }
+    bool ok = w->at_least > 0 ? st.conn_queued_peak >= w->at_least
+                              : st.queued_bytes == 0;
+    rift_server_stats_free(&st);
+    return ok;
+}
+
+/* The server's budget per connection (SRV_CONN_HIGH, the protocol's send
+ * window) and what one stream may add past it. */
+#define CONN_BUDGET 8912896u
+#define OVERSHOOT   (2u * 1024u * 1024u + 65536u)
+
+RIFT_TEST(paused_subscriptions_pin_a_bounded_amount) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    f.settings.io_timeout_ms = 2000;
+    CHECK(fix_start(&f));
+    /* 120 subscriptions on one connection with 16 KiB stream windows,
+     * none of them read. */
+    rawcli *sub =
+        rc_login_window(f.loop, &f.addr, f.addrlen, f.ca, "plugin", 16384);
+    rawcli *pub = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "wide");
+    CHECK(sub && pub);
+    enum {
+        SUBS = 120,
+        MSGS = 9500,
+        SIZE = 100
+    };
+    for (int i = 0; i < SUBS; i++) {
+        rc_stream *s = rc_open(sub);
+        CHECK(s != NULL);
+        CHECK(rc_subscribe(s, "game.pin", NULL));
+        rc_pause(s);
+    }
+    CHECK(fix_wait_subs(&f, SUBS, 5000));
+    uint64_t rss0 = rss_kib();
+    rc_stream *ps = rc_open(pub);
+    CHECK(flood(ps, "game.pin", MSGS, SIZE));
+    /* Each stream could take 1 MiB (about 8,700 of these MESSAGE frames):
+     * 120 MiB. The connection stops at its budget. */
+    queued_wait w = {&f, CONN_BUDGET - 1048576u};
+    CHECK(rc_run(sub, queued_reached, &w, 10000));
+    uint64_t rss1 = rss_kib();
+    rift_server_stats st;
+    CHECK_OK(rift_server_get_stats(f.srv, &st, NULL));
+    uint64_t peak = st.conn_queued_peak;
+    rift_server_stats_free(&st);
+    fprintf(stderr, "  queued peak %llu bytes, RSS %llu -> %llu KiB\n",
+            (unsigned long long)peak, (unsigned long long)rss0,
+            (unsigned long long)rss1);
+    CHECK_MSG(peak <= CONN_BUDGET + OVERSHOOT, "peak %llu",
+              (unsigned long long)peak);
+    /* Generous: the transport's blocks, ngtcp2 and the allocator add to
+     * the 8.5 MiB; the unbounded server grew by 138 MiB here. */
+    CHECK_MSG(rss1 < rss0 + 48 * 1024, "RSS %llu -> %llu KiB",
+              (unsigned long long)rss0, (unsigned long long)rss1);
+    /* The client stays silent past io_timeout: every subscription goes
+     * (blocked write or kept waiting) and what it pinned is released. */
+    CHECK(fix_wait_subs(&f, 0, 20000));
+    w.at_least = 0;
+    CHECK(rc_run(sub, queued_reached, &w, 20000));
+    /* The publisher's connection carries on. */
+    CHECK(rc_ping(ps));
+    rc_free(sub);
+    rc_free(pub);
     fix_fini(&f);
 }
