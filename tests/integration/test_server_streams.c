@@ -513,6 +513,14 @@ RIFT_TEST(large_deliveries_zero_copy) {
 
 /* The process's resident set in KiB (the server runs in this process;
  * the client holds at most its small stream windows). */
+#if defined(__SANITIZE_THREAD__)
+/* TSan's shadow memory grows with every byte the process touches: the
+ * resident set says nothing there (the accounting checks still run). */
+# define RSS_MEANINGFUL 0
+#else
+# define RSS_MEANINGFUL 1
+#endif
+
 static uint64_t rss_kib(void) {
     FILE *fp = fopen("/proc/self/status", "r");
     char line[256];
@@ -618,8 +626,9 @@ RIFT_TEST(stalled_fetches_pin_a_bounded_amount) {
             (unsigned long long)rss1);
     CHECK_MSG(peak <= CONN_BUDGET + OVERSHOOT, "peak %llu",
               (unsigned long long)peak);
-    CHECK_MSG(rss1 < rss0 + 48 * 1024, "RSS %llu -> %llu KiB",
-              (unsigned long long)rss0, (unsigned long long)rss1);
+    CHECK_MSG(!RSS_MEANINGFUL || rss1 < rss0 + 48 * 1024,
+              "RSS %llu -> %llu KiB", (unsigned long long)rss0,
+              (unsigned long long)rss1);
     /* Silent past io_timeout: every fetch ends and releases its records. */
     w.at_least = 0;
     rift_tstamp t0 = rift_now_ns();
