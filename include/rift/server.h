@@ -243,6 +243,13 @@ typedef struct rift_server_stats {
     uint64_t bytes_out;
     /** Remote subscriptions disconnected as slow consumers. */
     uint64_t slow_consumers;
+    /** Bytes the server holds for its clients: written to their streams
+     * and not yet acknowledged, plus records fetches have loaded and not
+     * yet written, over all connections; and the most one connection
+     * has held at once since the server was created (bounded near the
+     * protocol's 8,912,896-byte send window, docs/server.md). */
+    uint64_t queued_bytes;
+    uint64_t conn_queued_peak;
     /** One entry per configured identity, in configuration order. */
     size_t identity_count;
     rift_server_identity_stats *identities;

@@ -460,6 +460,19 @@ RIFT_EXTERN int rift_consumer_fetch_async(rift_consumer *consumer, size_t limit,
                                           void *user_data, rift_error *err);
 
 /**
+ * rift_consumer_fetch_bytes_async is rift_consumer_fetch_async that stops
+ * taking records once their payloads add up to |max_bytes| or more (the
+ * first eligible record is always taken, whatever its size). A protocol
+ * server answers a large fetch in several of these, each loaded only when
+ * the client has taken the previous one, so a client that does not read
+ * pins at most about |max_bytes| of records read back from disk. Each
+ * call commits its own delivery state (one sync on a synced stream).
+ */
+RIFT_EXTERN int rift_consumer_fetch_bytes_async(
+    rift_consumer *consumer, size_t limit, uint64_t max_bytes, rift_batch *out,
+    rift_stream_done_cb cb, void *user_data, rift_error *err);
+
+/**
  * rift_consumer_ack acknowledges |sequence|, removing it from the pending
  * set (acks may come in any order).
  *

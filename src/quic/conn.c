@@ -115,6 +115,9 @@ static rift_quic_stream *stream_new(rift_quic_conn *c, int64_t id, void *ud) {
 /* Unlinks and frees |s|; releases every queued chunk. */
 static void stream_free(rift_quic_stream *s) {
     rift_quic_conn *c = s->conn;
+    if (s->flags & STREAM_WATCH_STOP) {
+        c->nwatch--;
+    }
     ready_remove(s);
     if (s->flags & STREAM_IN_OPS) {
         unlink_from(&c->ops, s, offsetof(rift_quic_stream, ops_next));
@@ -889,6 +892,7 @@ void rift_quic_conn_read(rift_quic_conn *c, const rift_udp_addr *local,
     bool data_seen = c->rx_data_seen;
     c->rx_data_seen = false; /* answer_later is over for this packet */
     if (rv == 0) {
+        c->rx_probe = true;
         if (data_seen && c->rx_data_pkts++ == 0) {
             c->hold_until = ts + (c->rx_answer_later ? ep->settings.answer_hold
                                                      : ep->settings.ack_hold);
@@ -970,6 +974,39 @@ static void apply_ops(rift_quic_conn *c) {
         if (s->flags & STREAM_DO_RESET) {
             s->flags &= ~(uint32_t)STREAM_DO_RESET;
             ngtcp2_conn_shutdown_stream_write(c->qc, 0, s->id, s->reset_code);
+        }
+    }
+}
+
+/* ngtcp2 1.11 has no callback for a received STOP_SENDING (recv_stop_sending
+ * came in 1.24): it only marks the stream's write side shut and queues the
+ * RESET_STREAM answer. Streams whose app wants to know at once (a
+ * subscription that may have nothing to send for hours) are probed after
+ * packets were read. The probe is a writev_stream call that cannot write:
+ * ngtcp2_conn_writev_stream_versioned (1.11) looks the stream up, answers
+ * NGTCP2_ERR_STREAM_SHUT_WR if its write side is shut, and otherwise
+ * rejects the vector, whose length no varint can carry, with
+ * NGTCP2_ERR_INVALID_ARGUMENT before it touches any state. Either way
+ * nothing is sent and no packet is built; a probe costs a stream lookup.
+ * (test_server_limits.c stop_sending_alone_cancels_at_once covers it.) */
+static void probe_stops(rift_quic_conn *c) {
+    c->rx_probe = false;
+    if (c->nwatch == 0) {
+        return;
+    }
+    static uint8_t dummy;
+    ngtcp2_vec unwritable = {&dummy, SIZE_MAX};
+    for (rift_quic_stream *s = c->streams; s; s = s->all_next) {
+        if (!(s->flags & STREAM_WATCH_STOP) ||
+            (s->flags &
+             (STREAM_WR_SHUT | STREAM_WR_STOPPED | STREAM_FIN_QUEUED))) {
+            continue;
+        }
+        ngtcp2_ssize nd;
+        ngtcp2_ssize n = ngtcp2_conn_writev_stream(
+            c->qc, NULL, NULL, NULL, 0, &nd, 0, s->id, &unwritable, 1, 0);
+        if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
+            stream_write_dead(s);
         }
     }
 }
@@ -1122,6 +1159,9 @@ static bool hold_ack(rift_quic_conn *c) {
 static void conn_write(rift_quic_conn *c, bool may_hold) {
     if (c->state >= CONN_CLOSING) {
         return;
+    }
+    if (c->rx_probe) {
+        probe_stops(c); /* a stop found ends any ACK hold (events) */
     }
     if (may_hold && hold_ack(c)) {
         return;
@@ -1379,6 +1419,13 @@ void rift_quic_stream_shutdown_write(rift_quic_stream *s, uint64_t code) {
     rift_sendq_truncate(&s->q);
     ops_add(s);
     rift_quic_ep_mark_dirty(s->conn->ep, s->conn);
+}
+
+void rift_quic_stream_watch_stop(rift_quic_stream *s) {
+    if (!(s->flags & STREAM_WATCH_STOP)) {
+        s->flags |= STREAM_WATCH_STOP;
+        s->conn->nwatch++;
+    }
 }
 
 void rift_quic_stream_shutdown_read(rift_quic_stream *s, uint64_t code) {

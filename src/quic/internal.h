@@ -30,18 +30,19 @@
 /* ---- Streams ---- */
 
 enum {
-    STREAM_FIN_QUEUED = 1u << 0, /* the app asked for FIN */
-    STREAM_FIN_SENT = 1u << 1,   /* ngtcp2 took the FIN */
-    STREAM_WR_SHUT = 1u << 2,    /* we reset it (or asked to) */
-    STREAM_WR_STOPPED = 1u << 3, /* the peer stopped it (detected) */
-    STREAM_RD_SHUT = 1u << 4,    /* we sent STOP_SENDING (or asked to) */
-    STREAM_BLOCKED = 1u << 5,    /* stream flow control: wait for credit */
-    STREAM_IN_READY = 1u << 6,   /* on conn->ready */
-    STREAM_IN_OPS = 1u << 7,     /* on conn->ops (pending ngtcp2 calls) */
-    STREAM_DO_RESET = 1u << 8,   /* pending shutdown_stream_write */
-    STREAM_DO_STOP = 1u << 9,    /* pending shutdown_stream_read */
-    STREAM_IN_EVENTS = 1u << 10, /* on conn->events (stopped report) */
-    STREAM_READ_DONE = 1u << 11, /* FIN or reset received */
+    STREAM_FIN_QUEUED = 1u << 0,  /* the app asked for FIN */
+    STREAM_FIN_SENT = 1u << 1,    /* ngtcp2 took the FIN */
+    STREAM_WR_SHUT = 1u << 2,     /* we reset it (or asked to) */
+    STREAM_WR_STOPPED = 1u << 3,  /* the peer stopped it (detected) */
+    STREAM_RD_SHUT = 1u << 4,     /* we sent STOP_SENDING (or asked to) */
+    STREAM_BLOCKED = 1u << 5,     /* stream flow control: wait for credit */
+    STREAM_IN_READY = 1u << 6,    /* on conn->ready */
+    STREAM_IN_OPS = 1u << 7,      /* on conn->ops (pending ngtcp2 calls) */
+    STREAM_DO_RESET = 1u << 8,    /* pending shutdown_stream_write */
+    STREAM_DO_STOP = 1u << 9,     /* pending shutdown_stream_read */
+    STREAM_IN_EVENTS = 1u << 10,  /* on conn->events (stopped report) */
+    STREAM_READ_DONE = 1u << 11,  /* FIN or reset received */
+    STREAM_WATCH_STOP = 1u << 12, /* probe for a received STOP_SENDING */
 };
 
 struct rift_quic_stream {
@@ -125,6 +126,10 @@ struct rift_quic_conn {
     rift_quic_stream *ops;    /* pending shutdowns / credit */
     rift_quic_stream *events; /* pending stream_stopped reports */
     uint64_t conn_credit_pending;
+    /* Streams with STREAM_WATCH_STOP, and whether a packet was read since
+     * they were last probed (probe_stops in conn.c). */
+    size_t nwatch;
+    bool rx_probe;
 
     /* Endpoint lists. */
     rift_quic_conn *all_prev, *all_next;

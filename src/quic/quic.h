@@ -30,7 +30,10 @@
  * layer reports as stream_stopped (and drops the unsent data). The peer's
  * code is not known at that point; it arrives with stream_close. A stream
  * with nothing left to send learns about it only when it next writes (as
- * with quinn, where a stop surfaces as the next write's error).
+ * with quinn, where a stop surfaces as the next write's error), unless
+ * the app asked for rift_quic_stream_watch_stop: such a stream is probed
+ * after every batch of packets the connection reads, so the report comes
+ * in the same loop iteration as the STOP_SENDING.
  */
 #ifndef RIFT_QUIC_QUIC_H
 #define RIFT_QUIC_QUIC_H
@@ -396,6 +399,13 @@ void rift_quic_stream_consumed(rift_quic_stream *s, uint64_t n);
 /** rift_quic_stream_shutdown_write resets our side (RESET_STREAM |code|);
  * unsent data is dropped. A no-op when the side is already done. */
 void rift_quic_stream_shutdown_write(rift_quic_stream *s, uint64_t code);
+
+/** rift_quic_stream_watch_stop asks for stream_stopped as soon as the
+ * peer's STOP_SENDING has been read, not at the next write (see the note
+ * at the top). Costs a stream lookup per watched stream per read batch of
+ * its connection; meant for streams that may stay silent for long, such
+ * as subscriptions. */
+void rift_quic_stream_watch_stop(rift_quic_stream *s);
 
 /** rift_quic_stream_shutdown_read asks the peer to stop (STOP_SENDING
  * |code|); later data is discarded. A no-op when already done. */

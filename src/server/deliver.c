@@ -13,7 +13,8 @@
  * payloads zero-copy from the broker's buffer (pinned by the message
  * reference until the peer acknowledges them), except tiny payloads, which
  * are copied next to their header. Pulling stops while SRV_SEND_HIGH bytes
- * of a stream are unacknowledged: a subscriber that does not keep up then
+ * of a stream, or SRV_CONN_HIGH bytes of its connection, are
+ * unacknowledged: a subscriber that does not keep up then
  * fills its broker queue, becomes a slow consumer and is disconnected,
  * rather than making the server buffer without bound or stall publishers.
  *
@@ -89,6 +90,11 @@ void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len) {
     ss->sub = sub;
     ss->state = SS_DELIVERY;
     srv->c.subscriptions++;
+    /* The client cancels with STOP_SENDING (§2.9 SUBSCRIBE 6), possibly
+     * keeping its own half open: the transport must report it when it
+     * arrives, not when the next MESSAGE is written, or requests keep
+     * being routed to a subscription nobody reads. */
+    rift_quic_stream_watch_stop(ss->qs);
     if (rift_srv_write_ok(ss, false) != 0) {
         rift_srv_delivery_drop(ss);
         ss->state = SS_DONE;
@@ -251,7 +257,12 @@ static void drain(srv_stream *ss) {
     while (ss->state == SS_DELIVERY && ss->qs != NULL) {
         if (ss->backlog_pos == ss->backlog_len) {
             if (!ss->sub_ready ||
-                rift_quic_stream_unacked(ss->qs) >= SRV_SEND_HIGH) {
+                rift_quic_stream_unacked(ss->qs) >= SRV_SEND_HIGH ||
+                rift_srv_conn_full(ss)) {
+                /* Resumed by this stream's ACKs or, when its connection
+                 * has used its budget, by the connection's. Meanwhile
+                 * the broker queue takes what comes, and overflows into
+                 * a slow consumer if the client does not catch up. */
                 return;
             }
             rift_error err;

@@ -36,6 +36,21 @@
  * so the deadline is measured on acknowledgements; a few small frames
  * awaiting their ACK are not a blocked write.) */
 #define SRV_WRITE_BLOCKED (64u * 1024u)
+/* What one connection may pin in data for its client: the bytes queued
+ * on all its streams and not yet acknowledged, plus records a fetch has
+ * loaded and not yet written. The figure is protocol v1's send window
+ * (§2.1), which is what bounds a quinn server's queued data per
+ * connection. Past it no stream of the connection takes more
+ * (subscriptions stop pulling from their broker queues, fetches stop
+ * writing and loading) until ACKs bring it below half; a stream kept
+ * waiting without any ACK progress on the connection for io_timeout
+ * fails like a blocked write. Each stream may overshoot by what it had
+ * started (a batch within SRV_SEND_HIGH, or one record). */
+#define SRV_CONN_HIGH 8912896u
+#define SRV_CONN_LOW  (SRV_CONN_HIGH / 2)
+/* A fetch loads its records from the store in portions of about this
+ * much payload, the next one once the previous one is written. */
+#define SRV_FETCH_BYTES SRV_SEND_HIGH
 /* Messages taken from a broker queue at once. */
 #define SRV_BATCH 32
 /* Payloads up to this size are copied next to their MESSAGE header (one
@@ -82,6 +97,13 @@ struct srv_stream {
     bool got_frame; /* its first frame completed (first-frame deadline) */
     bool mid;       /* a frame has started and not completed */
     bool counted;   /* counted in the server's open-stream gauge */
+    bool wait_conn; /* waiting for room in the connection's budget */
+
+    /* Bytes pinned outside the transport (a fetch's loaded records), and
+     * this stream's part of conn->queued (rift_srv_account). */
+    uint64_t extra;
+    uint64_t accounted;
+    rift_tstamp wait_since;
 
     rift_frame_reader reader;
 
@@ -145,6 +167,11 @@ struct srv_conn {
     size_t permits;        /* stream permits in use */
     size_t held;           /* streams held before authentication */
     size_t refs;           /* 1 for the transport + 1 per stream record */
+    /* Bytes pinned for this client (SRV_CONN_HIGH), streams waiting for
+     * room, and the last ACK progress on any of its streams. */
+    uint64_t queued;
+    size_t waiting;
+    rift_tstamp last_progress;
     srv_conn *prev, *next; /* server-wide list */
 };
 
@@ -166,6 +193,8 @@ typedef struct srv_counters {
     uint64_t msgs_in, bytes_in;
     uint64_t msgs_out, bytes_out;
     uint64_t slow_consumers;
+    uint64_t queued;           /* bytes pinned for clients, all conns */
+    uint64_t conn_queued_peak; /* the most one connection pinned */
 } srv_counters;
 
 typedef enum srv_run_state {
@@ -293,6 +322,12 @@ void rift_srv_finish(srv_stream *ss);
 void rift_srv_release_permit(srv_stream *ss);
 /* Arms the stream timer for |at| unless it fires earlier already. */
 void rift_srv_arm(srv_stream *ss, rift_tstamp at);
+/* Brings the stream's part of its connection's budget up to date (its
+ * transport's unacknowledged bytes plus ss->extra). */
+void rift_srv_account(srv_stream *ss);
+/* True when the connection's budget is used up: the stream then waits
+ * (its deadline armed) and is resumed once ACKs free room. */
+bool rift_srv_conn_full(srv_stream *ss);
 
 /* ---- deliver.c ---- */
 
@@ -316,9 +351,14 @@ void rift_srv_delivery_drop(srv_stream *ss);
 /* Opcodes 10, 12, 13, 15 (the frame's fields). */
 void rift_srv_stream_op(srv_stream *ss, uint8_t opcode, const uint8_t *fields,
                         size_t len);
-/* The stream record goes away while its operation is in flight: the
- * completion will find it detached. */
+/* The stream record is done with its operation: one that is still in
+ * the store is detached (its completion only cleans up), any other is
+ * freed. */
 void rift_srv_store_detach(srv_stream *ss);
+/* True while the stream's operation waits for the store. */
+bool rift_srv_store_in_flight(const srv_stream *ss);
+/* Room on the stream or its connection: a fetch writes on. */
+void rift_srv_fetch_resume(srv_stream *ss);
 
 /* ---- server.c ---- */
 

@@ -56,12 +56,22 @@ srv_stream *rift_srv_stream_new(srv_conn *c, rift_quic_stream *qs,
     return ss;
 }
 
+static void stop_waiting(srv_stream *ss) {
+    if (ss->wait_conn) {
+        ss->wait_conn = false;
+        ss->conn->waiting--;
+    }
+}
+
 void rift_srv_stream_free(srv_stream *ss) {
     srv_conn *c = ss->conn;
     rift_server *srv = c->srv;
     rift_srv_delivery_drop(ss);
     rift_srv_store_detach(ss);
     rift_srv_release_permit(ss);
+    stop_waiting(ss);
+    c->queued -= ss->accounted;
+    srv->c.queued -= ss->accounted;
     rift_timer_stop(&ss->timer);
     rift_timer_stop(&ss->op_timer);
     rift_frame_reader_free(&ss->reader);
@@ -89,6 +99,57 @@ void rift_srv_release_permit(srv_stream *ss) {
     if (ss->counted) {
         ss->counted = false;
         ss->conn->srv->c.streams--;
+    }
+}
+
+/* ---- The connection's budget ---- */
+
+void rift_srv_account(srv_stream *ss) {
+    srv_conn *c = ss->conn;
+    rift_server *srv = c->srv;
+    uint64_t cur =
+        (ss->qs != NULL ? rift_quic_stream_unacked(ss->qs) : 0) + ss->extra;
+    c->queued = c->queued - ss->accounted + cur;
+    srv->c.queued = srv->c.queued - ss->accounted + cur;
+    ss->accounted = cur;
+    if (c->queued > srv->c.conn_queued_peak) {
+        srv->c.conn_queued_peak = c->queued;
+    }
+}
+
+bool rift_srv_conn_full(srv_stream *ss) {
+    srv_conn *c = ss->conn;
+    if (c->queued < SRV_CONN_HIGH) {
+        return false;
+    }
+    if (!ss->wait_conn) {
+        rift_server *srv = c->srv;
+        ss->wait_conn = true;
+        c->waiting++;
+        ss->wait_since = rift_loop_now(srv->loop);
+        rift_srv_arm(ss, ss->wait_since + srv->io_ns);
+    }
+    return true;
+}
+
+/* ACKs freed room: the streams waiting for it take turns until it is
+ * used up again. */
+static void resume_waiters(srv_conn *c) {
+    rift_server *srv = c->srv;
+    for (srv_stream *ss = srv->all, *next; ss != NULL; ss = next) {
+        next = ss->next;
+        if (c->waiting == 0 || c->queued >= SRV_CONN_HIGH) {
+            return;
+        }
+        if (ss->conn != c || !ss->wait_conn) {
+            continue;
+        }
+        stop_waiting(ss);
+        if (ss->state == SS_DELIVERY) {
+            rift_srv_delivery_resume(ss);
+        } else if (ss->state == SS_BUSY) {
+            rift_srv_fetch_resume(ss);
+        }
     }
 }
 
@@ -123,28 +184,37 @@ static void stream_timer_cb(rift_timer *t, void *arg) {
             next = RIFT_MIN(next, d);
         }
     }
-    if (ss->state != SS_REFUSED &&
-        rift_quic_stream_unacked(ss->qs) >= SRV_WRITE_BLOCKED) {
-        rift_tstamp d = ss->last_progress + srv->io_ns;
-        if (now >= d) {
-            if (ss->state == SS_DONE) {
-                /* The ERROR or the last frames of a finished stream could
-                 * not be delivered within another io_timeout: drop them. */
+    if (ss->wait_conn) {
+        /* Kept waiting by the connection's budget: its client must make
+         * progress on some stream, as with a blocked write. */
+        rift_tstamp d =
+            RIFT_MAX(ss->wait_since, ss->conn->last_progress) + srv->io_ns;
+        expired |= now >= d;
+        next = RIFT_MIN(next, d);
+    }
+    uint64_t unacked = rift_quic_stream_unacked(ss->qs);
+    if (ss->state == SS_DONE) {
+        if (unacked > 0) {
+            /* The ERROR or the last frames of a finished stream could not
+             * be delivered within another io_timeout: drop them, however
+             * few (a client that never credits its window would pin them
+             * until the connection ends). */
+            rift_tstamp d =
+                RIFT_MAX(ss->last_progress, ss->done_at) + srv->io_ns;
+            if (now >= d) {
                 rift_quic_stream_shutdown_write(ss->qs, 0);
+                rift_srv_account(ss);
                 return;
             }
-            expired = true;
+            next = RIFT_MIN(next, d);
         }
+    } else if (ss->state != SS_REFUSED && unacked >= SRV_WRITE_BLOCKED) {
+        rift_tstamp d = ss->last_progress + srv->io_ns;
+        expired |= now >= d;
         next = RIFT_MIN(next, d);
     }
     if (expired) {
         rift_srv_fail(ss, RIFT_ERR_TIMEOUT, text_timeout);
-        /* A blocked stream needs the linger check of SS_DONE. */
-        if (ss->qs != NULL &&
-            rift_quic_stream_unacked(ss->qs) >= SRV_WRITE_BLOCKED) {
-            ss->last_progress = now;
-            rift_srv_arm(ss, now + srv->io_ns);
-        }
         return;
     }
     if (next != UINT64_MAX) {
@@ -165,6 +235,7 @@ int rift_srv_write(srv_stream *ss, const rift_quic_chunk *chunks, size_t n,
     if (rc != 0) {
         return rc;
     }
+    rift_srv_account(ss);
     if (before < SRV_WRITE_BLOCKED &&
         rift_quic_stream_unacked(ss->qs) >= SRV_WRITE_BLOCKED) {
         /* Every write must make progress within io_timeout. */
@@ -184,8 +255,22 @@ int rift_srv_write_ok(srv_stream *ss, bool fin) {
 /* Our side is over: no permit, no longer an open operation stream. */
 static void become_done(srv_stream *ss) {
     ss->state = SS_DONE;
+    ss->done_at = rift_loop_now(ss->conn->srv->loop);
     ss->mid = false;
     rift_srv_release_permit(ss);
+    stop_waiting(ss);
+    if (!rift_srv_store_in_flight(ss)) {
+        rift_srv_store_detach(ss); /* a fetch that was writing */
+    }
+}
+
+/* A finished stream whose last bytes are not acknowledged gets one more
+ * io_timeout for them (the SS_DONE check of stream_timer_cb). Usually a
+ * no-op: the first-frame deadline's timer is still pending. */
+static void linger(srv_stream *ss) {
+    if (ss->qs != NULL && rift_quic_stream_unacked(ss->qs) > 0) {
+        rift_srv_arm(ss, ss->done_at + ss->conn->srv->io_ns);
+    }
 }
 
 void rift_srv_fail(srv_stream *ss, int code, const char *text) {
@@ -208,6 +293,7 @@ void rift_srv_fail(srv_stream *ss, int code, const char *text) {
         (void)rift_srv_write(ss, &ch, 1, true);
     }
     rift_quic_stream_shutdown_read(ss->qs, 0);
+    linger(ss);
 }
 
 void rift_srv_finish(srv_stream *ss) {
@@ -223,6 +309,7 @@ void rift_srv_finish(srv_stream *ss) {
     }
     (void)rift_srv_write(ss, NULL, 0, true);
     rift_quic_stream_shutdown_read(ss->qs, 0);
+    linger(ss);
 }
 
 static void fail_err(srv_stream *ss, const rift_error *err) {
@@ -506,18 +593,30 @@ void rift_srv_stream_reset(srv_stream *ss, uint64_t code) {
 }
 
 void rift_srv_stream_stopped(srv_stream *ss) {
-    if (ss->state == SS_DELIVERY) {
-        /* §2.9 SUBSCRIBE 6: the client cancelled; drop the subscription. */
+    if (ss->state == SS_DELIVERY ||
+        (ss->state == SS_BUSY && ss->store_op != NULL &&
+         !rift_srv_store_in_flight(ss))) {
+        /* §2.9 SUBSCRIBE 6: the client cancelled; drop the subscription.
+         * (A fetch that is writing gives up its records too.) */
         write_failed(ss);
     }
     /* Elsewhere the next write fails (and ends the stream then). */
+    rift_srv_account(ss); /* the transport dropped what was unsent */
 }
 
 void rift_srv_stream_acked(srv_stream *ss, uint64_t unacked) {
-    rift_server *srv = ss->conn->srv;
+    srv_conn *c = ss->conn;
+    rift_server *srv = c->srv;
     ss->last_progress = rift_loop_now(srv->loop);
+    c->last_progress = ss->last_progress;
+    rift_srv_account(ss);
     if (ss->state == SS_DELIVERY && unacked < SRV_SEND_LOW) {
         rift_srv_delivery_resume(ss);
+    } else if (ss->state == SS_BUSY && unacked < SRV_SEND_LOW) {
+        rift_srv_fetch_resume(ss);
+    }
+    if (c->waiting > 0 && c->queued < SRV_CONN_LOW) {
+        resume_waiters(c);
     }
 }
 
@@ -525,9 +624,12 @@ void rift_srv_stream_closed(srv_stream *ss) {
     rift_quic_stream_set_user_data(ss->qs, NULL);
     ss->qs = NULL;
     rift_timer_stop(&ss->timer);
-    if (ss->state == SS_BUSY) {
+    rift_srv_account(ss);
+    if (ss->state == SS_BUSY &&
+        (ss->inbox != NULL || rift_srv_store_in_flight(ss))) {
         /* The operation runs on (as the original's task does) and keeps
-         * its permit; its completion frees the record. */
+         * its permit; its completion frees the record. (A fetch that was
+         * writing its records has nobody left to write to.) */
         return;
     }
     rift_srv_stream_free(ss);

@@ -669,6 +669,8 @@ int rift_server_get_stats(rift_server *srv, rift_server_stats *st,
     st->msgs_out = req.c.msgs_out;
     st->bytes_out = req.c.bytes_out;
     st->slow_consumers = req.c.slow_consumers;
+    st->queued_bytes = req.c.queued;
+    st->conn_queued_peak = req.c.conn_queued_peak;
     char *p = (char *)(ids + n + 1);
     for (size_t i = 0; i < n; i++) {
         const rift_identity *id = &srv->auth.entries[i].identity;

@@ -14,6 +14,15 @@
  * and is posted back to the server loop, so fsync never runs on the loop.
  * Until then the stream record is SS_BUSY and keeps its permit; if the
  * client goes away meanwhile the completion only cleans up.
+ *
+ * A fetch is answered in portions: the store loads records up to
+ * SRV_FETCH_BYTES of payload at a time (committing their delivery state
+ * first, as every fetch does), the server writes them while the stream
+ * has less than SRV_SEND_HIGH unacknowledged and the connection has room
+ * in its budget (SRV_CONN_HIGH), and asks for the next portion once the
+ * previous one is written and acknowledged below SRV_SEND_LOW. So a
+ * client that asks for 256 records of 1 MiB and does not read pins about
+ * two portions per stream, not 256 MiB read back from disk.
  */
 #include "server/internal.h"
 
@@ -28,27 +37,50 @@
 static const char text_payload[] = "payload exceeds 1 MiB transport limit";
 static const char text_unknown[] = "unknown stream";
 
+/* One portion of a fetch's records. It outlives the operation while
+ * DELIVERY payloads sent zero-copy from it are unacknowledged: one
+ * reference per pinned chunk plus one while it is the op's portion. */
+typedef struct srv_portion {
+    rift_server *srv;
+    rift_batch batch;
+    size_t refs;
+} srv_portion;
+
 struct srv_store_op {
     rift_server *srv;
     srv_stream *ss; /* NULL once detached from its stream */
     uint8_t opcode;
+    bool in_store; /* submitted; the completion is not back yet */
     int status;
     rift_error err;
     rift_stored stored;
-    rift_batch batch;
     rift_consumer *consumer;
     uint64_t payload_len;
     /* CONSUMER_OPEN of a new consumer: the quota unit it took, given back
      * if the open fails. */
     bool quota_consumer;
     size_t quota_slot;
-    /* The op outlives its completion while DELIVERY payloads sent
-     * zero-copy from |batch| are unacknowledged: one reference per pinned
-     * chunk plus one for the code handling it. */
-    size_t refs;
+    /* CONSUMER_FETCH: the portion being written, the next record of it
+     * to write, the payload bytes not written yet, how many records the
+     * client may still get, and whether the store stopped at
+     * SRV_FETCH_BYTES (it may have more). */
+    srv_portion *portion;
+    size_t next;
+    uint64_t unwritten;
+    size_t left;
+    bool more;
 };
 
 /* ---- Operation records ---- */
+
+static void portion_unref(void *arg) {
+    srv_portion *p = arg;
+    if (p == NULL || --p->refs > 0) {
+        return;
+    }
+    rift_batch_free(&p->batch);
+    rift_free(p->srv->mem, p);
+}
 
 static srv_store_op *op_new(srv_stream *ss, uint8_t opcode) {
     rift_server *srv = ss->conn->srv;
@@ -59,31 +91,39 @@ static srv_store_op *op_new(srv_stream *ss, uint8_t opcode) {
     op->srv = srv;
     op->ss = ss;
     op->opcode = opcode;
-    op->refs = 1;
     ss->store_op = op;
     /* Nothing more is read from the stream; the operation owns it. */
     ss->state = SS_BUSY;
     return op;
 }
 
-static void op_unref(void *arg) {
-    srv_store_op *op = arg;
-    if (--op->refs > 0) {
-        return;
-    }
+static void op_free(srv_store_op *op) {
     if (op->quota_consumer && op->status != 0) {
         rift_quota_give(op->srv->quota, op->quota_slot, RIFT_QUOTA_CONSUMERS);
     }
-    rift_batch_free(&op->batch);
+    portion_unref(op->portion);
     rift_consumer_close(op->consumer);
     rift_free(op->srv->mem, op);
 }
 
 void rift_srv_store_detach(srv_stream *ss) {
-    if (ss->store_op != NULL) {
-        ss->store_op->ss = NULL;
-        ss->store_op = NULL;
+    srv_store_op *op = ss->store_op;
+    if (op == NULL) {
+        return;
     }
+    ss->store_op = NULL;
+    op->ss = NULL;
+    if (ss->extra > 0) {
+        ss->extra = 0;
+        rift_srv_account(ss);
+    }
+    if (!op->in_store) {
+        op_free(op);
+    }
+}
+
+bool rift_srv_store_in_flight(const srv_stream *ss) {
+    return ss->store_op != NULL && ss->store_op->in_store;
 }
 
 /* Completes |op| on the loop thread: writes the response (when its stream
@@ -94,12 +134,14 @@ static void post_cb(void *arg, int status) {
     srv_store_op *op = arg;
     rift_server *srv = op->srv;
     atomic_fetch_sub_explicit(&srv->store_inflight, 1, memory_order_release);
+    op->in_store = false;
     if (status != 0) {
         /* The loop is going away: nobody is waiting for an answer. */
         if (op->ss != NULL) {
             rift_srv_store_detach(op->ss);
+        } else {
+            op_free(op);
         }
-        op_unref(op);
         return;
     }
     complete(op);
@@ -128,6 +170,7 @@ static void done_cb(void *user_data, int status, const rift_error *err) {
 static void submitted(srv_store_op *op, int rc, const rift_error *err) {
     rift_server *srv = op->srv;
     if (rc == 0) {
+        op->in_store = true;
         /* The completion will be posted, typically after an fdatasync:
          * longer than the usual ACK hold, and a bare ACK meanwhile would
          * cost both sides a packet and a wake-up. STORED or OK carries
@@ -157,20 +200,28 @@ static void write_stored(srv_stream *ss, const rift_stored *st) {
     (void)rift_srv_write(ss, &ch, 1, false);
 }
 
-/* Writes one DELIVERY frame per record (re-checking the subscribe ACL
- * for each, §2.9 CONSUMER_FETCH 5) and the closing OK. Returns false when
- * the stream failed. */
-static bool write_deliveries(srv_stream *ss, srv_store_op *op) {
+static void fetch_submit(srv_stream *ss, srv_store_op *op);
+
+/* Writes the DELIVERY frames of the current portion (re-checking the
+ * subscribe ACL for each, §2.9 CONSUMER_FETCH 5) while the stream and its
+ * connection have room, then asks for the next portion or ends with OK.
+ * Resumed by rift_srv_fetch_resume when it had to stop. */
+static void fetch_write(srv_stream *ss, srv_store_op *op) {
     rift_server *srv = ss->conn->srv;
     const rift_identity *id = ss->conn->id;
-    for (size_t i = 0; i < op->batch.count; i++) {
-        const rift_delivery *d = &op->batch.items[i];
+    rift_batch *b = op->portion != NULL ? &op->portion->batch : NULL;
+    while (b != NULL && op->next < b->count) {
+        if (rift_quic_stream_unacked(ss->qs) >= SRV_SEND_HIGH ||
+            rift_srv_conn_full(ss)) {
+            return;
+        }
+        const rift_delivery *d = &b->items[op->next];
         const rift_record *r = &d->record;
         rift_error err;
         if (rift_identity_can_subscribe(id, r->subject, r->subject_len, &err) !=
             0) {
             rift_srv_fail(ss, err.code, err.text);
-            return false;
+            return;
         }
         uint8_t *hdr = srv->scratch;
         rift_ssize h = rift_frame_encode_delivery_header(
@@ -179,7 +230,7 @@ static bool write_deliveries(srv_stream *ss, srv_store_op *op) {
             r->reply_len, r->payload_len);
         if (h < 0) {
             rift_srv_fail(ss, RIFT_ERR_PAYLOAD_TOO_LARGE, text_payload);
-            return false;
+            return;
         }
         rift_quic_chunk ch[2];
         size_t n = 1;
@@ -191,49 +242,80 @@ static bool write_deliveries(srv_stream *ss, srv_store_op *op) {
             ch[0] =
                 (rift_quic_chunk){hdr, (size_t)h + r->payload_len, NULL, NULL};
         } else {
-            /* Zero-copy from the batch, which the op keeps alive. */
+            /* Zero-copy from the portion, kept alive by the chunk. */
             ch[0] = (rift_quic_chunk){hdr, (size_t)h, NULL, NULL};
-            ch[1] = (rift_quic_chunk){r->payload, r->payload_len, op_unref, op};
-            op->refs++;
+            ch[1] = (rift_quic_chunk){r->payload, r->payload_len, portion_unref,
+                                      op->portion};
+            op->portion->refs++;
             n = 2;
         }
+        op->next++;
+        op->unwritten -= r->payload_len;
+        ss->extra = op->unwritten; /* now queued on the stream instead */
         if (rift_srv_write(ss, ch, n, false) != 0) {
             if (n == 2) {
-                op->refs--;
+                op->portion->refs--;
             }
-            return true; /* the peer is gone; finish quietly */
+            rift_srv_finish(ss); /* the peer is gone; finish quietly */
+            return;
         }
         srv->c.msgs_out++;
         srv->c.bytes_out += r->payload_len;
     }
+    if (op->more) {
+        /* The next portion once this one is mostly acknowledged. */
+        if (rift_quic_stream_unacked(ss->qs) >= SRV_SEND_LOW ||
+            rift_srv_conn_full(ss)) {
+            return;
+        }
+        fetch_submit(ss, op);
+        return;
+    }
     (void)rift_srv_write_ok(ss, false);
-    return true;
+    rift_srv_finish(ss);
+}
+
+void rift_srv_fetch_resume(srv_stream *ss) {
+    srv_store_op *op = ss->store_op;
+    if (op != NULL && !op->in_store && op->opcode == RIFT_OP_CONSUMER_FETCH &&
+        ss->qs != NULL) {
+        fetch_write(ss, op);
+    }
+}
+
+/* A portion came back committed: account for it and write it. */
+static void fetch_portion_done(srv_stream *ss, srv_store_op *op) {
+    rift_batch *b = &op->portion->batch;
+    op->left -= RIFT_MIN(op->left, b->count);
+    op->more = b->count > 0 && op->left > 0 && op->unwritten >= SRV_FETCH_BYTES;
+    fetch_write(ss, op);
 }
 
 static void complete(srv_store_op *op) {
+    op->in_store = false;
     srv_stream *ss = op->ss;
     if (ss == NULL) {
-        op_unref(op);
+        op_free(op);
         return;
     }
-    rift_srv_store_detach(ss);
     if (ss->state != SS_BUSY) {
         /* It ended meanwhile (a deadline of an earlier write). */
+        rift_srv_store_detach(ss);
         if (ss->qs == NULL) {
             rift_srv_stream_free(ss);
         }
-        op_unref(op);
         return;
     }
     if (op->status != 0) {
-        rift_srv_fail(ss, op->err.code ? op->err.code : op->status,
-                      op->err.text);
-        op_unref(op);
+        /* The error path frees the op: keep its text. */
+        rift_error err;
+        rift_error_copy(&err, &op->err);
+        int code = err.code ? err.code : op->status;
+        rift_srv_fail(ss, code, err.text);
         return;
     }
     if (ss->qs == NULL) {
-        rift_srv_finish(ss); /* frees the record */
-        op_unref(op);
+        rift_srv_finish(ss); /* frees the op and the record */
         return;
     }
     rift_server *srv = ss->conn->srv;
@@ -244,17 +326,13 @@ static void complete(srv_store_op *op) {
         write_stored(ss, &op->stored);
         break;
     case RIFT_OP_CONSUMER_FETCH:
-        if (!write_deliveries(ss, op)) {
-            op_unref(op);
-            return;
-        }
-        break;
+        fetch_portion_done(ss, op);
+        return;
     default: /* CONSUMER_OPEN, ACK */
         (void)rift_srv_write_ok(ss, false);
         break;
     }
-    rift_srv_finish(ss);
-    op_unref(op);
+    rift_srv_finish(ss); /* frees the op */
 }
 
 /* ---- Opcodes ---- */
@@ -430,11 +508,39 @@ static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
         return;
     }
     op->consumer = c;
-    atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
-                              memory_order_relaxed);
-    /* The fetch commits its delivery state before anything is written
-     * (§9): the records go out only once it is durable. */
-    rc = rift_consumer_fetch_async(c, f.limit, &op->batch, done_cb, op, &err);
+    op->left = f.limit;
+    op->more = true; /* nothing loaded yet: the first portion */
+    fetch_write(ss, op);
+}
+
+/* Asks the store for the next portion: at most op->left records, loaded
+ * up to SRV_FETCH_BYTES of payload. Every portion commits its delivery
+ * state before anything of it is written (§9): its records go out only
+ * once that is durable. */
+static void fetch_submit(srv_stream *ss, srv_store_op *op) {
+    rift_server *srv = op->srv;
+    rift_error err;
+    srv_portion *p = rift_calloc(srv->mem, 1, sizeof(*p));
+    if (p == NULL) {
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    p->srv = srv;
+    p->refs = 1;
+    portion_unref(op->portion);
+    op->portion = p;
+    op->next = 0;
+    atomic_fetch_add_explicit(&srv->store_inflight, 1, memory_order_relaxed);
+    int rc = rift_consumer_fetch_bytes_async(
+        op->consumer, op->left, SRV_FETCH_BYTES, &p->batch, done_cb, op, &err);
+    /* The store filled the batch at once: its records are pinned from
+     * now on, whether or not the completion is still to come. */
+    op->unwritten = 0;
+    for (size_t i = 0; i < p->batch.count; i++) {
+        op->unwritten += p->batch.items[i].record.payload_len;
+    }
+    ss->extra = op->unwritten;
+    rift_srv_account(ss);
     submitted(op, rc, &err);
 }
 

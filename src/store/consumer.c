@@ -918,8 +918,9 @@ typedef struct fetch_item {
     size_t pidx; /* pending index of a redelivery, SIZE_MAX for new */
 } fetch_item;
 
-static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
-                 rift_stream_done_cb cb, void *user_data, rift_error *err) {
+static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
+                 rift_batch *out, bool blocking, rift_stream_done_cb cb,
+                 void *user_data, rift_error *err) {
     rift_stream *st = c->st;
     if (limit > MAX_BATCH) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
@@ -952,6 +953,7 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
      * acks) so that one bad record cannot hold a pending slot forever. */
     uint64_t *drops = NULL;
     size_t ndrops = 0;
+    uint64_t bytes = 0; /* payload loaded so far (max_bytes) */
     if (cap > 0) {
         items = rift_malloc(st->mem, cap * sizeof(*items));
         recs = rift_malloc(st->mem, cap * sizeof(*recs));
@@ -963,7 +965,8 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
     }
 
     /* 1. Expired (or reopened) pending deliveries, ascending. */
-    for (size_t i = 0; i < c->pending.len && n < limit; i++) {
+    for (size_t i = 0; i < c->pending.len && n < limit && bytes < max_bytes;
+         i++) {
         rift_pend *p = pend_at(c, i);
         if (!p->live) {
             continue;
@@ -993,12 +996,13 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
         items[n].count =
             p->attempts == UINT32_MAX ? UINT32_MAX : p->attempts + 1;
         items[n].pidx = i;
+        bytes += items[n].rec->payload_len;
         n++;
     }
     /* 2. New records from the cursor, past non-matching ones, while the
      * pending set has room. */
-    while (n < limit && c->live + nnew < c->max_ack_pending &&
-           cursor <= st->last_seq) {
+    while (n < limit && bytes < max_bytes &&
+           c->live + nnew < c->max_ack_pending && cursor <= st->last_seq) {
         uint64_t past = rift_stream_past_hole(st, cursor);
         if (past != cursor) {
             cursor = past; /* lost sequences: nothing to deliver */
@@ -1024,6 +1028,7 @@ static int fetch(rift_consumer *c, size_t limit, rift_batch *out, bool blocking,
         items[n].seq = r->seq;
         items[n].count = 1;
         items[n].pidx = SIZE_MAX;
+        bytes += r->payload_len;
         n++;
         nnew++;
     }
@@ -1140,13 +1145,21 @@ fail:
 
 int rift_consumer_fetch(rift_consumer *c, size_t limit, rift_batch *out,
                         rift_error *err) {
-    return fetch(c, limit, out, true, NULL, NULL, err);
+    return fetch(c, limit, UINT64_MAX, out, true, NULL, NULL, err);
 }
 
 int rift_consumer_fetch_async(rift_consumer *c, size_t limit, rift_batch *out,
                               rift_stream_done_cb cb, void *user_data,
                               rift_error *err) {
-    return fetch(c, limit, out, false, cb, user_data, err);
+    return fetch(c, limit, UINT64_MAX, out, false, cb, user_data, err);
+}
+
+int rift_consumer_fetch_bytes_async(rift_consumer *c, size_t limit,
+                                    uint64_t max_bytes, rift_batch *out,
+                                    rift_stream_done_cb cb, void *user_data,
+                                    rift_error *err) {
+    return fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, out, false, cb,
+                 user_data, err);
 }
 
 static int ack(rift_consumer *c, uint64_t seq, bool blocking,

@@ -508,3 +508,153 @@ RIFT_TEST(large_deliveries_zero_copy) {
     rc_free(c);
     sfix_down(&s);
 }
+
+/* ---- A fetching client that does not read ---- */
+
+/* The process's resident set in KiB (the server runs in this process;
+ * the client holds at most its small stream windows). */
+#if defined(__SANITIZE_THREAD__)
+/* TSan's shadow memory grows with every byte the process touches: the
+ * resident set says nothing there (the accounting checks still run). */
+# define RSS_MEANINGFUL 0
+#else
+# define RSS_MEANINGFUL 1
+#endif
+
+static uint64_t rss_kib(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    uint64_t kib = 0;
+    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtoull(line + 6, NULL, 10);
+        }
+    }
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    return kib;
+}
+
+typedef struct queued_wait {
+    srvfix *f;
+    uint64_t at_least; /* the peak; or, with zero, queued_bytes back to 0 */
+} queued_wait;
+
+static bool queued_reached(void *arg) {
+    queued_wait *w = arg;
+    rift_server_stats st;
+    if (rift_server_get_stats(w->f->srv, &st, NULL) != 0) {
+        return false;
+    }
+    bool ok = w->at_least > 0 ? st.conn_queued_peak >= w->at_least
+                              : st.queued_bytes == 0;
+    rift_server_stats_free(&st);
+    return ok;
+}
+
+/* The server's budget per connection (SRV_CONN_HIGH, the protocol's send
+ * window) and what one stream may add past it (one portion of a fetch). */
+#define CONN_BUDGET 8912896u
+#define OVERSHOOT   (2u * 1024u * 1024u + 65536u)
+
+RIFT_TEST(stalled_fetches_pin_a_bounded_amount) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    f.settings.io_timeout_ms = 1000;
+    /* A file stream whose records are read back from disk (the cache
+     * holds almost nothing), 16 records of 512 KiB. */
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    const char *subj[] = {"game.big.>"};
+    ss.subjects = subj;
+    ss.subjects_count = 1;
+    ss.sync_on_write = false;
+    ss.cache_bytes = 65536;
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/big", f.tmp);
+    ss.storage_path = path;
+    rift_stream *big;
+    rift_error err;
+    CHECK_OK(rift_stream_open(&big, &ss, &err));
+    enum {
+        RECS = 16,
+        SIZE = 512 * 1024,
+        FETCHES = 16
+    };
+    uint8_t *pl = malloc(SIZE);
+    memset(pl, 'b', SIZE);
+    for (int i = 0; i < RECS; i++) {
+        rift_stored st;
+        CHECK_OK(rift_stream_publish(big, "game.big.x", 10, NULL, 0, pl, SIZE,
+                                     &st, &err));
+    }
+    free(pl);
+    rift_server_stream list[1] = {{"big", 3, big}};
+    f.settings.streams = list;
+    f.settings.stream_count = 1;
+    CHECK(fix_start(&f));
+    rawcli *c =
+        rc_login_window(f.loop, &f.addr, f.addrlen, f.ca, "plugin", 16384);
+    CHECK(c != NULL);
+    uint8_t buf[512];
+    for (int i = 0; i < FETCHES; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", i);
+        CHECK(open_ok(c, "big", name, "game.big.>"));
+    }
+    uint64_t rss0 = rss_kib();
+    /* Each fetch would read all 16 records back: 8 MiB apiece, 128 MiB,
+     * queued for a client that takes 16 KiB per stream. */
+    for (int i = 0; i < FETCHES; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", i);
+        rc_stream *s = rc_open(c);
+        CHECK(s != NULL);
+        rc_pause(s);
+        CHECK(rc_send(s, buf, b_fetch(buf, "big", name, 256), true));
+    }
+    queued_wait w = {&f, CONN_BUDGET - 1048576u};
+    CHECK(rc_run(c, queued_reached, &w, 10000));
+    uint64_t rss1 = rss_kib();
+    rift_server_stats st;
+    CHECK_OK(rift_server_get_stats(f.srv, &st, NULL));
+    uint64_t peak = st.conn_queued_peak;
+    rift_server_stats_free(&st);
+    fprintf(stderr, "  queued peak %llu bytes, RSS %llu -> %llu KiB\n",
+            (unsigned long long)peak, (unsigned long long)rss0,
+            (unsigned long long)rss1);
+    CHECK_MSG(peak <= CONN_BUDGET + OVERSHOOT, "peak %llu",
+              (unsigned long long)peak);
+    CHECK_MSG(!RSS_MEANINGFUL || rss1 < rss0 + 48 * 1024,
+              "RSS %llu -> %llu KiB", (unsigned long long)rss0,
+              (unsigned long long)rss1);
+    /* Silent past io_timeout: every fetch ends and releases its records. */
+    w.at_least = 0;
+    rift_tstamp t0 = rift_now_ns();
+    CHECK(rc_run(c, queued_reached, &w, 20000));
+    fprintf(stderr, "  released after %llu ms\n",
+            (unsigned long long)((rift_now_ns() - t0) / 1000000));
+    /* The server still serves, and a client that reads gets the whole
+     * answer, portion after portion, in order. */
+    rawcli *r = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    CHECK(r != NULL);
+    CHECK(open_ok(r, "big", "reader", "game.big.>"));
+    rc_stream *q = rc_open(r);
+    CHECK(rc_send(q, buf, b_fetch(buf, "big", "reader", 256), true));
+    for (uint64_t seq = 1; seq <= RECS; seq++) {
+        size_t len;
+        const uint8_t *b = rc_frame(q, 10000, &len);
+        CHECK(b != NULL && b[0] == 14);
+        CHECK_EQ_U64(get_u64(b + 1), seq);
+        CHECK_EQ_INT(len, 21 + 2 + 10 + 2 + SIZE);
+    }
+    CHECK(rc_expect_ok(q, 5000));
+    CHECK(rc_expect_end(q, 5000));
+    rc_free(r);
+    rc_free(c);
+    rift_server_del(f.srv);
+    f.srv = NULL;
+    rift_stream_close(big);
+    fix_fini(&f);
+}

@@ -1313,3 +1313,56 @@ RIFT_TEST(empty_stream_info) {
     CHECK_EQ_U64(pub(c.st, "a", "x"), 1);
     ctx_done(&c);
 }
+
+/* ---- Fetch by payload budget (the server's fetch portions) ---- */
+
+static void done_never(void *ud, int status, const rift_error *err) {
+    (void)status;
+    (void)err;
+    *(bool *)ud = true;
+}
+
+RIFT_TEST(fetch_bytes_stops_at_the_budget) {
+    ctx c;
+    ctx_init(&c, false);
+    CHECK_OK(ctx_open(&c, NULL));
+    for (int i = 0; i < 5; i++) {
+        char pl[101];
+        memset(pl, 'a' + i, 100);
+        pl[100] = '\0';
+        CHECK_EQ_U64(pub(c.st, "jobs.run", pl), (uint64_t)i + 1);
+    }
+    rift_consumer *w = open_consumer(c.st, "worker", NULL);
+    CHECK(w != NULL);
+    bool called = false;
+    rift_batch b = {0};
+    /* 100 + 100 < 250, the third reaches it: three records. */
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 250, &b, done_never,
+                                                 &called, NULL),
+                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(b.count, 3);
+    CHECK_EQ_U64(b.items[2].record.sequence, 3);
+    rift_batch_free(&b);
+    /* A budget below one record still takes one. */
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 1, &b, done_never,
+                                                 &called, NULL),
+                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(b.count, 1);
+    CHECK_EQ_U64(b.items[0].record.sequence, 4);
+    rift_batch_free(&b);
+    /* The count limit still applies, then nothing is left. */
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 1, 1000, &b, done_never,
+                                                 &called, NULL),
+                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(b.count, 1);
+    CHECK_EQ_U64(b.items[0].record.sequence, 5);
+    rift_batch_free(&b);
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 1000, &b, done_never,
+                                                 &called, NULL),
+                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(b.count, 0);
+    rift_batch_free(&b);
+    CHECK(!called); /* memory streams complete at once */
+    rift_consumer_close(w);
+    ctx_done(&c);
+}
