@@ -174,7 +174,7 @@ else
     go_build perf-report
 fi
 
-# Server on CPU 0, clients on CPU 1 (peers.md §7) when there are 2 CPUs.
+# Server on CPU 0, clients on CPU 1 when there are 2 CPUs.
 ncpu=$(nproc)
 if [ "$ncpu" -ge 2 ]; then
     server_pin=(taskset -c 0)

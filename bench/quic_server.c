@@ -1,6 +1,6 @@
 /*
  * quic_server.c — benchmark of the protocol server (bench layer): the
- * original's QUIC scenarios (rift-v1-behaviour.md §8.1) with 64-byte
+ * original's QUIC scenarios (docs/protocol-v1.md §8.1) with 64-byte
  * payloads over one warm connection, plus handshakes with authentication
  * per second and the server's memory per idle authenticated connection.
  *

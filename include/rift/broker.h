@@ -3,7 +3,7 @@
  * and terminal '>' wildcards and queue groups), request/reply, bounded
  * per-subscriber queues with slow-consumer disconnection.
  *
- * Semantics follow rift-v1-behaviour.md §1 exactly; the error texts placed
+ * Semantics follow docs/protocol-v1.md §1 exactly; the error texts placed
  * in rift_error are the reference's display strings.
  *
  * Threading: a rift_broker is fully thread-safe; any thread may publish,

@@ -4,7 +4,7 @@
  * publishing (shared, or through dedicated ordered publishers),
  * subscriptions, request/reply, retained streams and durable consumers.
  *
- * Behaviour mirrors the original Rust client (rift-v1-behaviour.md §6.2):
+ * Behaviour mirrors the original Rust client (docs/protocol-v1.md §6.2):
  * the same frames, the same deadlines and the same error texts.
  *
  * Threading: every function here is thread-safe. A client owns one

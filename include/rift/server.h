@@ -4,7 +4,7 @@
  * "rift-messaging/1"), authenticating them by token and enforcing each
  * identity's access control.
  *
- * Behaviour follows rift-v1-behaviour.md §2 (wire protocol, deadlines,
+ * Behaviour follows docs/protocol-v1.md §2 (wire protocol, deadlines,
  * per-opcode validation order and texts), §3 (access control) and §9
  * exactly; see docs/server.md for how it is built.
  *

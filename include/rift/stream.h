@@ -4,7 +4,7 @@
  * directory of checksummed segment files, with pull consumers that fetch,
  * acknowledge and get redeliveries after an ack wait.
  *
- * Semantics follow rift-v1-behaviour.md §4 (limits, retention, sequence
+ * Semantics follow docs/protocol-v1.md §4 (limits, retention, sequence
  * numbers, fetch order, error texts); the extensions (age retention,
  * consumer delete, start positions, group commit, segmented storage) are
  * documented where they appear and in docs/storage-format.md.

@@ -1,7 +1,7 @@
 /*
  * broker.c — the in-process subject broker (broker layer): configuration,
  * the subscription registry (trie + queue groups), publish with fan-out
- * and queue-group selection, introspection. Semantics: rift-v1-behaviour.md
+ * and queue-group selection, introspection. Semantics: docs/protocol-v1.md
  * §1.1-§1.8.
  *
  * Concurrency: publishers take the broker lock (drlock.h) for reading

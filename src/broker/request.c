@@ -1,6 +1,6 @@
 /*
  * request.c — request/reply over the broker (broker layer): inbox subjects
- * and the blocking request helper (rift-v1-behaviour.md §1.9).
+ * and the blocking request helper (docs/protocol-v1.md §1.9).
  */
 #include "broker/internal.h"
 

@@ -2,7 +2,7 @@
  * sub.c — a subscription's bounded queue (broker layer): enqueue from any
  * publisher thread, receive with poll / timeout / forever, readiness
  * through a lazily created eventfd or a shared notifier, slow-consumer
- * disconnection (rift-v1-behaviour.md §1.7).
+ * disconnection (docs/protocol-v1.md §1.7).
  *
  * The queue is a ring of message pointers guarded by sub->lock. It starts
  * empty and doubles on demand up to the subscription's capacity, so a

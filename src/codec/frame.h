@@ -3,7 +3,7 @@
  * constants and opcodes, decoders from a frame body to "view" structs,
  * encoders of frame headers, and the incremental frame reader.
  *
- * Reference: rift-v1-behaviour.md §2.2 (constants), §2.3 (framing), §2.4
+ * Reference: docs/protocol-v1.md §2.2 (constants), §2.3 (framing), §2.4
  * (opcodes and body layouts), §2.5 (ERROR), §3.9 (vectors).
  *
  * Everything here is a pure function over byte buffers: no I/O, no locks,

@@ -6,7 +6,7 @@
  *
  * Each component is an opaque handle with start/stop and JSON views for
  * the control commands. The runtime (daemon.c) starts them in the order
- * of rift-v1-behaviour.md §5.2 — streams, then TLS and the listener, then
+ * of docs/protocol-v1.md §5.2 — streams, then TLS and the listener, then
  * Lua — and stops them in reverse after the "draining" event.
  */
 #ifndef RIFT_DAEMON_COMPONENTS_H

@@ -1,7 +1,7 @@
 /*
  * config.h — riftd's configuration (daemon layer): evaluation of a Lua 5.4
  * configuration file in a restricted environment and its translation into
- * plain C structures, validated exactly as rift-v1-behaviour.md §5 says
+ * plain C structures, validated exactly as docs/protocol-v1.md §5 says
  * (same keys, defaults, ranges and error texts for `messaging`), plus
  * riftd's own top-level keys (plugins, data_dir, log, quic, monitor).
  *

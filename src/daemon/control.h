@@ -1,6 +1,6 @@
 /*
  * control.h — the control bridge of riftd (daemon layer): request/reply
- * administration on rift.control.<command>, rift-v1-behaviour.md §7.3.
+ * administration on rift.control.<command>, docs/protocol-v1.md §7.3.
  *
  * The bridge owns one broker subscription and one thread. It handles
  * requests serially; a request is answered only when its reply subject

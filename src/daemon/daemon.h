@@ -1,7 +1,7 @@
 /*
  * daemon.h — riftd's runtime (daemon layer): configuration loading (file,
  * ./rift.lua or the built-in development configuration), the start-up
- * order of rift-v1-behaviour.md §5.2, reload, the signal loop and shutdown.
+ * order of docs/protocol-v1.md §5.2, reload, the signal loop and shutdown.
  *
  * Start-up: configuration and tokens (nothing binds before they are
  * valid) → data_dir → broker → streams → TLS check and QUIC listener →

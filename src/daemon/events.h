@@ -1,6 +1,6 @@
 /*
  * events.h — the events riftd publishes on its own broker (daemon layer),
- * rift-v1-behaviour.md §7.2: rift.events.lifecycle, rift.events.reload and
+ * docs/protocol-v1.md §7.2: rift.events.lifecycle, rift.events.reload and
  * rift.events.control, JSON payloads with sorted keys, at most once.
  */
 #ifndef RIFT_DAEMON_EVENTS_H

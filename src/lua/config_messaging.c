@@ -1,7 +1,7 @@
 /*
  * config_messaging.c — the `messaging = { ... }` table of the Lua
  * configuration (lua layer; fills the daemon's rift_config): every key,
- * default, range and error text of rift-v1-behaviour.md §5.1 and the stream
+ * default, range and error text of docs/protocol-v1.md §5.1 and the stream
  * keys of §4.1.
  *
  * Validation order: unknown keys, scalar keys, the listener rules, then

@@ -2,8 +2,8 @@
  * quic.h — rift's internal QUIC transport API (quic layer), used by the
  * protocol server (src/server) and client (src/client). It hides ngtcp2
  * and GnuTLS: endpoints (one UDP socket each), connections and
- * bidirectional streams, with the Rift v1 transport profile (rift-v1-
- * behaviour.md §2.1): TLS 1.3 only, exact ALPN "rift-messaging/1", no
+ * bidirectional streams, with the Rift v1 transport profile
+ * (docs/protocol-v1.md §2.1): TLS 1.3 only, exact ALPN "rift-messaging/1", no
  * 0-RTT, no session tickets, no unidirectional streams, no datagrams.
  *
  * Model

@@ -1,7 +1,7 @@
 /*
  * conn.c — connections and authentication of the protocol server (server
  * layer): the transport callbacks, the AUTH exchange on a connection's
- * first stream (rift-v1-behaviour.md §2.6), streams held until it
+ * first stream (docs/protocol-v1.md §2.6), streams held until it
  * succeeds, and connection bookkeeping.
  *
  * Authentication: the first client-initiated bidirectional stream (ID 0)

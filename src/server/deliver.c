@@ -4,7 +4,7 @@
  * frames, REQUEST with its inbox, and the notifier that tells the server
  * thread which subscriptions have something queued.
  *
- * Reference: rift-v1-behaviour.md §2.9 (SUBSCRIBE, REQUEST), §1.7 (slow
+ * Reference: docs/protocol-v1.md §2.9 (SUBSCRIBE, REQUEST), §1.7 (slow
  * consumers), §1.9 (request/reply).
  *
  * Every subscription of the server shares one notifier whose eventfd the

@@ -4,7 +4,7 @@
  * arrived whole), dispatch by opcode, PUBLISH / PUBLISH_ACK / PING, the
  * error path, normal completion and the stream deadlines.
  *
- * Reference: rift-v1-behaviour.md §2.7 (lifecycle and deadlines), §2.8
+ * Reference: docs/protocol-v1.md §2.7 (lifecycle and deadlines), §2.8
  * (stream kinds), §2.9 (PUBLISH, PING and opcode checks).
  *
  * Deadlines share one timer per stream and are checked lazily: the hot

@@ -3,7 +3,7 @@
  * layer): STREAM_PUBLISH (10), CONSUMER_OPEN (12), CONSUMER_FETCH (13) and
  * ACK (15), each a one-shot operation on its stream.
  *
- * Reference: rift-v1-behaviour.md §2.9 (validation order and texts: the
+ * Reference: docs/protocol-v1.md §2.9 (validation order and texts: the
  * permission check before the stream lookup, consumer names validated and
  * scoped as soon as they are decoded, STORED only past the durability
  * boundary, fetch committed before any DELIVERY and each record re-checked

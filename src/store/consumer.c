@@ -2,7 +2,7 @@
  * consumer.c — durable pull consumers (store layer): the consumer table,
  * open/get/delete, fetch with ack-wait redelivery, ack, and the state
  * events that make them durable (encoding, and applying them on
- * recovery). Semantics: rift-v1-behaviour.md §4.7.
+ * recovery). Semantics: docs/protocol-v1.md §4.7.
  */
 #include "store/store.h"
 #include "subject/acl.h"

@@ -2,7 +2,7 @@
  * recover.c — opening a stream directory (store layer): lock it, scan
  * every segment (checksums, sequence continuity) into the in-memory
  * index, replay the state log into the consumers, and apply the rules of
- * rift-v1-behaviour.md §4.6: truncate a torn tail, refuse corruption with
+ * docs/protocol-v1.md §4.6: truncate a torn tail, refuse corruption with
  * an error naming the file and the offset, re-apply retention, make
  * pending deliveries immediately eligible. rift_store_verify and
  * rift_store_repair run the same code read-only or repairing.

@@ -2,7 +2,7 @@
  * stream.c — retained streams (store layer): settings and validation,
  * open and close, publish, retention, replay, info and checkpoint.
  * Consumers live in consumer.c, the writer thread in writer.c, recovery
- * in recover.c. Semantics: rift-v1-behaviour.md §4.
+ * in recover.c. Semantics: docs/protocol-v1.md §4.
  */
 #include "store/store.h"
 #include "subject/subject.h"

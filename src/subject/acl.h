@@ -2,7 +2,7 @@
  * acl.h — pattern relations, wire and configuration validation of subjects,
  * identities and their access control (subject layer).
  *
- * Reference: rift-v1-behaviour.md §3 (access control), §2.9 (validation
+ * Reference: docs/protocol-v1.md §3 (access control), §2.9 (validation
  * order and texts), §3.5 (consumer-name scoping), §5 (configuration pattern
  * rule). Every subject and pattern is a length-delimited byte string; none
  * is assumed NUL-terminated. The hot predicates (validation, covers,

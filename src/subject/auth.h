@@ -4,7 +4,7 @@
  * its identity in constant time, and validation of the programmatic
  * AuthConfig (resource limits and identities).
  *
- * Reference: rift-v1-behaviour.md §2.6 item 7 (token check), §3.7
+ * Reference: docs/protocol-v1.md §2.6 item 7 (token check), §3.7
  * (AuthConfig validation), §5.1 (defaults).
  */
 #ifndef RIFT_SUBJECT_AUTH_H

@@ -1,6 +1,6 @@
 /*
  * consumer_name.c — per-identity scoping of remote durable-consumer names
- * (subject layer), rift-v1-behaviour.md §3.5. The hash input is
+ * (subject layer), docs/protocol-v1.md §3.5. The hash input is
  * length-delimited so ("ab", "c") and ("a", "bc") never collide; the output
  * fits the store's 128-byte name limit. Restricted plugins are scoped by
  * "plugin:<name>", a string no principal name can equal. See acl.h.

@@ -1,7 +1,7 @@
 /*
  * identity.c — identities and their access-control checks (subject layer):
  * lifecycle of rift_identity and the can_publish / can_subscribe rules of
- * rift-v1-behaviour.md §3.3–3.4. See acl.h.
+ * docs/protocol-v1.md §3.3–3.4. See acl.h.
  */
 #include "subject/acl.h"
 

@@ -4,7 +4,7 @@
  * plugin names, environment-variable names. Pure predicates over
  * length-delimited bytes; no allocation.
  *
- * Reference: rift-v1-behaviour.md §2.2 (valid_name), §1.6 (broker queue
+ * Reference: docs/protocol-v1.md §2.2 (valid_name), §1.6 (broker queue
  * names), §4.7 (store-local consumer names), §5 (configuration), §7.1
  * (plugin names).
  */

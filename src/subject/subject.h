@@ -3,7 +3,7 @@
  * layer). Pure functions over length-delimited byte strings; subjects are
  * never assumed NUL-terminated.
  *
- * Reference: rift-v1-behaviour.md §1.3 (broker validation), §1.4
+ * Reference: docs/protocol-v1.md §1.3 (broker validation), §1.4
  * (matching). The wire (§3.6) and configuration (§5) rules, containment
  * and the ACL live in acl.h.
  */

@@ -21,7 +21,7 @@
  * Some cuts land in the recovery itself. A quarter of the cuts are harsh
  * (any subset of the writes survives; torn regions read as zeros or
  * garbage): such damage in a complete record cannot be told from
- * corruption (rift-v1-behaviour.md §4.6 makes a complete record with a
+ * corruption (docs/protocol-v1.md §4.6 makes a complete record with a
  * bad checksum fatal), so the open may then refuse with a storage error;
  * `rift store repair` must bring it back with nothing acknowledged lost.
  * A refusal after a gentle cut is a failure.

@@ -1,6 +1,6 @@
 /*
  * test_server_audit.c — wire behaviours of the protocol server that the
- * audit against rift-v1-behaviour.md found without a test of their own
+ * audit against docs/protocol-v1.md found without a test of their own
  * (integration tests over real QUIC): STOP_SENDING(0) after an ERROR and
  * after a one-shot answer (§2.7, §9), a SUBSCRIBE converting a publisher
  * stream (§2.8), a successful one-shot operation ending a publisher stream

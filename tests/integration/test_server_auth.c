@@ -1,6 +1,6 @@
 /*
  * test_server_auth.c — connection setup and authentication of the protocol
- * server over real QUIC (rift-v1-behaviour.md §2.6): a known token, an
+ * server over real QUIC (docs/protocol-v1.md §2.6): a known token, an
  * unknown one, every malformed first frame, the deadline, streams opened
  * before authentication, validation of the settings (§3.7) and the
  * shutdown close.

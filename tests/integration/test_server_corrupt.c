@@ -14,7 +14,7 @@
 
 #include <stdlib.h>
 
-/* ---- Frames (rift-v1-behaviour.md §2.9) ---- */
+/* ---- Frames (docs/protocol-v1.md §2.9) ---- */
 
 static size_t put_str(uint8_t *p, const char *s) {
     size_t n = strlen(s);

@@ -1,6 +1,6 @@
 /*
  * test_server_limits.c — resource limits and deadlines of the protocol
- * server over real QUIC (rift-v1-behaviour.md §2.6, §2.7, §2.9): stream
+ * server over real QUIC (docs/protocol-v1.md §2.6, §2.7, §2.9): stream
  * permits (RESET/STOP code 2), the connection limit, the first-frame,
  * partial-frame and blocked-write deadlines, slow network subscribers,
  * and cancellation of subscriptions by STOP_SENDING (with or without the

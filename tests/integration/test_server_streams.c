@@ -1,6 +1,6 @@
 /*
  * test_server_streams.c — retained-stream opcodes of the protocol server
- * over real QUIC (rift-v1-behaviour.md §2.9 opcodes 10–15, §4.8 QUIC-level
+ * over real QUIC (docs/protocol-v1.md §2.9 opcodes 10–15, §4.8 QUIC-level
  * vectors): consecutive sequences, the scoreboard consumer, identity
  * isolation by scoped consumer names, every validation text in its order,
  * a file-backed stream with fsync (the asynchronous completion path), and

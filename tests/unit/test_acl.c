@@ -1,6 +1,6 @@
 /*
  * test_acl.c — unit tests of access control (subject layer): containment
- * and overlap (rift-v1-behaviour.md §3.1, §3.2), can_publish and
+ * and overlap (docs/protocol-v1.md §3.1, §3.2), can_publish and
  * can_subscribe (§3.3, §3.4) with every identity table of §3.8, and
  * consumer-name scoping (§3.5).
  */

@@ -1,6 +1,6 @@
 /*
  * test_auth.c — unit tests of token authentication and access settings
- * (subject layer): the HMAC tag (rift-v1-behaviour.md §2.6 item 7), the
+ * (subject layer): the HMAC tag (docs/protocol-v1.md §2.6 item 7), the
  * constant-time lookup table and AuthConfig validation (§3.7).
  */
 #include "subject/auth.h"

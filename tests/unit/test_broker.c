@@ -1,6 +1,6 @@
 /*
  * test_broker.c — unit tests of the in-process broker (broker layer): the
- * conformance vectors of rift-v1-behaviour.md §1.1-§1.8 (configuration,
+ * conformance vectors of docs/protocol-v1.md §1.1-§1.8 (configuration,
  * subject syntax, wildcards, fan-out, queue groups, slow consumers,
  * limits), messages and the subscription lifecycle.
  */

@@ -1,7 +1,7 @@
 /*
  * test_broker_request.c — request/reply over the in-process broker (broker
  * layer): inbox format, echo responder on its own thread, no responders,
- * timeout, and the inbox always being removed (rift-v1-behaviour.md §1.9).
+ * timeout, and the inbox always being removed (docs/protocol-v1.md §1.9).
  */
 // labels: threads
 #include "rift/broker.h"

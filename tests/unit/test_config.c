@@ -1,6 +1,6 @@
 /*
  * test_config.c — unit tests of the Lua configuration (daemon layer): one
- * vector per validation text of rift-v1-behaviour.md §5, defaults, the
+ * vector per validation text of docs/protocol-v1.md §5, defaults, the
  * reference's example blocks, tokens at start-up.
  */
 #include "daemon/config.h"

@@ -2,7 +2,7 @@
  * test_control.c — unit tests of riftd's control bridge and events
  * (daemon layer), in process: a daemon started on a temporary
  * configuration, requests made with rift_broker_request. Vectors adapted
- * from rift-v1-behaviour.md §7.3 to riftd's commands.
+ * from docs/protocol-v1.md §7.3 to riftd's commands.
  */
 // labels: threads
 #include "daemon/daemon.h"

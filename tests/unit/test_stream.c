@@ -1,6 +1,6 @@
 /*
  * test_stream.c — retained streams and durable consumers (unit tests of
- * the store layer): every conformance vector of rift-v1-behaviour.md §4.8
+ * the store layer): every conformance vector of docs/protocol-v1.md §4.8
  * on memory and on file storage, limits and error texts, and the
  * extensions (age retention, consumer delete, start positions).
  */

@@ -1,6 +1,6 @@
 /*
  * test_subject.c — unit tests of subject syntax (subject layer): the broker
- * rule and matching (rift-v1-behaviour.md §1.3, §1.4), the wire validators
+ * rule and matching (docs/protocol-v1.md §1.3, §1.4), the wire validators
  * (§3.6, §3.9), the configuration rule (§5) and its error text.
  */
 #include "subject/acl.h"

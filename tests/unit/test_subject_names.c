@@ -1,6 +1,6 @@
 /*
  * test_subject_names.c — unit tests of the name rules (subject layer):
- * valid_name (rift-v1-behaviour.md §2.2), broker queue names (§1.6),
+ * valid_name (docs/protocol-v1.md §2.2), broker queue names (§1.6),
  * configuration stream names and env names (§5), plugin names (§7.1),
  * store-local consumer names (§4.7).
  */
