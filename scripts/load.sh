@@ -44,9 +44,15 @@ trap riftd_tmp_cleanup EXIT
 # all): the default limit is enough; the client raises its own.
 # The broker-wide subscription limit (default 65,536, one slot of it the
 # control bridge's) is below 1,024 x 128: room for every subscription too.
+# The run is one principal ("load") holding nearly everything, so its
+# per-identity share (default: half of each capacity) is raised to the
+# capacity less the control reserve.
 riftd_tmp_start "    max_connections = $((conns + pubs + 1)),
     max_streams_per_connection = $streams,
-    max_subscriptions = $((conns * streams + 16)),"
+    max_subscriptions = $((conns * streams + 16))," \
+    "  limits = { per_identity = { connections = $((conns + pubs + 1)),
+    subscriptions = $((conns * streams + 16)) },
+    control_reserve = { connections = 0, subscriptions = 0 } },"
 echo "load.sh: riftd pid $riftd_pid on $riftd_addr"
 rc=0
 "$load_bin" --server "$riftd_addr" --ca "$riftd_ca" \

@@ -9,7 +9,9 @@
 #                                     table fields added to `messaging`
 #                                     (limits, streams). Sets riftd_dir,
 #                                     riftd_pid, riftd_addr, riftd_ca and
-#                                     exports RIFT_LOAD_TOKEN.
+#                                     exports RIFT_LOAD_TOKEN. An optional
+#                                     second argument adds top-level
+#                                     fields (e.g. limits).
 #   riftd_tmp_stop                    SIGTERM, waits; returns riftd's status
 #   riftd_tmp_cleanup                 kills riftd if still running, removes
 #                                     the directory (unless RIFT_KEEP_TMP=1)
@@ -44,6 +46,7 @@ return {
     },
 $1
   },
+${2:-}
 }
 EOF
     # The bound address is logged at info ("rift: messaging QUIC on ...").
