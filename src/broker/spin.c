@@ -9,35 +9,33 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Polls of a held lock before sleeping on it: with a pause of 10–140
- * cycles (by CPU model) a few hundred nanoseconds to a few microseconds,
- * longer than any section the lock guards takes when its holder runs.
- * Past that the holder is most likely preempted and the waiter is better
- * off asleep. */
-#define SPIN_POLLS 64
+/* Polls of a held lock before napping: with a pause of 10-140 cycles (by
+ * CPU model) a few hundred nanoseconds to a few microseconds, longer than
+ * any section the lock guards takes while its holder runs. */
+#define SPIN_POLLS 128
+
+/* Naps double from the first to the last length: a holder that comes back
+ * soon is noticed soon, one preempted for a whole time slice (about a
+ * millisecond) costs a handful of wake-ups, and the added latency stays a
+ * fraction of the time the holder was away. */
+#define NAP_FIRST_NS 2000
+#define NAP_LAST_NS  128000
 
 void rift_spin_lock_slow(rift_spin *l) {
-    for (unsigned i = 0; i < SPIN_POLLS; i++) {
-        unsigned v = atomic_load_explicit(&l->v, memory_order_relaxed);
-        if (v == 0) {
-            if (atomic_compare_exchange_weak_explicit(
-                    &l->v, &v, 1, memory_order_acquire, memory_order_relaxed)) {
+    int64_t nap_ns = NAP_FIRST_NS;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0) {
+            if (atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0) {
                 return;
             }
-        } else if (v == 2) {
-            break; /* others already sleep: queue behind them */
+        } else if (i < SPIN_POLLS) {
+            rift_cpu_relax();
+        } else {
+            /* Returns at once if the lock was dropped meanwhile. */
+            rift_futex_wait(&l->v, 1, nap_ns);
+            nap_ns = RIFT_MIN(nap_ns * 2, NAP_LAST_NS);
         }
-        rift_cpu_relax();
     }
-    /* Taken with 2, not 1, whenever we may have slept: another waiter may
-     * still be asleep, and our unlock must wake it. */
-    while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0) {
-        rift_futex_wait(&l->v, 2, -1);
-    }
-}
-
-void rift_spin_wake(rift_spin *l) {
-    rift_futex_wake(&l->v);
 }
 
 void rift_futex_wait(atomic_uint *word, unsigned expected, int64_t timeout_ns) {
