@@ -7,7 +7,7 @@
 #
 #   bench/compare.sh [--rounds N] [--scale F] [--rows a,b,..] [--report]
 #                    [--out DIR] [--from CSV] [--no-install] [--no-rift]
-#                    [--no-nats] [--keep]
+#                    [--no-nats] [--keep] [--contention]
 #
 #   --rounds N   alternating rounds per row (default 5)
 #   --scale F    multiply every row's message count (default 1; 0.2 = quick)
@@ -21,6 +21,9 @@
 #   --no-install do not apt-get missing packages
 #   --no-rift, --no-nats   leave one side out
 #   --keep       keep the servers' temporary directories
+#   --contention one busy-loop process per CPU (normal priority, pinned like
+#                the contenders) runs during every measurement, for rift and
+#                NATS alike, and is killed when the measurement ends
 #
 # Environment: RIFT_CLI and RIFTD override build/release/rift and
 # build/release/riftd for the rift side.
@@ -43,6 +46,7 @@ install=1
 want_rift=1
 want_nats=1
 keep=0
+contention=0
 
 die() {
     echo "compare.sh: $*" >&2
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
     --no-rift) want_rift=0 ;;
     --no-nats) want_nats=0 ;;
     --keep) keep=1 ;;
+    --contention) contention=1 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (try --help)" ;;
     esac
@@ -68,6 +73,10 @@ while [ $# -gt 0 ]; do
 done
 case "$rounds" in '' | *[!0-9]* | 0) die "--rounds wants a positive integer" ;; esac
 awk -v s="$scale" 'BEGIN { exit !(s > 0) }' || die "--scale wants a positive number"
+# The committed report is a quiet-machine run; contention results are
+# summarised by hand in their own section of docs/performance.md.
+[ "$contention" = 1 ] && [ "$report" = 1 ] &&
+    die "--contention and --report do not mix (see docs/performance.md, \"Under CPU contention\")"
 
 # ---- The rows -------------------------------------------------------------
 # id | issue item | durability | messages at scale 1 | arguments | title
@@ -111,7 +120,9 @@ if [ -n "$from_csv" ]; then
     [ -f "$from_csv" ] || die "$from_csv: no such file"
     out="${out:-$(dirname "$from_csv")}"
 else
-    out="${out:-$root/build/compare/$stamp}"
+    suffix=""
+    [ "$contention" = 1 ] && suffix=-contention
+    out="${out:-$root/build/compare/$stamp$suffix}"
 fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
@@ -188,8 +199,37 @@ fi
 
 tmp=""
 pids=()
+hog_pids=()
+
+# ---- CPU contention (--contention) ------------------------------------------
+# One shell busy loop per CPU, pinned to it, at normal priority: the
+# contenders share every core with a task that never sleeps, as on a
+# machine running other work. Each hog lives for one measurement (the
+# run's own 600 s timeout bounds it too) and is killed when it ends.
+HOG_SECONDS=610
+hog_start() {
+    [ "$contention" = 1 ] || return 0
+    local cpu pin=()
+    for cpu in $(seq 0 $((ncpu - 1))); do
+        [ "$ncpu" -ge 2 ] && pin=(taskset -c "$cpu")
+        timeout "$HOG_SECONDS" "${pin[@]}" sh -c 'while :; do :; done' &
+        hog_pids+=("$!")
+    done
+}
+hog_stop() {
+    local p
+    for p in "${hog_pids[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    for p in "${hog_pids[@]}"; do
+        wait "$p" 2>/dev/null || true
+    done
+    hog_pids=()
+}
+
 cleanup() {
     local p
+    hog_stop
     for p in "${pids[@]}"; do
         kill "$p" 2>/dev/null || true
     done
@@ -448,6 +488,11 @@ write_env() {
         # shellcheck disable=SC1091
         echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
         echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+        if [ "$contention" = 1 ]; then
+            echo "contention: $ncpu busy-loop processes (one pinned per CPU, nice 0) during every measurement"
+        else
+            echo "contention: none"
+        fi
         echo "nats-server: ${nats_version:-not run}"
         echo "NATS synced rows: $nats_sync"
         echo "nats.go: $(dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null)"
@@ -502,11 +547,13 @@ measure() {
                     echo "=== $id round $r $c msgs=$msgs"
                 } >>"$runlog"
                 local rc=0
+                hog_start
                 case "$c" in
                 rift) run_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 nats-tcp) run_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 nats-tls) run_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 esac
+                hog_stop
                 if [ "$rc" != 0 ]; then
                     failures=$((failures + 1))
                     echo "exit $rc (see $runlog)"
@@ -517,7 +564,8 @@ measure() {
             done
         done
     done < <(selected_rows)
-    echo "compare.sh: ceilings (loopback UDP, fdatasync)"
+    echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/env.txt"
+    echo "compare.sh: ceilings (loopback UDP, fdatasync; never under --contention)"
     run_ceilings
     [ "$failures" = 0 ] || echo "compare.sh: $failures run(s) failed or lost messages; see $runlog" >&2
 }

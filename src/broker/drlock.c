@@ -4,7 +4,7 @@
  */
 #include "broker/drlock.h"
 
-#include <sched.h>
+#include <time.h>
 
 _Thread_local rift_drlock_tls rift_drlock_cache
     __attribute__((tls_model("initial-exec")));
@@ -105,14 +105,22 @@ rift_drlock_slot *rift_drlock_rdlock_slow(rift_drlock *l, rift_drlock_slot *s) {
 }
 
 static void wait_idle(rift_drlock_slot *s) {
+    /* Read sections are short: a reader still busy after a few hundred
+     * nanoseconds has probably been preempted. The writer then sleeps
+     * between polls instead of yielding: a yield would hand its core to
+     * whatever else is runnable for a whole time slice, or, on an idle
+     * core, return at once and burn it. Readers take no wake-up path (it
+     * would cost every publish a fence), so the wait polls, doubling from
+     * a few microseconds; writers are rare (subscribe, unsubscribe). */
+    long pause_ns = 2000;
     for (unsigned i = 0;
          atomic_load_explicit(&s->busy, memory_order_seq_cst) != 0; i++) {
-        /* Read sections are short; a reader that is still busy after a
-         * while has probably been preempted: let it run. */
         if (i < 64) {
             cpu_relax();
         } else {
-            sched_yield();
+            struct timespec ts = {0, pause_ns};
+            nanosleep(&ts, NULL);
+            pause_ns = RIFT_MIN(pause_ns * 2, 256000L);
         }
     }
 }
