@@ -93,6 +93,9 @@ typedef struct text {
     size_t size, len;
 } text;
 
+static void add(text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void add(text *t, const char *fmt, ...) {
     if (t->len + 1 >= t->size) {
         return;

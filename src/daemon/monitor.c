@@ -157,6 +157,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     return send_error(conn, MHD_HTTP_NOT_FOUND, "unknown path");
 }
 
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     char line[256];
     (void)cls;

@@ -23,6 +23,9 @@ typedef struct script {
     int file_blocks;
 } script;
 
+static void add(script *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void add(script *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
