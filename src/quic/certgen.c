@@ -348,6 +348,20 @@ static int names_check(const rift_certgen_options *opts, rift_error *err) {
     return 0;
 }
 
+/* The four files' paths in |dir|: CA cert, CA key, server cert, key. */
+static int file_paths(const char *dir, char paths[4][4096], rift_error *err) {
+    static const char *const files[4] = {
+        RIFT_CERTGEN_CA_CERT, RIFT_CERTGEN_CA_KEY, RIFT_CERTGEN_SERVER_CERT,
+        RIFT_CERTGEN_SERVER_KEY};
+    for (int i = 0; i < 4; i++) {
+        int rv = path_join(paths[i], sizeof(paths[i]), dir, files[i], err);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    return 0;
+}
+
 int rift_certgen_dev(const char *dir, const rift_certgen_options *opts,
                      rift_error *err) {
     rift_certgen_options def;
@@ -355,16 +369,10 @@ int rift_certgen_dev(const char *dir, const rift_certgen_options *opts,
         rift_certgen_options_default(&def);
         opts = &def;
     }
-    static const char *const files[4] = {
-        RIFT_CERTGEN_CA_CERT, RIFT_CERTGEN_CA_KEY, RIFT_CERTGEN_SERVER_CERT,
-        RIFT_CERTGEN_SERVER_KEY};
     char paths[4][4096];
     int rv;
-    for (int i = 0; i < 4; i++) {
-        if ((rv = path_join(paths[i], sizeof(paths[i]), dir, files[i], err)) !=
-            0) {
-            return rv;
-        }
+    if ((rv = file_paths(dir, paths, err)) != 0) {
+        return rv;
     }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         return rift_error_set(err, RIFT_ERR_IO, "cannot write %s: %s", dir,
@@ -457,16 +465,10 @@ int rift_certgen_server(const char *dir, const rift_certgen_options *opts,
         rift_certgen_options_default(&def);
         opts = &def;
     }
-    static const char *const files[4] = {
-        RIFT_CERTGEN_CA_CERT, RIFT_CERTGEN_CA_KEY, RIFT_CERTGEN_SERVER_CERT,
-        RIFT_CERTGEN_SERVER_KEY};
     char paths[4][4096];
     int rv;
-    for (int i = 0; i < 4; i++) {
-        if ((rv = path_join(paths[i], sizeof(paths[i]), dir, files[i], err)) !=
-            0) {
-            return rv;
-        }
+    if ((rv = file_paths(dir, paths, err)) != 0) {
+        return rv;
     }
     if ((rv = names_check(opts, err)) != 0) {
         return rv;

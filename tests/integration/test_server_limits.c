@@ -368,52 +368,7 @@ RIFT_TEST(connection_loss_drops_subscriptions) {
 
 /* ---- What a client that never reads can pin ---- */
 
-/* The process's resident set in KiB (the server runs in this process;
- * the clients below hold at most their small stream windows). */
-#if defined(__SANITIZE_THREAD__)
-/* TSan's shadow memory grows with every byte the process touches: the
- * resident set says nothing there (the accounting checks still run). */
-# define RSS_MEANINGFUL 0
-#else
-# define RSS_MEANINGFUL 1
-#endif
-
-static uint64_t rss_kib(void) {
-    FILE *fp = fopen("/proc/self/status", "r");
-    char line[256];
-    uint64_t kib = 0;
-    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
-        if (strncmp(line, "VmRSS:", 6) == 0) {
-            kib = strtoull(line + 6, NULL, 10);
-        }
-    }
-    if (fp != NULL) {
-        fclose(fp);
-    }
-    return kib;
-}
-
-typedef struct queued_wait {
-    srvfix *f;
-    uint64_t at_least; /* the peak; or, with zero, queued_bytes back to 0 */
-} queued_wait;
-
-static bool queued_reached(void *arg) {
-    queued_wait *w = arg;
-    rift_server_stats st;
-    if (rift_server_get_stats(w->f->srv, &st, NULL) != 0) {
-        return false;
-    }
-    bool ok = w->at_least > 0 ? st.conn_queued_peak >= w->at_least
-                              : st.queued_bytes == 0;
-    rift_server_stats_free(&st);
-    return ok;
-}
-
-/* The server's budget per connection (SRV_CONN_HIGH, the protocol's send
- * window) and what one stream may add past it. */
-#define CONN_BUDGET 8912896u
-#define OVERSHOOT   (2u * 1024u * 1024u + 65536u)
+/* rss_kib, queued_reached, CONN_BUDGET, OVERSHOOT: support/rawcli.h. */
 
 RIFT_TEST(paused_subscriptions_pin_a_bounded_amount) {
     srvfix f;

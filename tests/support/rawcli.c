@@ -619,3 +619,32 @@ bool fix_wait_subs(srvfix *f, size_t n, int ms) {
     }
     return true;
 }
+
+/* ---- Memory tests ---- */
+
+uint64_t rss_kib(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    uint64_t kib = 0;
+    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtoull(line + 6, NULL, 10);
+        }
+    }
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    return kib;
+}
+
+bool queued_reached(void *arg) {
+    queued_wait *w = arg;
+    rift_server_stats st;
+    if (rift_server_get_stats(w->f->srv, &st, NULL) != 0) {
+        return false;
+    }
+    bool ok = w->at_least > 0 ? st.conn_queued_peak >= w->at_least
+                              : st.queued_bytes == 0;
+    rift_server_stats_free(&st);
+    return ok;
+}

@@ -171,4 +171,31 @@ void fix_fini(srvfix *f);
 /* Polls rift_broker_subscription_count until it equals |n|. */
 bool fix_wait_subs(srvfix *f, size_t n, int ms);
 
+/* ---- What a client that never reads pins (memory tests) ---- */
+
+/* The resident set only means something outside TSan, whose shadow memory
+ * grows with every byte touched (the accounting checks still run there). */
+#if defined(__SANITIZE_THREAD__)
+# define RSS_MEANINGFUL 0
+#else
+# define RSS_MEANINGFUL 1
+#endif
+
+/* The server's budget per connection (SRV_CONN_HIGH, the protocol's send
+ * window) and what one stream may add past it (one portion of a fetch). */
+#define CONN_BUDGET 8912896u
+#define OVERSHOOT   (2u * 1024u * 1024u + 65536u)
+
+/* This process's resident set in KiB (the server under test runs in it). */
+uint64_t rss_kib(void);
+
+typedef struct queued_wait {
+    srvfix *f;
+    uint64_t at_least; /* the peak; or, with zero, queued_bytes back to 0 */
+} queued_wait;
+
+/* A rc_run condition: the server's conn_queued_peak reached at_least, or
+ * (at_least 0) nothing is queued any more. */
+bool queued_reached(void *arg);
+
 #endif /* RIFT_TESTS_RAWCLI_H */
