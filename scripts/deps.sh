@@ -28,7 +28,7 @@ fi
 pkgs="build-essential cmake ninja-build pkg-config git
       libgnutls28-dev gnutls-bin liblua5.4-dev lua5.4 libjansson-dev libmicrohttpd-dev
       libngtcp2-dev libngtcp2-crypto-gnutls-dev"
-test_pkgs="clang libclang-rt-14-dev clang-format
+test_pkgs="clang libclang-rt-14-dev clang-format man-db
       librust-quinn-dev librust-rustls-pemfile-dev librust-tokio-dev
       librust-anyhow-dev"
 
