@@ -19,7 +19,7 @@
  *   the Debug rendering is snprintf-consistent.
  */
 #include "subject/acl.h"
-#include "subject/debug_str.h"
+#include "common/debug_str.h"
 #include "subject/name.h"
 #include "subject/subject.h"
 

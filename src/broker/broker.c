@@ -11,9 +11,9 @@
  * writing. Subscriptions keep a reference on the broker struct so that a
  * handle outliving rift_broker_del can still be closed safely.
  */
-#include "broker/internal.h"
+#include "broker/broker_internal.h"
 
-#include "broker/hash.h"
+#include "common/hash.h"
 #include "subject/subject.h"
 
 #include <string.h>

@@ -22,9 +22,9 @@
  * at once in O(1). Stale entries are never dereferenced beyond their
  * header and are replaced on the next miss of their slot.
  */
-#include "broker/internal.h"
+#include "broker/broker_internal.h"
 
-#include "broker/hash.h"
+#include "common/hash.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,11 +2,11 @@
  * msg.c — immutable, reference-counted messages (broker layer). A message
  * is one allocation: header, subject, reply and (unless external) payload,
  * so fan-out to any number of receivers shares one buffer. Threads that
- * enabled it take small blocks from their slab (msg_cache.h, slab.h).
+ * enabled it take small blocks from their slab (broker_face.h, common/slab.h).
  */
-#include "broker/internal.h"
-#include "broker/msg_cache.h"
-#include "broker/slab.h"
+#include "broker/broker_internal.h"
+#include "broker/broker_face.h"
+#include "common/slab.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 # endif
 #endif
 
-/* The |mem| of a message whose block came from a slab (slab.h): its
+/* The |mem| of a message whose block came from a slab (common/slab.h): its
  * address alone marks it, nothing reads it. */
 static const rift_mem slab_mem;
 

@@ -7,7 +7,7 @@
  * and read back when rift_notifier_poll empties it, so a burst of
  * publications costs at most one write syscall per poll cycle.
  */
-#include "broker/internal.h"
+#include "broker/broker_internal.h"
 
 #include <errno.h>
 #include <sys/eventfd.h>

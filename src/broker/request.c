@@ -2,7 +2,7 @@
  * request.c — request/reply over the broker (broker layer): inbox subjects
  * and the blocking request helper (docs/protocol-v1.md §1.9).
  */
-#include "broker/internal.h"
+#include "broker/broker_internal.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -12,9 +12,9 @@
  * receiver only on the empty-to-non-empty transition (or when the
  * subscription turns slow or closed), so a busy queue costs no syscalls.
  */
-#include "broker/internal.h"
+#include "broker/broker_internal.h"
 
-#include "broker/slab.h"
+#include "common/slab.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -38,7 +38,7 @@
 #define RING_MIN 8
 
 /* Rings of at least this many slots, of a broker on the C allocator, are
- * mapped as transparent huge pages (slab.h): a subscriber's backlog of a
+ * mapped as transparent huge pages (common/slab.h): a subscriber's backlog of a
  * million messages then faults in 4 huge pages, not 2,048 of 4 KiB, on
  * every burst (each subscription grows its own ring). A power of two, so
  * a ring's size alone says how it was allocated. */

@@ -8,7 +8,7 @@
  */
 #include "broker/sublist.h"
 
-#include "broker/hash.h"
+#include "common/hash.h"
 
 #include <stdlib.h>
 #include <string.h>

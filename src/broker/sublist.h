@@ -16,7 +16,7 @@
 #ifndef RIFT_BROKER_SUBLIST_H
 #define RIFT_BROKER_SUBLIST_H
 
-#include "broker/pmap.h"
+#include "common/pmap.h"
 #include "common/common.h"
 
 typedef struct rift_sl_node rift_sl_node;

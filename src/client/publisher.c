@@ -36,7 +36,7 @@
  */
 #include "client/client_internal.h"
 
-#include "broker/slab.h" /* huge-page chunks for blocks */
+#include "common/slab.h" /* huge-page chunks for blocks */
 
 #include <errno.h>
 #include <string.h>

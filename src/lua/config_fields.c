@@ -4,7 +4,7 @@
  */
 #include "lua/config_lua.h"
 
-#include "subject/debug_str.h"
+#include "common/debug_str.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -228,7 +228,7 @@ int rift_config_list_len(lua_State *L, int idx, const char *path, size_t *n,
 
 int rift_config_pattern_error(rift_error *err, const char *prefix,
                               const char *s, size_t len) {
-    /* The pattern is rendered like Rust's {:?} (src/subject/debug_str.h),
+    /* The pattern is rendered like Rust's {:?} (src/common/debug_str.h),
      * which also keeps the message on one line. The text is cut at
      * RIFT_ERROR_TEXT_MAX anyway, so render at most that much input. */
     char quoted[RIFT_ERROR_TEXT_MAX + 1];

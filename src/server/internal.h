@@ -63,7 +63,7 @@
  * copy (the reader's buffer becomes the message payload). */
 #define SRV_EXTERNAL_MIN 16384
 /* Huge-page slab chunks for the messages the server thread makes
- * (broker/msg_cache.h): a backlog of this size (about 1.5 million 64-byte
+ * (broker/broker_face.h): a backlog of this size (about 1.5 million 64-byte
  * messages) costs one page fault per 2 MiB, and again none once the chunks
  * are mapped. Chunks without a message are unmapped after a period
  * without remote publications. */

@@ -10,7 +10,7 @@
  */
 #include "server/internal.h"
 
-#include "broker/msg_cache.h"
+#include "broker/broker_face.h"
 
 #include "subject/name.h"
 
@@ -362,7 +362,7 @@ static void *thread_main(void *arg) {
      * publications (rift_srv_rx_batch_done). */
     rift_notifier_set_owner(srv->notifier);
     /* Remote publications are made and dropped here: keep their blocks
-     * (broker/msg_cache.h). */
+     * (broker/broker_face.h). */
     rift_msg_cache_enable(SRV_MSG_CACHE_BYTES);
     rift_timer_init(srv->loop, &srv->cache_timer, cache_timer_cb, srv);
     srv->cache_msgs_in = srv->c.msgs_in;

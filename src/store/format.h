@@ -7,7 +7,7 @@
 #ifndef RIFT_STORE_FORMAT_H
 #define RIFT_STORE_FORMAT_H
 
-#include "store/buf.h"
+#include "common/buf.h"
 
 /* ---- Files of a stream directory ---- */
 

@@ -16,7 +16,7 @@
 
 #include "rift/stream.h"
 #include "common/common.h"
-#include "store/buf.h"
+#include "common/buf.h"
 #include "store/format.h"
 #include "store/vfs.h"
 

@@ -3,7 +3,7 @@
  * configuration pattern rule (subject layer). See acl.h.
  */
 #include "subject/acl.h"
-#include "subject/debug_str.h"
+#include "common/debug_str.h"
 
 #include <string.h>
 

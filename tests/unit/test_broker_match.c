@@ -4,8 +4,8 @@
  * (un)subscribe, node pruning, queue-group record removal, the pointer
  * table, and the garbage bound under miss-heavy traffic.
  */
-#include "broker/internal.h"
-#include "broker/pmap.h"
+#include "broker/broker_internal.h"
+#include "common/pmap.h"
 #include "broker/sublist.h"
 #include "subject/subject.h"
 #include "test.h"

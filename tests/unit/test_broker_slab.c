@@ -9,8 +9,8 @@
 // labels: threads
 #include "test.h"
 
-#include "broker/msg_cache.h"
-#include "broker/slab.h"
+#include "broker/broker_face.h"
+#include "common/slab.h"
 
 #include "rift/broker.h"
 

@@ -4,7 +4,7 @@
  * (§3.6, §3.9), the configuration rule (§5) and its error text.
  */
 #include "subject/acl.h"
-#include "subject/debug_str.h"
+#include "common/debug_str.h"
 #include "subject/subject.h"
 #include "test.h"
 

@@ -1,5 +1,5 @@
 /*
- * msg_cache.h — a per-thread cache of message blocks (broker layer), for
+ * broker_face.h — a per-thread cache of message blocks (broker layer), for
  * a thread that both creates and drops most of the messages it handles:
  * the protocol server's thread publishes every remote PUBLISH and drops
  * those messages once their MESSAGE frames are written or acknowledged.
@@ -9,7 +9,7 @@
  * fault (about 20 us each on the VMs rift is benchmarked on, more than the
  * rest of a message's processing), on the first burst and again whenever
  * the allocator has handed the memory back. Blocks come instead from the
- * thread's slab (slab.h): 2 MiB huge-page chunks, faulted in once each,
+ * thread's slab (common/slab.h): 2 MiB huge-page chunks, faulted in once each,
  * kept mapped and reused hottest first.
  *
  * Only messages made with the C library allocator (a broker without a
@@ -17,8 +17,8 @@
  * drop them. Builds with AddressSanitizer leave it off so use-after-free
  * stays detectable.
  */
-#ifndef RIFT_BROKER_MSG_CACHE_H
-#define RIFT_BROKER_MSG_CACHE_H
+#ifndef RIFT_BROKER_BROKER_FACE_H
+#define RIFT_BROKER_BROKER_FACE_H
 
 #include <stddef.h>
 
@@ -34,4 +34,4 @@ void rift_msg_cache_trim(void);
  * are dropped. */
 void rift_msg_cache_disable(void);
 
-#endif /* RIFT_BROKER_MSG_CACHE_H */
+#endif /* RIFT_BROKER_BROKER_FACE_H */

@@ -1,11 +1,11 @@
 /*
  * buf.h — growable byte buffers, a ring of fixed-size elements, and
- * little-endian field access for the store layer's on-disk formats (store
+ * little-endian field access for the store layer's on-disk formats (common
  * layer). Allocation goes through rift_mem; every failure is
  * RIFT_ERR_NOMEM, never an abort.
  */
-#ifndef RIFT_STORE_BUF_H
-#define RIFT_STORE_BUF_H
+#ifndef RIFT_COMMON_BUF_H
+#define RIFT_COMMON_BUF_H
 
 #include "common/common.h"
 
@@ -116,4 +116,4 @@ static inline void rift_ring_drop_front(rift_ring *r, size_t n) {
     r->len -= n;
 }
 
-#endif /* RIFT_STORE_BUF_H */
+#endif /* RIFT_COMMON_BUF_H */

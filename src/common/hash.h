@@ -1,5 +1,5 @@
 /*
- * hash.h — the broker's byte-string hash (broker layer): a seeded 64-bit
+ * hash.h — a seeded byte-string hash (common layer): a seeded 64-bit
  * multiply/rotate mix, 8 bytes per step, used for subject tokens in the
  * trie, the match cache and queue-group names.
  *
@@ -7,8 +7,8 @@
  * choose subjects, cannot precompute colliding tokens. It is not a
  * cryptographic MAC; it only makes collision flooding impractical.
  */
-#ifndef RIFT_BROKER_HASH_H
-#define RIFT_BROKER_HASH_H
+#ifndef RIFT_COMMON_HASH_H
+#define RIFT_COMMON_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,4 +50,4 @@ static inline uint64_t rift_hash_bytes(const void *data, size_t len,
     return h;
 }
 
-#endif /* RIFT_BROKER_HASH_H */
+#endif /* RIFT_COMMON_HASH_H */

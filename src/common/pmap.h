@@ -1,13 +1,13 @@
 /*
  * pmap.h — an open-addressing table of pointers keyed by a precomputed
- * 64-bit hash (broker layer). The caller owns the items and supplies the
+ * 64-bit hash (common layer). The caller owns the items and supplies the
  * equality test; the table stores (hash, item) pairs in one array so a
  * probe touches one cache line. Linear probing, load factor at most 1/2,
  * deletion by backward shift (no tombstones), so lookups stay O(1) under
  * churn. Not thread-safe: the broker serialises writers with its lock.
  */
-#ifndef RIFT_BROKER_PMAP_H
-#define RIFT_BROKER_PMAP_H
+#ifndef RIFT_COMMON_PMAP_H
+#define RIFT_COMMON_PMAP_H
 
 #include "common/common.h"
 
@@ -54,4 +54,4 @@ static inline size_t rift_pmap_next(const rift_pmap *m, size_t i) {
     return (i + 1) & m->mask;
 }
 
-#endif /* RIFT_BROKER_PMAP_H */
+#endif /* RIFT_COMMON_PMAP_H */

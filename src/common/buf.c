@@ -1,7 +1,7 @@
 /*
- * buf.c — growable byte buffers and element rings (store layer).
+ * buf.c — growable byte buffers and element rings (common layer).
  */
-#include "store/buf.h"
+#include "common/buf.h"
 
 #include <sys/mman.h>
 

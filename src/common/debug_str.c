@@ -1,9 +1,9 @@
 /*
  * debug_str.c — Rust `{:?}` rendering of strings for configuration error
- * texts (subject layer). See debug_str.h. Error path only: clarity over
+ * texts (common layer). See debug_str.h. Error path only: clarity over
  * speed, but still no allocation.
  */
-#include "subject/debug_str.h"
+#include "common/debug_str.h"
 
 #include <stdio.h>
 

@@ -1,5 +1,5 @@
 /*
- * internal.h — the broker's private structures, shared by msg.c, sub.c,
+ * broker_internal.h — the broker's private structures, shared by msg.c, sub.c,
  * notifier.c, cache.c, broker.c and request.c (broker layer). Nothing here
  * is part of the public API.
  *
@@ -15,13 +15,13 @@
  *   4. sub->lock (spin): a subscription's ring, state, waiter and fd.
  *   5. notifier->lock: a notifier's ready list.
  */
-#ifndef RIFT_BROKER_INTERNAL_H
-#define RIFT_BROKER_INTERNAL_H
+#ifndef RIFT_BROKER_BROKER_INTERNAL_H
+#define RIFT_BROKER_BROKER_INTERNAL_H
 
 #include "rift/broker.h"
 
 #include "broker/drlock.h"
-#include "broker/pmap.h"
+#include "common/pmap.h"
 #include "broker/spin.h"
 #include "broker/sublist.h"
 #include "common/common.h"
@@ -255,4 +255,4 @@ void rift_cache_collect(rift_broker *b);
 void rift_broker_unregister(rift_broker *b, rift_sub *sub);
 void rift_broker_unref(rift_broker *b);
 
-#endif /* RIFT_BROKER_INTERNAL_H */
+#endif /* RIFT_BROKER_BROKER_INTERNAL_H */

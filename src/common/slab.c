@@ -1,6 +1,6 @@
 /*
  * slab.c — per-thread slabs of small message blocks in 2 MiB huge-page
- * chunks (broker layer); see slab.h for why.
+ * chunks (common layer); see slab.h for why.
  *
  * Shape: a thread's slab (its "home") keeps, per 32-byte size class, a
  * free list and the chunk it is carving. A chunk holds blocks of one class
@@ -14,7 +14,7 @@
  * those counts; afterwards only threads holding home->lock do, and the
  * last block freed in a chunk unmaps it, the last chunk frees the home.
  */
-#include "broker/slab.h"
+#include "common/slab.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

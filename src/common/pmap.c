@@ -1,8 +1,8 @@
 /*
  * pmap.c — open-addressing pointer table keyed by precomputed hashes
- * (broker layer). See pmap.h.
+ * (common layer). See pmap.h.
  */
-#include "broker/pmap.h"
+#include "common/pmap.h"
 
 #include <string.h>
 

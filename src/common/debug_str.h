@@ -1,11 +1,11 @@
 /*
  * debug_str.h — renders a string the way Rust's `{:?}` renders a str
- * (subject layer). The configuration layer's messages embed patterns and
+ * (common layer). The configuration layer's messages embed patterns and
  * names that way (for example `invalid subject pattern "a b"; ...`), so the
  * texts match the original byte for byte.
  */
-#ifndef RIFT_SUBJECT_DEBUG_STR_H
-#define RIFT_SUBJECT_DEBUG_STR_H
+#ifndef RIFT_COMMON_DEBUG_STR_H
+#define RIFT_COMMON_DEBUG_STR_H
 
 #include "common/common.h"
 
@@ -28,4 +28,4 @@ bool rift_debug_char_escaped(uint32_t cp);
 extern const uint32_t rift_debug_escape_ranges[][2];
 extern const size_t rift_debug_escape_nranges;
 
-#endif /* RIFT_SUBJECT_DEBUG_STR_H */
+#endif /* RIFT_COMMON_DEBUG_STR_H */

@@ -1,6 +1,7 @@
 /*
  * slab.h — per-thread slabs of small message blocks in 2 MiB huge-page
- * chunks (broker layer), behind the message block cache (msg_cache.h).
+ * chunks (common layer), behind the broker's message block cache
+ * (broker/broker_face.h).
  *
  * A thread that enabled its slab carves blocks of 32-byte size classes out
  * of chunks it maps itself, 2 MiB aligned and advised as transparent huge
@@ -12,8 +13,8 @@
  * lock, and a chunk whose owner has disabled its slab is unmapped by
  * whichever thread frees its last block.
  */
-#ifndef RIFT_BROKER_SLAB_H
-#define RIFT_BROKER_SLAB_H
+#ifndef RIFT_COMMON_SLAB_H
+#define RIFT_COMMON_SLAB_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,4 +53,4 @@ void *rift_slab_map_huge(size_t bytes);
 
 void rift_slab_unmap_huge(void *p, size_t bytes);
 
-#endif /* RIFT_BROKER_SLAB_H */
+#endif /* RIFT_COMMON_SLAB_H */
