@@ -20,6 +20,7 @@
 
 #include "rift/broker.h"
 
+#include "broker/broker_face.h"
 #include "broker/drlock.h"
 #include "common/pmap.h"
 #include "broker/spin.h"
@@ -53,15 +54,6 @@ struct rift_msg {
     uint32_t external : 1;   /* payload owned elsewhere, released on free */
     char subject[];          /* NUL-terminated */
 };
-
-/*
- * rift_msg_alloc builds a broker-owned message with |refs| references
- * (the caller guarantees nobody else sees it yet). NULL on OOM.
- */
-rift_msg *rift_msg_alloc(const rift_mem *mem, size_t refs, const char *subject,
-                         size_t subject_len, const char *reply,
-                         size_t reply_len, const uint8_t *payload,
-                         size_t payload_len);
 
 /* rift_msg_unref_n drops |n| references at once. */
 void rift_msg_unref_n(rift_msg *msg, size_t n);

@@ -30,7 +30,7 @@
  */
 #include "client/client_internal.h"
 
-#include "broker/broker_internal.h" /* rift_msg_alloc: a message on our allocator */
+#include "broker/broker_face.h" /* rift_msg_alloc: a message on our allocator */
 
 #include <string.h>
 
