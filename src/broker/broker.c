@@ -13,6 +13,7 @@
  */
 #include "broker/broker_internal.h"
 
+#include "common/dlist.h"
 #include "common/hash.h"
 #include "subject/subject.h"
 
@@ -265,11 +266,7 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
     }
     rift_cache_invalidate(b, pattern, pattern_len, sub->entry.wildcard);
     rift_cache_collect(b);
-    sub->all_next = b->all_head;
-    if (b->all_head != NULL) {
-        b->all_head->all_prev = sub;
-    }
-    b->all_head = sub;
+    RIFT_DLIST_PUSH(b->all_head, sub, all_prev, all_next);
     sub->registered = true;
     atomic_fetch_add_explicit(&b->nsubs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
@@ -295,15 +292,7 @@ static void unregister(rift_broker *b, rift_sub *sub) {
         group_leave(b, sub->group);
         sub->group = NULL;
     }
-    if (sub->all_prev != NULL) {
-        sub->all_prev->all_next = sub->all_next;
-    } else {
-        b->all_head = sub->all_next;
-    }
-    if (sub->all_next != NULL) {
-        sub->all_next->all_prev = sub->all_prev;
-    }
-    sub->all_prev = sub->all_next = NULL;
+    RIFT_DLIST_REMOVE(b->all_head, sub, all_prev, all_next);
     sub->registered = false;
     /* Publishers last wrote these under the read lock we now exclude. */
     b->gone_msgs_out += sub->msgs_out;

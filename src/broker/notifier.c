@@ -9,6 +9,8 @@
  */
 #include "broker/broker_internal.h"
 
+#include "common/dlist.h"
+
 #include <errno.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -45,14 +47,7 @@ void rift_notifier_push(rift_notifier *n, rift_sub *sub) {
     pthread_mutex_lock(&n->lock);
     if (!sub->on_ready) {
         sub->on_ready = true;
-        sub->ready_next = NULL;
-        sub->ready_prev = n->tail;
-        if (n->tail != NULL) {
-            n->tail->ready_next = sub;
-        } else {
-            n->head = sub;
-        }
-        n->tail = sub;
+        RIFT_DLIST_APPEND(n->head, n->tail, sub, ready_prev, ready_next);
         /* The owner polls after its own publications: no wake-up (two
          * syscalls per message for an event loop publishing to itself). */
         if (!n->signalled &&
@@ -65,17 +60,7 @@ void rift_notifier_push(rift_notifier *n, rift_sub *sub) {
 }
 
 static void unlink_sub(rift_notifier *n, rift_sub *sub) {
-    if (sub->ready_prev != NULL) {
-        sub->ready_prev->ready_next = sub->ready_next;
-    } else {
-        n->head = sub->ready_next;
-    }
-    if (sub->ready_next != NULL) {
-        sub->ready_next->ready_prev = sub->ready_prev;
-    } else {
-        n->tail = sub->ready_prev;
-    }
-    sub->ready_prev = sub->ready_next = NULL;
+    RIFT_DLIST_REMOVE_TAILED(n->head, n->tail, sub, ready_prev, ready_next);
     sub->on_ready = false;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "broker/sublist.h"
 
+#include "common/dlist.h"
 #include "common/hash.h"
 
 #include <stdlib.h>
@@ -204,14 +205,7 @@ int rift_sublist_insert(rift_sublist *sl, const char *pattern, size_t len,
         pos = end + 1;
     }
     e->node = n;
-    e->next = NULL;
-    e->prev = n->tail;
-    if (n->tail != NULL) {
-        n->tail->next = e;
-    } else {
-        n->head = e;
-    }
-    n->tail = e;
+    RIFT_DLIST_APPEND(n->head, n->tail, e, prev, next);
     e->wildcard = n->wild;
     sl->nentries++;
     sl->nwild += e->wildcard;
@@ -223,17 +217,7 @@ void rift_sublist_remove(rift_sublist *sl, rift_sl_entry *e) {
     if (n == NULL) {
         return;
     }
-    if (e->prev != NULL) {
-        e->prev->next = e->next;
-    } else {
-        n->head = e->next;
-    }
-    if (e->next != NULL) {
-        e->next->prev = e->prev;
-    } else {
-        n->tail = e->prev;
-    }
-    e->prev = e->next = NULL;
+    RIFT_DLIST_REMOVE_TAILED(n->head, n->tail, e, prev, next);
     e->node = NULL;
     sl->nentries--;
     sl->nwild -= e->wildcard;

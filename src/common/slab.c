@@ -16,6 +16,8 @@
  */
 #include "common/slab.h"
 
+#include "common/dlist.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -162,12 +164,7 @@ void *rift_slab_alloc(size_t size) {
         c->home = h;
         c->block = block;
         c->used = 0;
-        c->prev = NULL;
-        c->next = h->chunks;
-        if (h->chunks != NULL) {
-            h->chunks->prev = c;
-        }
-        h->chunks = c;
+        RIFT_DLIST_PUSH(h->chunks, c, prev, next);
         h->nchunks++;
         h->cur[cls] = c;
         h->carve[cls] = CHUNK_HEAD;
@@ -230,14 +227,7 @@ static void unmap_idle(home *h) {
             if (h->cur[cls] == c) {
                 h->cur[cls] = NULL;
             }
-            if (c->prev != NULL) {
-                c->prev->next = c->next;
-            } else {
-                h->chunks = c->next;
-            }
-            if (c->next != NULL) {
-                c->next->prev = c->prev;
-            }
+            RIFT_DLIST_REMOVE(h->chunks, c, prev, next);
             chunk_unmap(c);
             h->nchunks--;
         }

@@ -12,6 +12,7 @@
  */
 #include "lua/internal.h"
 
+#include "common/dlist.h"
 #include "subject/subject.h"
 
 #include <lauxlib.h>
@@ -34,12 +35,7 @@ typedef struct timer_handle {
 static void link_binding(rift_lua_vm *vm, rift_lua_binding *b) {
     rift_lua_host_lock(vm->host);
     b->vm = vm;
-    b->prev = NULL;
-    b->next = vm->bindings;
-    if (vm->bindings != NULL) {
-        vm->bindings->prev = b;
-    }
-    vm->bindings = b;
+    RIFT_DLIST_PUSH(vm->bindings, b, prev, next);
     vm->n_bindings++;
     rift_lua_host_unlock(vm->host);
 }
@@ -47,15 +43,7 @@ static void link_binding(rift_lua_vm *vm, rift_lua_binding *b) {
 static void unlink_binding(rift_lua_binding *b) {
     rift_lua_vm *vm = b->vm;
     rift_lua_host_lock(vm->host);
-    if (b->prev != NULL) {
-        b->prev->next = b->next;
-    } else {
-        vm->bindings = b->next;
-    }
-    if (b->next != NULL) {
-        b->next->prev = b->prev;
-    }
-    b->prev = b->next = NULL;
+    RIFT_DLIST_REMOVE(vm->bindings, b, prev, next);
     vm->n_bindings--;
     rift_lua_host_unlock(vm->host);
 }
@@ -95,26 +83,13 @@ void rift_lua_binding_free_deferred(const rift_mem *mem, rift_lua_binding *b) {
 
 static void link_timer(rift_lua_vm *vm, rift_lua_timer *t) {
     t->vm = vm;
-    t->prev = NULL;
-    t->next = vm->timers;
-    if (vm->timers != NULL) {
-        vm->timers->prev = t;
-    }
-    vm->timers = t;
+    RIFT_DLIST_PUSH(vm->timers, t, prev, next);
     vm->n_timers++;
 }
 
 void rift_lua_timer_unlink(rift_lua_timer *t) {
     rift_lua_vm *vm = t->vm;
-    if (t->prev != NULL) {
-        t->prev->next = t->next;
-    } else {
-        vm->timers = t->next;
-    }
-    if (t->next != NULL) {
-        t->next->prev = t->prev;
-    }
-    t->prev = t->next = NULL;
+    RIFT_DLIST_REMOVE(vm->timers, t, prev, next);
     vm->n_timers--;
 }
 
@@ -146,14 +121,7 @@ void rift_lua_request_free(rift_lua_request *r, bool unref) {
     if (unref && r->co_ref != LUA_NOREF) {
         luaL_unref(vm->L, LUA_REGISTRYINDEX, r->co_ref);
     }
-    if (r->prev != NULL) {
-        r->prev->next = r->next;
-    } else {
-        vm->requests = r->next;
-    }
-    if (r->next != NULL) {
-        r->next->prev = r->prev;
-    }
+    RIFT_DLIST_REMOVE(vm->requests, r, prev, next);
     vm->n_requests--;
     rift_free(vm->mem, r);
 }
@@ -485,11 +453,7 @@ static int l_request(lua_State *L) {
     r->co_ref = LUA_NOREF;
     r->inbox = b;
     r->timer = t;
-    r->next = vm->requests;
-    if (vm->requests != NULL) {
-        vm->requests->prev = r;
-    }
-    vm->requests = r;
+    RIFT_DLIST_PUSH(vm->requests, r, prev, next);
     vm->n_requests++;
     link_binding(vm, b);
     t->plugin = vm->plugin;

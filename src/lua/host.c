@@ -13,6 +13,8 @@
  */
 #include "lua/internal.h"
 
+#include "common/dlist.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <lauxlib.h>
@@ -36,14 +38,7 @@ static void wake_poller(rift_lua_host *h);
 /* Appends |p| to the run queue (host->lock held). */
 static void enqueue(rift_lua_host *h, rift_lua_plugin *p) {
     p->sched = RIFT_LUA_QUEUED;
-    p->rq_next = NULL;
-    p->rq_prev = h->rq_tail;
-    if (h->rq_tail != NULL) {
-        h->rq_tail->rq_next = p;
-    } else {
-        h->rq_head = p;
-    }
-    h->rq_tail = p;
+    RIFT_DLIST_APPEND(h->rq_head, h->rq_tail, p, rq_prev, rq_next);
 }
 
 /* Makes sure a worker will run |p|: an idle one, or the poller, which is
@@ -61,17 +56,7 @@ static void schedule(rift_lua_host *h, rift_lua_plugin *p) {
 }
 
 static void unqueue(rift_lua_host *h, rift_lua_plugin *p) {
-    if (p->rq_prev != NULL) {
-        p->rq_prev->rq_next = p->rq_next;
-    } else {
-        h->rq_head = p->rq_next;
-    }
-    if (p->rq_next != NULL) {
-        p->rq_next->rq_prev = p->rq_prev;
-    } else {
-        h->rq_tail = p->rq_prev;
-    }
-    p->rq_prev = p->rq_next = NULL;
+    RIFT_DLIST_REMOVE_TAILED(h->rq_head, h->rq_tail, p, rq_prev, rq_next);
     p->sched = RIFT_LUA_IDLE;
 }
 
