@@ -7,6 +7,8 @@
  */
 #include "client/client_internal.h"
 
+#include "common/dlist.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
@@ -122,25 +124,14 @@ int rift_client_stream_open(rift_client *c, rift_cs_kind kind, void *owner,
         rift_free(c->mem, cs);
         return rc;
     }
-    cs->next = c->streams;
-    if (c->streams != NULL) {
-        c->streams->prev = cs;
-    }
-    c->streams = cs;
+    RIFT_DLIST_PUSH(c->streams, cs, prev, next);
     *pcs = cs;
     return 0;
 }
 
 static void stream_free(rift_client_stream *cs) {
     rift_client *c = cs->c;
-    if (cs->prev != NULL) {
-        cs->prev->next = cs->next;
-    } else {
-        c->streams = cs->next;
-    }
-    if (cs->next != NULL) {
-        cs->next->prev = cs->prev;
-    }
+    RIFT_DLIST_REMOVE(c->streams, cs, prev, next);
     rift_frame_reader_free(&cs->rd);
     rift_free(c->mem, cs);
 }

@@ -14,6 +14,7 @@
 #include "quic/internal.h"
 
 #include "common/common.h"
+#include "common/dlist.h"
 
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 #include <stdio.h>
@@ -37,14 +38,7 @@ static void ready_add(rift_quic_stream *s) {
         return;
     }
     s->flags |= STREAM_IN_READY;
-    s->ready_next = NULL;
-    s->ready_prev = c->ready_tail;
-    if (c->ready_tail) {
-        c->ready_tail->ready_next = s;
-    } else {
-        c->ready_head = s;
-    }
-    c->ready_tail = s;
+    RIFT_DLIST_APPEND(c->ready_head, c->ready_tail, s, ready_prev, ready_next);
 }
 
 static void ready_remove(rift_quic_stream *s) {
@@ -53,17 +47,8 @@ static void ready_remove(rift_quic_stream *s) {
         return;
     }
     s->flags &= ~(uint32_t)STREAM_IN_READY;
-    if (s->ready_prev) {
-        s->ready_prev->ready_next = s->ready_next;
-    } else {
-        c->ready_head = s->ready_next;
-    }
-    if (s->ready_next) {
-        s->ready_next->ready_prev = s->ready_prev;
-    } else {
-        c->ready_tail = s->ready_prev;
-    }
-    s->ready_prev = s->ready_next = NULL;
+    RIFT_DLIST_REMOVE_TAILED(c->ready_head, c->ready_tail, s, ready_prev,
+                             ready_next);
 }
 
 /* Has something for writev_stream: data, or a FIN not yet taken. */
@@ -104,11 +89,7 @@ static rift_quic_stream *stream_new(rift_quic_conn *c, int64_t id, void *ud) {
     s->id = id;
     s->user_data = ud;
     rift_sendq_init(&s->q, c->ep->mem);
-    s->all_next = c->streams;
-    if (c->streams) {
-        c->streams->all_prev = s;
-    }
-    c->streams = s;
+    RIFT_DLIST_PUSH(c->streams, s, all_prev, all_next);
     return s;
 }
 
@@ -125,14 +106,7 @@ static void stream_free(rift_quic_stream *s) {
     if (s->flags & STREAM_IN_EVENTS) {
         unlink_from(&c->events, s, offsetof(rift_quic_stream, ev_next));
     }
-    if (s->all_prev) {
-        s->all_prev->all_next = s->all_next;
-    } else {
-        c->streams = s->all_next;
-    }
-    if (s->all_next) {
-        s->all_next->all_prev = s->all_prev;
-    }
+    RIFT_DLIST_REMOVE(c->streams, s, all_prev, all_next);
     rift_sendq_clear(&s->q);
     rift_free(c->ep->mem, s);
 }

@@ -17,6 +17,8 @@
  */
 #include "server/internal.h"
 
+#include "common/dlist.h"
+
 #include <string.h>
 
 static const char auth_failed[] = "authentication failed";
@@ -65,14 +67,7 @@ void rift_srv_conn_unref(srv_conn *c) {
     }
     rift_server *srv = c->srv;
     rift_timer_stop(&c->auth_timer);
-    if (c->prev) {
-        c->prev->next = c->next;
-    } else {
-        srv->conns = c->next;
-    }
-    if (c->next) {
-        c->next->prev = c->prev;
-    }
+    RIFT_DLIST_REMOVE(srv->conns, c, prev, next);
     rift_free(srv->mem, c);
 }
 
@@ -115,11 +110,7 @@ static srv_conn *conn_new(rift_server *srv, rift_quic_conn *qc) {
     c->state = SC_AUTH;
     c->refs = 1;
     rift_timer_init(srv->loop, &c->auth_timer, auth_timer_cb, c);
-    c->next = srv->conns;
-    if (srv->conns) {
-        srv->conns->prev = c;
-    }
-    srv->conns = c;
+    RIFT_DLIST_PUSH(srv->conns, c, prev, next);
     srv->c.connections++;
     rift_quic_conn_set_user_data(qc, c);
     return c;

@@ -15,6 +15,7 @@
  */
 #include "server/internal.h"
 
+#include "common/dlist.h"
 #include "subject/acl.h"
 #include "subject/name.h"
 
@@ -47,11 +48,7 @@ srv_stream *rift_srv_stream_new(srv_conn *c, rift_quic_stream *qs,
                            srv->mem);
     rift_timer_init(srv->loop, &ss->timer, stream_timer_cb, ss);
     rift_timer_init(srv->loop, &ss->op_timer, NULL, ss);
-    ss->next = srv->all;
-    if (srv->all) {
-        srv->all->prev = ss;
-    }
-    srv->all = ss;
+    RIFT_DLIST_PUSH(srv->all, ss, prev, next);
     rift_quic_stream_set_user_data(qs, ss);
     return ss;
 }
@@ -79,14 +76,7 @@ void rift_srv_stream_free(srv_stream *ss) {
     if (ss->qs != NULL) {
         rift_quic_stream_set_user_data(ss->qs, NULL);
     }
-    if (ss->prev) {
-        ss->prev->next = ss->next;
-    } else {
-        srv->all = ss->next;
-    }
-    if (ss->next) {
-        ss->next->prev = ss->prev;
-    }
+    RIFT_DLIST_REMOVE(srv->all, ss, prev, next);
     rift_free(srv->mem, ss);
     rift_srv_conn_unref(c);
 }
