@@ -5,10 +5,14 @@
  * docs/protocol-v1.md §4.6: truncate a torn tail, refuse corruption with
  * an error naming the file and the offset, re-apply retention, make
  * pending deliveries immediately eligible. rift_store_verify and
- * rift_store_repair run the same code read-only or repairing.
+ * rift_store_repair (offline.c) run the same code read-only or
+ * repairing. Recovery fills the stream object it is given and starts
+ * nothing: no writer, no stream operation.
  */
-#include "store/store.h"
+#include "store/recover.h"
+#include "store/consumer_state.h"
 #include "store/crc32c.h"
+#include "store/retained.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,8 +59,6 @@ static char *join(rift_stream *st, const char *name) {
     }
     return p;
 }
-
-/* ---- Directory, lock ---- */
 
 static int sync_parent(rift_stream *st, const char *path, rift_error *err) {
     const rift_vfs *v = st->vfs;
@@ -170,8 +172,6 @@ static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y ? 1 : 0;
 }
-
-/* ---- State log ---- */
 
 static int read_whole(rift_stream *st, int fd, const char *path, rift_sbuf *b,
                       rift_error *err) {
@@ -349,8 +349,6 @@ out:
     return rc;
 }
 
-/* ---- Segments ---- */
-
 typedef struct scanner {
     rift_stream *st;
     int fd;
@@ -447,8 +445,6 @@ static int rec_check(scanner *s, uint64_t pos, uint32_t len, bool *ok,
     *seq = rift_get_u64(s->buf->data + (end - RIFT_REC_TRAILER - s->boff));
     return 0;
 }
-
-/* ---- Sequences a repair removes ---- */
 
 /* The next sequence must be at least |next|: a record the repair removes
  * had a sequence below it. */
@@ -912,8 +908,6 @@ out:
     return rc;
 }
 
-/* ---- The sequence range ---- */
-
 /*
  * The lowest next sequence the consumers imply: past every delivery they
  * have pending, and at their cursor unless it is still a start sequence
@@ -1045,8 +1039,6 @@ static int settle_range(rift_stream *st, rift_error *err) {
     return rc;
 }
 
-/* ---- The whole directory ---- */
-
 /*
  * Makes the segment deletions of the recovery durable, before it logs
  * anything that depends on them and before anything is appended: a
@@ -1167,57 +1159,4 @@ int rift_recover(rift_stream *st, rift_error *err) {
         }
     }
     return 0;
-}
-
-/* ---- Offline verify and repair ---- */
-
-int rift_store_offline(const char *path, rift_store_report *report,
-                       rift_open_mode mode, const rift_vfs *vfs,
-                       rift_error *err) {
-    rift_store_report local;
-    if (report == NULL) {
-        report = &local;
-    }
-    memset(report, 0, sizeof(*report));
-    rift_stream_settings s;
-    rift_stream_settings_default(&s);
-    s.storage_path = path;
-    s.max_messages = UINT64_MAX;
-    s.max_bytes = UINT64_MAX;
-    s.max_payload_bytes = RIFT_MAX_PAYLOAD_LIMIT;
-    s.max_consumers = UINT32_MAX;
-    s.vfs = vfs;
-    rift_stream *st = NULL;
-    int rc = rift_stream_open_mode(&st, &s, mode, report, err);
-    if (rc != 0) {
-        return rc;
-    }
-    rift_stream_close(st);
-    return 0;
-}
-
-int rift_store_verify(const char *path, rift_store_report *report,
-                      rift_error *err) {
-    return rift_store_offline(path, report, RIFT_OPEN_VERIFY, NULL, err);
-}
-
-int rift_store_repair(const char *path, rift_store_report *report,
-                      rift_error *err) {
-    int rc = rift_store_offline(path, report, RIFT_OPEN_REPAIR, NULL, err);
-    if (rc != 0) {
-        return rc;
-    }
-    rift_store_report again;
-    rc = rift_store_offline(path, &again, RIFT_OPEN_VERIFY, NULL, err);
-    if (report != NULL) {
-        report->segments = again.segments;
-        report->records = again.records;
-        report->first_sequence = again.first_sequence;
-        report->last_sequence = again.last_sequence;
-        report->next_sequence = again.next_sequence;
-        report->segment_bytes = again.segment_bytes;
-        report->state_events = again.state_events;
-        report->consumers = again.consumers;
-    }
-    return rc;
 }
