@@ -329,6 +329,245 @@ typedef struct fetch_item {
     size_t pidx; /* pending index of a redelivery, SIZE_MAX for new */
 } fetch_item;
 
+/* What one fetch gathers under the lock before any state changes. */
+typedef struct fetch_plan {
+    size_t limit;
+    uint64_t max_bytes;
+    uint64_t now;
+    uint64_t cursor; /* the consumer's next sequence after this fetch */
+    fetch_item *items;
+    rift_srec **recs;
+    uint32_t *counts;
+    size_t n;    /* items */
+    size_t nnew; /* of them first deliveries */
+    /* Pending deliveries of records found corrupt: dropped (journaled as
+     * acks) so that one bad record cannot hold a pending slot forever. */
+    uint64_t *drops;
+    size_t ndrops;
+    uint64_t bytes; /* payload loaded so far (max_bytes) */
+} fetch_plan;
+
+static int plan_alloc(rift_stream *st, fetch_plan *fp, size_t cap,
+                      rift_error *err) {
+    if (cap == 0) {
+        return 0;
+    }
+    fp->items = rift_malloc(st->mem, cap * sizeof(*fp->items));
+    fp->recs = rift_malloc(st->mem, cap * sizeof(*fp->recs));
+    fp->counts = rift_malloc(st->mem, cap * sizeof(*fp->counts));
+    if (fp->items == NULL || fp->recs == NULL || fp->counts == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Frees the plan; |unref| drops the references its items still hold. */
+static void plan_free(rift_stream *st, fetch_plan *fp, bool unref) {
+    for (size_t i = 0; unref && i < fp->n; i++) {
+        rift_srec_unref(st->mem, fp->items[i].rec);
+    }
+    rift_free(st->mem, fp->drops);
+    rift_free(st->mem, fp->items);
+    rift_free(st->mem, fp->recs);
+    rift_free(st->mem, fp->counts);
+}
+
+static bool plan_has_room(const fetch_plan *fp) {
+    return fp->n < fp->limit && fp->bytes < fp->max_bytes;
+}
+
+/* 1. Expired (or reopened) pending deliveries, ascending. */
+static int plan_redeliveries(rift_consumer *c, fetch_plan *fp,
+                             rift_error *err) {
+    rift_stream *st = c->st;
+    uint64_t now = fp->now;
+    for (size_t i = 0; i < c->pending.len && plan_has_room(fp); i++) {
+        rift_pend *p = rift_pend_at(c, i);
+        if (!p->live) {
+            continue;
+        }
+        bool eligible =
+            p->delivered_at == 0 ||
+            (now >= p->delivered_at && now - p->delivered_at >= c->ack_wait_ms);
+        if (!eligible || p->seq < st->first_seq || p->seq > st->last_seq) {
+            continue;
+        }
+        fetch_item *it = &fp->items[fp->n];
+        int rc = rift_stream_load(st, p->seq, &it->rec, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            if (fp->drops == NULL &&
+                (fp->drops = rift_malloc(
+                     st->mem, c->live * sizeof(*fp->drops))) == NULL) {
+                return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            }
+            fp->drops[fp->ndrops++] = p->seq;
+            continue;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        it->seq = p->seq;
+        it->count = p->attempts == UINT32_MAX ? UINT32_MAX : p->attempts + 1;
+        it->pidx = i;
+        fp->bytes += it->rec->payload_len;
+        fp->n++;
+    }
+    return 0;
+}
+
+/* 2. New records from the cursor, past non-matching ones, while the
+ * pending set has room. */
+static int plan_new(rift_consumer *c, fetch_plan *fp, rift_error *err) {
+    rift_stream *st = c->st;
+    while (plan_has_room(fp) && c->live + fp->nnew < c->max_ack_pending &&
+           fp->cursor <= st->last_seq) {
+        uint64_t past = rift_stream_past_hole(st, fp->cursor);
+        if (past != fp->cursor) {
+            fp->cursor = past; /* lost sequences: nothing to deliver */
+            continue;
+        }
+        rift_srec *r;
+        int rc = rift_stream_load(st, fp->cursor, &r, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            fp->cursor++; /* logged once; the consumer moves past it */
+            continue;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        fp->cursor++;
+        if (!rift_subject_matches(c->filter, c->filter_len, r->data,
+                                  r->subject_len)) {
+            rift_srec_unref(st->mem, r);
+            continue;
+        }
+        fetch_item *it = &fp->items[fp->n];
+        it->rec = r;
+        it->seq = r->seq;
+        it->count = 1;
+        it->pidx = SIZE_MAX;
+        fp->bytes += r->payload_len;
+        fp->n++;
+        fp->nnew++;
+    }
+    return 0;
+}
+
+/* Journals the plan: an ACK per dropped corrupt delivery, then one FETCH
+ * event (cursor, time, sequences and counts). The state buffer is left as
+ * it was on failure. */
+static int stage_fetch(rift_consumer *c, const fetch_plan *fp, rift_sbuf *b,
+                       rift_error *err) {
+    size_t before = b->len;
+    for (size_t i = 0; i < fp->ndrops; i++) {
+        int64_t ack = rift_ev_begin(b, RIFT_EV_ACK);
+        if (ack < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+            rift_ev_put_u64(b, fp->drops[i]) != 0) {
+            b->len = before;
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+        rift_ev_finish(b, ack);
+    }
+    int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
+    uint8_t *p = NULL;
+    if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
+        rift_ev_put_u64(b, fp->cursor) == 0 &&
+        rift_ev_put_u64(b, fp->now) == 0 &&
+        rift_ev_put_u32(b, (uint32_t)fp->n) == 0) {
+        p = rift_sbuf_grow(b, fp->n * 12);
+    }
+    if (p == NULL) {
+        b->len = before;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < fp->n; i++) {
+        rift_put_u64(p, fp->items[i].seq);
+        rift_put_u32(p + 8, fp->items[i].count);
+        p += 12;
+    }
+    rift_ev_finish(b, start);
+    return 0;
+}
+
+/* The new delivery state (cannot fail: the ring was reserved). */
+static void apply_fetch(rift_consumer *c, const fetch_plan *fp) {
+    for (size_t i = 0; i < fp->n; i++) {
+        const fetch_item *it = &fp->items[i];
+        if (it->pidx != SIZE_MAX) {
+            rift_pend *p = rift_pend_at(c, it->pidx);
+            p->delivered_at = fp->now;
+            p->attempts = it->count;
+        } else {
+            rift_pend *p = rift_ring_push(&c->pending);
+            p->seq = it->seq;
+            p->delivered_at = fp->now;
+            p->attempts = 1;
+            p->live = 1;
+            c->live++;
+        }
+    }
+    for (size_t i = 0; i < fp->ndrops; i++) {
+        rift_pend *p = rift_pend_find(c, fp->drops[i]);
+        if (p != NULL) {
+            rift_pend_drop(c, p);
+        }
+    }
+    c->next_seq = fp->cursor;
+}
+
+/* Plans, journals and applies one fetch into |out|. Under lock; on
+ * failure nothing changed and the plan's references are dropped. */
+static int fetch_locked(rift_consumer *c, fetch_plan *fp, rift_batch *out,
+                        bool blocking, rift_stream_done_cb cb, bool *staged,
+                        rift_error *err) {
+    rift_stream *st = c->st;
+    uint64_t avail =
+        st->last_seq >= fp->cursor ? st->last_seq - fp->cursor + 1 : 0;
+    size_t cap = (size_t)RIFT_MIN((uint64_t)fp->limit, c->live + avail);
+    int rc;
+    if ((rc = plan_alloc(st, fp, cap, err)) != 0 ||
+        (rc = plan_redeliveries(c, fp, err)) != 0 ||
+        (rc = plan_new(c, fp, err)) != 0) {
+        return rc;
+    }
+    bool moved = fp->cursor != c->next_seq;
+    *staged = st->file && (fp->n > 0 || moved || fp->ndrops > 0);
+
+    /* Everything that can fail happens before the state changes. */
+    if (!blocking && cb != NULL && *staged &&
+        (rc = rift_writer_reserve(st, err)) != 0) {
+        return rc;
+    }
+    if (rift_ring_reserve(&c->pending, fp->nnew) != 0) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t before = 0;
+    if (*staged) {
+        rift_sbuf *b = rift_stage_state_buf(st);
+        before = b->len;
+        if ((rc = stage_fetch(c, fp, b, err)) != 0) {
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < fp->n; i++) {
+        fp->recs[i] = fp->items[i].rec;
+        fp->counts[i] = fp->items[i].count;
+    }
+    if (rift_batch_build(out, st->mem, fp->recs, fp->counts, fp->n) != 0) {
+        /* The batch dropped the references. */
+        fp->n = 0;
+        if (*staged) {
+            rift_stage_state_buf(st)->len = before;
+        }
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    apply_fetch(c, fp);
+    if (*staged) {
+        rift_stage_state_done(st, before);
+    }
+    return 0;
+}
+
 static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
                  rift_batch *out, bool blocking, rift_stream_done_cb cb,
                  void *user_data, rift_error *err) {
@@ -350,187 +589,18 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
         pthread_mutex_unlock(&st->lock);
         return rc;
     }
-    uint64_t now = rift_stream_now(st);
-    rift_stream_retain(st, now);
-
-    uint64_t cursor = RIFT_MAX(c->next_seq, st->first_seq);
-    uint64_t avail = st->last_seq >= cursor ? st->last_seq - cursor + 1 : 0;
-    size_t cap = (size_t)RIFT_MIN((uint64_t)limit, c->live + avail);
-    fetch_item *items = NULL;
-    rift_srec **recs = NULL;
-    uint32_t *counts = NULL;
-    size_t n = 0, nnew = 0;
-    /* Pending deliveries of records found corrupt: dropped (journaled as
-     * acks) so that one bad record cannot hold a pending slot forever. */
-    uint64_t *drops = NULL;
-    size_t ndrops = 0;
-    uint64_t bytes = 0; /* payload loaded so far (max_bytes) */
-    if (cap > 0) {
-        items = rift_malloc(st->mem, cap * sizeof(*items));
-        recs = rift_malloc(st->mem, cap * sizeof(*recs));
-        counts = rift_malloc(st->mem, cap * sizeof(*counts));
-        if (items == NULL || recs == NULL || counts == NULL) {
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
+    fetch_plan fp = {.limit = limit, .max_bytes = max_bytes};
+    fp.now = rift_stream_now(st);
+    rift_stream_retain(st, fp.now);
+    fp.cursor = RIFT_MAX(c->next_seq, st->first_seq);
+    bool staged = false;
+    rc = fetch_locked(c, &fp, out, blocking, cb, &staged, err);
+    if (rc != 0) {
+        pthread_mutex_unlock(&st->lock);
+        plan_free(st, &fp, true);
+        return rc;
     }
-
-    /* 1. Expired (or reopened) pending deliveries, ascending. */
-    for (size_t i = 0; i < c->pending.len && n < limit && bytes < max_bytes;
-         i++) {
-        rift_pend *p = rift_pend_at(c, i);
-        if (!p->live) {
-            continue;
-        }
-        bool eligible =
-            p->delivered_at == 0 ||
-            (now >= p->delivered_at && now - p->delivered_at >= c->ack_wait_ms);
-        if (!eligible || p->seq < st->first_seq || p->seq > st->last_seq) {
-            continue;
-        }
-        rc = rift_stream_load(st, p->seq, &items[n].rec, err);
-        if (rc == RIFT_LOAD_CORRUPT) {
-            if (drops == NULL &&
-                (drops = rift_malloc(st->mem, c->live * sizeof(*drops))) ==
-                    NULL) {
-                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-                goto fail;
-            }
-            drops[ndrops++] = p->seq;
-            rc = 0;
-            continue;
-        }
-        if (rc != 0) {
-            goto fail;
-        }
-        items[n].seq = p->seq;
-        items[n].count =
-            p->attempts == UINT32_MAX ? UINT32_MAX : p->attempts + 1;
-        items[n].pidx = i;
-        bytes += items[n].rec->payload_len;
-        n++;
-    }
-    /* 2. New records from the cursor, past non-matching ones, while the
-     * pending set has room. */
-    while (n < limit && bytes < max_bytes &&
-           c->live + nnew < c->max_ack_pending && cursor <= st->last_seq) {
-        uint64_t past = rift_stream_past_hole(st, cursor);
-        if (past != cursor) {
-            cursor = past; /* lost sequences: nothing to deliver */
-            continue;
-        }
-        rift_srec *r;
-        rc = rift_stream_load(st, cursor, &r, err);
-        if (rc == RIFT_LOAD_CORRUPT) {
-            rc = 0; /* logged once; the consumer moves past it */
-            cursor++;
-            continue;
-        }
-        if (rc != 0) {
-            goto fail;
-        }
-        cursor++;
-        if (!rift_subject_matches(c->filter, c->filter_len, r->data,
-                                  r->subject_len)) {
-            rift_srec_unref(st->mem, r);
-            continue;
-        }
-        items[n].rec = r;
-        items[n].seq = r->seq;
-        items[n].count = 1;
-        items[n].pidx = SIZE_MAX;
-        bytes += r->payload_len;
-        n++;
-        nnew++;
-    }
-    bool moved = cursor != c->next_seq;
-    bool staged = st->file && (n > 0 || moved || ndrops > 0);
-
-    /* Everything that can fail happens before the state changes. */
-    if (!blocking && cb != NULL && staged &&
-        (rc = rift_writer_reserve(st, err)) != 0) {
-        goto fail;
-    }
-    if (rift_ring_reserve(&c->pending, nnew) != 0) {
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    size_t before = 0;
-    if (staged) {
-        rift_sbuf *b = rift_stage_state_buf(st);
-        before = b->len;
-        for (size_t i = 0; i < ndrops; i++) {
-            int64_t ack = rift_ev_begin(b, RIFT_EV_ACK);
-            if (ack < 0 || rift_ev_put_u32(b, c->id) != 0 ||
-                rift_ev_put_u64(b, drops[i]) != 0) {
-                b->len = before;
-                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-                goto fail;
-            }
-            rift_ev_finish(b, ack);
-        }
-        int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
-        uint8_t *p = NULL;
-        if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
-            rift_ev_put_u64(b, cursor) == 0 && rift_ev_put_u64(b, now) == 0 &&
-            rift_ev_put_u32(b, (uint32_t)n) == 0) {
-            p = rift_sbuf_grow(b, n * 12);
-        }
-        if (p == NULL) {
-            b->len = before;
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        for (size_t i = 0; i < n; i++) {
-            rift_put_u64(p, items[i].seq);
-            rift_put_u32(p + 8, items[i].count);
-            p += 12;
-        }
-        rift_ev_finish(b, start);
-    }
-    for (size_t i = 0; i < n; i++) {
-        recs[i] = items[i].rec;
-        counts[i] = items[i].count;
-    }
-    if (rift_batch_build(out, st->mem, recs, counts, n) != 0) {
-        /* The batch dropped the references. */
-        n = 0;
-        if (staged) {
-            rift_stage_state_buf(st)->len = before;
-        }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-
-    /* Commit the new delivery state (cannot fail from here on). */
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].pidx != SIZE_MAX) {
-            rift_pend *p = rift_pend_at(c, items[i].pidx);
-            p->delivered_at = now;
-            p->attempts = items[i].count;
-        } else {
-            rift_pend *p = rift_ring_push(&c->pending);
-            p->seq = items[i].seq;
-            p->delivered_at = now;
-            p->attempts = 1;
-            p->live = 1;
-            c->live++;
-        }
-    }
-    for (size_t i = 0; i < ndrops; i++) {
-        rift_pend *p = rift_pend_find(c, drops[i]);
-        if (p != NULL) {
-            rift_pend_drop(c, p);
-        }
-    }
-    c->next_seq = cursor;
-    if (staged) {
-        rift_stage_state_done(st, before);
-    }
-    rift_free(st->mem, drops);
-    rift_free(st->mem, items);
-    rift_free(st->mem, recs);
-    rift_free(st->mem, counts);
+    plan_free(st, &fp, false);
     uint64_t wait = 0;
     rc = rift_writer_commit(st, staged, cb, user_data, blocking, &wait, err);
     pthread_mutex_unlock(&st->lock);
@@ -540,17 +610,6 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
     if (rc < 0) {
         rift_batch_free(out);
     }
-    return rc;
-
-fail:
-    pthread_mutex_unlock(&st->lock);
-    for (size_t i = 0; i < n; i++) {
-        rift_srec_unref(st->mem, items[i].rec);
-    }
-    rift_free(st->mem, drops);
-    rift_free(st->mem, items);
-    rift_free(st->mem, recs);
-    rift_free(st->mem, counts);
     return rc;
 }
 

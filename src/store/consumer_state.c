@@ -411,6 +411,27 @@ int rift_consumer_encode_new(const rift_consumer *c, rift_sbuf *b) {
     return encode_consumer(c, b, false);
 }
 
+/* The |n| pending entries of a CONSUMER event, ascending. */
+static int read_pending(rift_consumer *c, rift_ev_reader *r, uint32_t n,
+                        const char **why) {
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t seq = rift_ev_get_u64(r);
+        uint64_t at = rift_ev_get_u64(r);
+        uint32_t attempts = rift_ev_get_u32(r);
+        if (r->bad || seq <= prev) {
+            *why = r->bad ? "truncated state event" : "unordered pending";
+            return -1;
+        }
+        prev = seq;
+        if (rift_pend_upsert(c, seq, at, attempts) != 0) {
+            *why = "out of memory";
+            return -2;
+        }
+    }
+    return 0;
+}
+
 static int apply_consumer(rift_stream *st, rift_ev_reader *r,
                           const char **why) {
     uint32_t id = rift_ev_get_u32(r);
@@ -464,22 +485,10 @@ static int apply_consumer(rift_stream *st, rift_ev_reader *r,
     c->start_arg = nc.arg;
     c->start_seq = start_seq;
     c->next_seq = next_seq;
-    uint64_t prev = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t seq = rift_ev_get_u64(r);
-        uint64_t at = rift_ev_get_u64(r);
-        uint32_t attempts = rift_ev_get_u32(r);
-        if (r->bad || seq <= prev) {
-            *why = r->bad ? "truncated state event" : "unordered pending";
-            rift_consumer_unref_locked(c);
-            return -1;
-        }
-        prev = seq;
-        if (rift_pend_upsert(c, seq, at, attempts) != 0) {
-            rift_consumer_unref_locked(c);
-            *why = "out of memory";
-            return -2;
-        }
+    int rc = read_pending(c, r, n, why);
+    if (rc != 0) {
+        rift_consumer_unref_locked(c);
+        return rc;
     }
     if (rift_consumer_insert(st, c) != 0) {
         rift_consumer_unref_locked(c);
@@ -492,6 +501,90 @@ static int apply_consumer(rift_stream *st, rift_ev_reader *r,
     return 0;
 }
 
+static int apply_delete(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint32_t id = rift_ev_get_u32(r);
+    rift_consumer *c = r->bad ? NULL : rift_consumer_by_id(st, id);
+    if (c == NULL) {
+        *why = r->bad ? "truncated state event"
+                      : "delete references absent consumer";
+        return -1;
+    }
+    rift_consumer_remove(st, c);
+    c->deleted = true;
+    rift_consumer_unref_locked(c);
+    return 0;
+}
+
+static int apply_fetch(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint32_t id = rift_ev_get_u32(r);
+    uint64_t next = rift_ev_get_u64(r);
+    uint64_t at = rift_ev_get_u64(r);
+    uint32_t n = rift_ev_get_u32(r);
+    if (r->bad) {
+        *why = "truncated state event";
+        return -1;
+    }
+    rift_consumer *c = rift_consumer_by_id(st, id);
+    if (c == NULL) {
+        *why = "fetch references absent consumer";
+        return -1;
+    }
+    if (n > RIFT_CONSUMER_MAX_BATCH || (size_t)n * 12 > r->len - r->pos) {
+        *why = "truncated state event";
+        return -1;
+    }
+    c->next_seq = next;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t seq = rift_ev_get_u64(r);
+        uint32_t attempts = rift_ev_get_u32(r);
+        if (rift_pend_upsert(c, seq, at, attempts) != 0) {
+            *why = "out of memory";
+            return -2;
+        }
+    }
+    pend_cap_replayed(c);
+    return 0;
+}
+
+static int apply_ack(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint32_t id = rift_ev_get_u32(r);
+    uint64_t seq = rift_ev_get_u64(r);
+    if (r->bad) {
+        *why = "truncated state event";
+        return -1;
+    }
+    rift_consumer *c = rift_consumer_by_id(st, id);
+    if (c == NULL) {
+        *why = "ack references absent consumer";
+        return -1;
+    }
+    rift_pend *p = rift_pend_find(c, seq);
+    if (p != NULL) {
+        rift_pend_drop(c, p);
+    }
+    return 0;
+}
+
+static int apply_hole(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint64_t from = rift_ev_get_u64(r);
+    uint64_t to = rift_ev_get_u64(r);
+    if (r->bad) {
+        return 0; /* reported by the caller */
+    }
+    if (from == 0 || from >= to) {
+        *why = "invalid sequence hole";
+        return -1;
+    }
+    rift_hole *h = rift_ring_push(&st->logged_holes);
+    if (h == NULL) {
+        *why = "out of memory";
+        return -2;
+    }
+    h->from = from;
+    h->to = to;
+    return 0;
+}
+
 int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
                               const char **why) {
     rift_ev_reader r = {.p = body, .len = len, .pos = 0, .bad = false};
@@ -501,67 +594,15 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
     case RIFT_EV_CONSUMER:
         rc = apply_consumer(st, &r, why);
         break;
-    case RIFT_EV_DELETE: {
-        uint32_t id = rift_ev_get_u32(&r);
-        rift_consumer *c = r.bad ? NULL : rift_consumer_by_id(st, id);
-        if (c == NULL) {
-            *why = r.bad ? "truncated state event"
-                         : "delete references absent consumer";
-            return -1;
-        }
-        rift_consumer_remove(st, c);
-        c->deleted = true;
-        rift_consumer_unref_locked(c);
+    case RIFT_EV_DELETE:
+        rc = apply_delete(st, &r, why);
         break;
-    }
-    case RIFT_EV_FETCH: {
-        uint32_t id = rift_ev_get_u32(&r);
-        uint64_t next = rift_ev_get_u64(&r);
-        uint64_t at = rift_ev_get_u64(&r);
-        uint32_t n = rift_ev_get_u32(&r);
-        if (r.bad) {
-            *why = "truncated state event";
-            return -1;
-        }
-        rift_consumer *c = rift_consumer_by_id(st, id);
-        if (c == NULL) {
-            *why = "fetch references absent consumer";
-            return -1;
-        }
-        if (n > RIFT_CONSUMER_MAX_BATCH || (size_t)n * 12 > r.len - r.pos) {
-            *why = "truncated state event";
-            return -1;
-        }
-        c->next_seq = next;
-        for (uint32_t i = 0; i < n; i++) {
-            uint64_t seq = rift_ev_get_u64(&r);
-            uint32_t attempts = rift_ev_get_u32(&r);
-            if (rift_pend_upsert(c, seq, at, attempts) != 0) {
-                *why = "out of memory";
-                return -2;
-            }
-        }
-        pend_cap_replayed(c);
+    case RIFT_EV_FETCH:
+        rc = apply_fetch(st, &r, why);
         break;
-    }
-    case RIFT_EV_ACK: {
-        uint32_t id = rift_ev_get_u32(&r);
-        uint64_t seq = rift_ev_get_u64(&r);
-        if (r.bad) {
-            *why = "truncated state event";
-            return -1;
-        }
-        rift_consumer *c = rift_consumer_by_id(st, id);
-        if (c == NULL) {
-            *why = "ack references absent consumer";
-            return -1;
-        }
-        rift_pend *p = rift_pend_find(c, seq);
-        if (p != NULL) {
-            rift_pend_drop(c, p);
-        }
+    case RIFT_EV_ACK:
+        rc = apply_ack(st, &r, why);
         break;
-    }
     case RIFT_EV_FIRST_SEQ: {
         uint64_t v = rift_ev_get_u64(&r);
         if (!r.bad && v > st->marker) {
@@ -569,25 +610,9 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
         }
         break;
     }
-    case RIFT_EV_HOLE: {
-        uint64_t from = rift_ev_get_u64(&r);
-        uint64_t to = rift_ev_get_u64(&r);
-        if (r.bad) {
-            break; /* reported below */
-        }
-        if (from == 0 || from >= to) {
-            *why = "invalid sequence hole";
-            return -1;
-        }
-        rift_hole *h = rift_ring_push(&st->logged_holes);
-        if (h == NULL) {
-            *why = "out of memory";
-            return -2;
-        }
-        h->from = from;
-        h->to = to;
+    case RIFT_EV_HOLE:
+        rc = apply_hole(st, &r, why);
         break;
-    }
     default:
         *why = "unknown state event";
         return -1;

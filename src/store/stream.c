@@ -367,79 +367,94 @@ static bool subject_matches_stream(const rift_stream *st, const char *s,
     return false;
 }
 
-static int publish(rift_stream *st, const char *subject, size_t subject_len,
-                   const char *reply, size_t reply_len, const uint8_t *payload,
-                   size_t payload_len, rift_stored *out, bool blocking,
-                   rift_stream_done_cb cb, void *user_data, rift_error *err) {
-    if (reply == NULL) {
-        reply_len = 0;
+/* One message being published, with its record head and payload
+ * checksum computed before the lock (file streams). */
+typedef struct pub_msg {
+    const char *subject;
+    size_t subject_len;
+    const char *reply;
+    size_t reply_len;
+    const uint8_t *payload;
+    size_t payload_len;
+    uint64_t size; /* the encoded record's */
+    uint8_t head[RIFT_REC_HEAD];
+    uint32_t pcrc;
+} pub_msg;
+
+/* The checks that need no lock: subjects, the stream's filter, sizes. */
+static int check_publish(const rift_stream *st, pub_msg *m, rift_error *err) {
+    if (m->subject == NULL ||
+        !rift_subject_valid(m->subject, m->subject_len, false,
+                            RIFT_MAX_SUBJECT_BYTES)) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_SUBJECT, "invalid subject: %.*s",
+            m->subject ? (int)RIFT_MIN(m->subject_len, 4096) : 0,
+            m->subject ? m->subject : "");
     }
-    if (payload == NULL) {
-        payload_len = 0;
-    }
-    if (blocking && rift_writer_is_self(st)) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                              "blocking stream call from its own completion "
-                              "callback");
-    }
-    if (subject == NULL || !rift_subject_valid(subject, subject_len, false,
-                                               RIFT_MAX_SUBJECT_BYTES)) {
+    if (m->reply_len > 0 && !rift_subject_valid(m->reply, m->reply_len, false,
+                                                RIFT_MAX_SUBJECT_BYTES)) {
         return rift_error_set(err, RIFT_ERR_INVALID_SUBJECT,
                               "invalid subject: %.*s",
-                              subject ? (int)RIFT_MIN(subject_len, 4096) : 0,
-                              subject ? subject : "");
+                              (int)RIFT_MIN(m->reply_len, 4096), m->reply);
     }
-    if (reply_len > 0 &&
-        !rift_subject_valid(reply, reply_len, false, RIFT_MAX_SUBJECT_BYTES)) {
-        return rift_error_set(err, RIFT_ERR_INVALID_SUBJECT,
-                              "invalid subject: %.*s",
-                              (int)RIFT_MIN(reply_len, 4096), reply);
-    }
-    if (!subject_matches_stream(st, subject, subject_len)) {
+    if (!subject_matches_stream(st, m->subject, m->subject_len)) {
         return rift_error_set(err, RIFT_ERR_STREAM_NOT_MATCHED,
                               "subject does not match this stream");
     }
     uint64_t limit = RIFT_MIN(st->cfg.max_payload_bytes, st->cfg.max_bytes);
-    if (payload_len > limit) {
+    if (m->payload_len > limit) {
         return rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
                               "payload size %zu exceeds limit %llu",
-                              payload_len, (unsigned long long)limit);
+                              m->payload_len, (unsigned long long)limit);
     }
-    uint64_t size =
-        (uint64_t)payload_len + subject_len + reply_len + RIFT_REC_OVERHEAD;
-    if (size > st->cfg.max_bytes) {
+    m->size = (uint64_t)m->payload_len + m->subject_len + m->reply_len +
+              RIFT_REC_OVERHEAD;
+    if (m->size > st->cfg.max_bytes) {
         return rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
                               "payload size %llu exceeds limit %llu",
-                              (unsigned long long)size,
+                              (unsigned long long)m->size,
                               (unsigned long long)st->cfg.max_bytes);
     }
-    /* The checksum and the copy are made before the lock is taken, so
-     * concurrent publishers serialize only on the append itself. */
-    uint8_t head[RIFT_REC_HEAD];
-    uint32_t pcrc = 0;
-    if (st->file) {
-        pcrc = rift_rec_prepare(head, subject, subject_len, reply, reply_len,
-                                payload, payload_len);
-    }
-    rift_srec *r = rift_srec_new(st->mem, subject, subject_len, reply,
-                                 reply_len, payload, payload_len);
-    if (r == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
+    return 0;
+}
 
-    rift_stream_revive_if_due(st);
-    pthread_mutex_lock(&st->lock);
+/* Stages |m| as record |seq| of a file stream; *|off| gets its offset. */
+static int stage_message(rift_stream *st, const pub_msg *m, uint64_t seq,
+                         uint64_t now, uint32_t *off, rift_error *err) {
+    uint8_t *p = rift_stage_record(st, (size_t)m->size, off, err);
+    if (p == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    memcpy(p, m->head, RIFT_REC_HEAD);
+    uint8_t *q = p + RIFT_REC_HEAD;
+    memcpy(q, m->subject, m->subject_len);
+    q += m->subject_len;
+    if (m->reply_len > 0) {
+        memcpy(q, m->reply, m->reply_len);
+        q += m->reply_len;
+    }
+    if (m->payload_len > 0) {
+        memcpy(q, m->payload, m->payload_len);
+    }
+    rift_rec_finish(p, (uint32_t)m->size, m->pcrc, seq, now);
+    return 0;
+}
+
+/* Appends |r| (the record of |m|) to the index, the cache and, for a
+ * file stream, the stage, then applies retention. Under lock; on failure
+ * nothing changed and |r| is still the caller's. */
+static int append_locked(rift_stream *st, const pub_msg *m, rift_srec *r,
+                         bool reserve, rift_stored *out, rift_error *err) {
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
-        goto fail;
+        return rc;
     }
     if (st->last_seq + 1 >= UINT64_MAX) {
-        rc = rift_error_set(err, RIFT_ERR_STORAGE,
-                            "stream storage: stream sequence exhausted");
-        goto fail;
+        return rift_error_set(err, RIFT_ERR_STORAGE,
+                              "stream storage: stream sequence exhausted");
     }
-    if (!blocking && cb != NULL && (rc = rift_writer_reserve(st, err)) != 0) {
-        goto fail;
+    if (reserve && (rc = rift_writer_reserve(st, err)) != 0) {
+        return rc;
     }
     rift_ent *e = rift_ring_push(&st->ents);
     rift_srec **slot = e ? rift_ring_push(&st->cache) : NULL;
@@ -447,49 +462,74 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         if (e != NULL) {
             rift_ring_pop_back(&st->ents);
         }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     uint64_t now = rift_stream_now(st);
     uint64_t seq = st->last_seq + 1;
     uint32_t off = 0;
-    if (st->file) {
-        uint8_t *p = rift_stage_record(st, (size_t)size, &off, err);
-        if (p == NULL) {
-            rift_ring_pop_back(&st->cache);
-            rift_ring_pop_back(&st->ents);
-            rc = RIFT_ERR_NOMEM;
-            goto fail;
-        }
-        memcpy(p, head, RIFT_REC_HEAD);
-        uint8_t *q = p + RIFT_REC_HEAD;
-        memcpy(q, subject, subject_len);
-        q += subject_len;
-        if (reply_len > 0) {
-            memcpy(q, reply, reply_len);
-            q += reply_len;
-        }
-        if (payload_len > 0) {
-            memcpy(q, payload, payload_len);
-        }
-        rift_rec_finish(p, (uint32_t)size, pcrc, seq, now);
+    if (st->file && (rc = stage_message(st, m, seq, now, &off, err)) != 0) {
+        rift_ring_pop_back(&st->cache);
+        rift_ring_pop_back(&st->ents);
+        return rc;
     }
     r->seq = seq;
     r->ts = now;
     e->off = off;
-    e->len = (uint32_t)size;
+    e->len = (uint32_t)m->size;
     *slot = r;
     if (st->cache.len == 1) {
         st->cache_first = seq;
     }
     st->last_seq = seq;
-    st->bytes += size;
-    st->cache_used += size;
+    st->bytes += m->size;
+    st->cache_used += m->size;
     rift_stream_retain(st, now);
     rift_stream_cache_trim(st);
     if (out != NULL) {
         out->sequence = seq;
         out->timestamp_ms = now;
+    }
+    return 0;
+}
+
+static int publish(rift_stream *st, const char *subject, size_t subject_len,
+                   const char *reply, size_t reply_len, const uint8_t *payload,
+                   size_t payload_len, rift_stored *out, bool blocking,
+                   rift_stream_done_cb cb, void *user_data, rift_error *err) {
+    pub_msg m = {.subject = subject,
+                 .subject_len = subject_len,
+                 .reply = reply,
+                 .reply_len = reply == NULL ? 0 : reply_len,
+                 .payload = payload,
+                 .payload_len = payload == NULL ? 0 : payload_len};
+    if (blocking && rift_writer_is_self(st)) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "blocking stream call from its own completion "
+                              "callback");
+    }
+    int rc = check_publish(st, &m, err);
+    if (rc != 0) {
+        return rc;
+    }
+    /* The checksum and the copy are made before the lock is taken, so
+     * concurrent publishers serialize only on the append itself. */
+    if (st->file) {
+        m.pcrc = rift_rec_prepare(m.head, subject, subject_len, m.reply,
+                                  m.reply_len, payload, m.payload_len);
+    }
+    rift_srec *r = rift_srec_new(st->mem, subject, subject_len, m.reply,
+                                 m.reply_len, payload, m.payload_len);
+    if (r == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+
+    rift_stream_revive_if_due(st);
+    pthread_mutex_lock(&st->lock);
+    rc = append_locked(st, &m, r, !blocking && cb != NULL, out, err);
+    if (rc != 0) {
+        pthread_mutex_unlock(&st->lock);
+        rift_srec_unref(st->mem, r);
+        return rc;
     }
     uint64_t wait = 0;
     rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
@@ -497,11 +537,6 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
     }
-    return rc;
-
-fail:
-    pthread_mutex_unlock(&st->lock);
-    rift_srec_unref(st->mem, r);
     return rc;
 }
 
