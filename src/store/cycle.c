@@ -147,13 +147,13 @@ static int write_snapshot(rift_stream *st, rift_stage *io, rift_error *err) {
     return 0;
 }
 
-int rift_cycle_write(rift_stream *st, rift_stage *io, rift_error *err) {
+/* Segment data in append order; the previous segment is synced before
+ * the next one gets a byte. *|created| tells whether a file was made. */
+static int write_segments(rift_stream *st, rift_stage *io, bool sync,
+                          bool *created, rift_error *err) {
     const rift_vfs *v = st->vfs;
-    bool sync = io->need_sync || io->full_sync;
-    bool created = false;
     rift_seg *prev = NULL;
     int rc;
-
     for (size_t i = 0; i < io->extents.len; i++) {
         rift_extent *e = rift_ring_at(&io->extents, i);
         rift_seg *s = e->seg;
@@ -180,7 +180,7 @@ int rift_cycle_write(rift_stream *st, rift_stage *io, rift_error *err) {
                 return io_fail(st, err, "create", s->path, fd);
             }
             atomic_store(&s->fd, fd);
-            created = true;
+            *created = true;
         }
         rc = write_all(st, fd, io->seg_data.data + e->pos, e->len, e->off,
                        s->path, err);
@@ -193,23 +193,27 @@ int rift_cycle_write(rift_stream *st, rift_stage *io, rift_error *err) {
         }
         prev = s;
     }
-    if (sync) {
-        if ((rc = sync_dirty(st, err)) != 0) {
-            return rc;
-        }
-    }
-    /* Unsynced streams create and unlink segments without syncing the
-     * directory; a checkpoint or close (|sync|) syncs it then, or the
-     * files it made durable could lose their names in a power cut. */
-    st->dir_dirty |= created;
+    return sync ? sync_dirty(st, err) : 0;
+}
+
+/* Unsynced streams create and unlink segments without syncing the
+ * directory; a checkpoint or close (|sync|) syncs it then, or the files
+ * it made durable could lose their names in a power cut. */
+static int sync_directory(rift_stream *st, bool sync, rift_error *err) {
     if (st->dir_dirty && (sync || st->cfg.sync_on_write)) {
-        if ((rc = rift_cycle_sync_fd(st, st->dir_fd, false, st->dir, err)) !=
-            0) {
+        int rc = rift_cycle_sync_fd(st, st->dir_fd, false, st->dir, err);
+        if (rc != 0) {
             return rc;
         }
         st->dir_dirty = false;
     }
+    return 0;
+}
 
+/* The state log: a snapshot replacing it, or the events appended. */
+static int write_state(rift_stream *st, rift_stage *io, bool sync,
+                       rift_error *err) {
+    int rc;
     if (io->has_snapshot) {
         if ((rc = write_snapshot(st, io, err)) != 0) {
             return rc;
@@ -225,13 +229,19 @@ int rift_cycle_write(rift_stream *st, rift_stage *io, rift_error *err) {
         st->state_dirty = true;
     }
     if (sync && st->state_dirty) {
-        if ((rc = rift_cycle_sync_fd(st, st->state_fd, true, RIFT_STATE_FILE,
-                                     err)) != 0) {
+        rc = rift_cycle_sync_fd(st, st->state_fd, true, RIFT_STATE_FILE, err);
+        if (rc != 0) {
             return rc;
         }
         st->state_dirty = false;
     }
+    return 0;
+}
 
+/* The segments retention emptied, last: the state written before no
+ * longer refers to them. */
+static int unlink_dead(rift_stream *st, rift_stage *io, rift_error *err) {
+    const rift_vfs *v = st->vfs;
     for (size_t i = 0; i < io->dead.len; i++) {
         rift_seg *s = *(rift_seg **)rift_ring_at(&io->dead, i);
         int fd = atomic_load(&s->fd);
@@ -239,20 +249,29 @@ int rift_cycle_write(rift_stream *st, rift_stage *io, rift_error *err) {
             v->close(v->user_data, fd);
             atomic_store(&s->fd, -1);
         }
-        rc = v->unlink(v->user_data, s->path);
+        int rc = v->unlink(v->user_data, s->path);
         if (rc != 0 && rc != -ENOENT) {
             return io_fail(st, err, "unlink", s->path, rc);
         }
     }
     st->dir_dirty |= io->dead.len > 0;
-    if (st->dir_dirty && (sync || st->cfg.sync_on_write)) {
-        if ((rc = rift_cycle_sync_fd(st, st->dir_fd, false, st->dir, err)) !=
-            0) {
-            return rc;
-        }
-        st->dir_dirty = false;
-    }
     return 0;
+}
+
+int rift_cycle_write(rift_stream *st, rift_stage *io, rift_error *err) {
+    bool sync = io->need_sync || io->full_sync;
+    bool created = false;
+    int rc;
+    if ((rc = write_segments(st, io, sync, &created, err)) != 0) {
+        return rc;
+    }
+    st->dir_dirty |= created;
+    if ((rc = sync_directory(st, sync, err)) != 0 ||
+        (rc = write_state(st, io, sync, err)) != 0 ||
+        (rc = unlink_dead(st, io, err)) != 0) {
+        return rc;
+    }
+    return sync_directory(st, sync, err);
 }
 
 /* Frees the segments of |io|'s dead list, which nothing else references:

@@ -216,23 +216,14 @@ static int copy_subjects(rift_stream *st, const rift_stream_settings *s) {
     return 0;
 }
 
-int rift_stream_open_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err) {
-    rift_stream_settings def;
-    if (settings == NULL) {
-        rift_stream_settings_default(&def);
-        settings = &def;
-    }
-    int rc = validate_settings(settings, err);
-    if (rc != 0) {
-        return rc;
-    }
+/* A new stream object in |mode|, empty, its locks and rings ready; NULL
+ * when out of memory. */
+static rift_stream *stream_new(const rift_stream_settings *settings,
+                               rift_open_mode mode, rift_store_report *report) {
     const rift_mem *mem = settings->mem;
     rift_stream *st = rift_calloc(mem, 1, sizeof(*st));
     if (st == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        return NULL;
     }
     st->cfg = *settings;
     st->cfg.subjects_count = 0;
@@ -280,45 +271,65 @@ int rift_stream_open_mode(rift_stream **pstream,
     rift_stage_init(&st->io, mem);
     rift_sbuf_init(&st->rbuf, mem);
 
+    return st;
+}
+
+/* The stream directory of a file stream: recovered into |st|, and in a
+ * normal open the writer started. */
+static int open_directory(rift_stream *st, const char *path, rift_error *err) {
+    st->file = true;
+    st->dir = rift_strndup(st->mem, path, strlen(path));
+    if (st->dir == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    /* A trailing slash would double in every file path. */
+    size_t dl = strlen(st->dir);
+    while (dl > 1 && st->dir[dl - 1] == '/') {
+        st->dir[--dl] = '\0';
+    }
+    st->cfg.storage_path = st->dir;
+    int rc = rift_recover(st, err);
+    if (rc != 0) {
+        return rc;
+    }
+    st->durable_seq = st->last_seq;
+    st->written_seq = st->last_seq;
+    st->state_good = st->state_size;
+    if (st->mode == RIFT_OPEN_NORMAL) {
+        return rift_writer_start(st, err);
+    }
+    return 0;
+}
+
+int rift_stream_open_mode(rift_stream **pstream,
+                          const rift_stream_settings *settings,
+                          rift_open_mode mode, rift_store_report *report,
+                          rift_error *err) {
+    rift_stream_settings def;
+    if (settings == NULL) {
+        rift_stream_settings_default(&def);
+        settings = &def;
+    }
+    int rc = validate_settings(settings, err);
+    if (rc != 0) {
+        return rc;
+    }
+    rift_stream *st = stream_new(settings, mode, report);
+    if (st == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
     if (copy_subjects(st, settings) != 0) {
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
+    } else if (settings->storage_path != NULL) {
+        rc = open_directory(st, settings->storage_path, err);
     }
-    if (settings->storage_path != NULL) {
-        st->file = true;
-        st->dir = rift_strndup(mem, settings->storage_path,
-                               strlen(settings->storage_path));
-        if (st->dir == NULL) {
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        /* A trailing slash would double in every file path. */
-        size_t dl = strlen(st->dir);
-        while (dl > 1 && st->dir[dl - 1] == '/') {
-            st->dir[--dl] = '\0';
-        }
-        st->cfg.storage_path = st->dir;
-        rc = rift_recover(st, err);
-        if (rc != 0) {
-            goto fail;
-        }
-        st->durable_seq = st->last_seq;
-        st->written_seq = st->last_seq;
-        st->state_good = st->state_size;
-        if (mode == RIFT_OPEN_NORMAL) {
-            rc = rift_writer_start(st, err);
-            if (rc != 0) {
-                goto fail;
-            }
-        }
+    if (rc != 0) {
+        shut(st);
+        rift_stream_unref(st);
+        return rc;
     }
     *pstream = st;
     return 0;
-
-fail:
-    shut(st);
-    rift_stream_unref(st);
-    return rc;
 }
 
 int rift_stream_open(rift_stream **pstream,

@@ -478,6 +478,48 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
 
 /* ---- The thread ---- */
 
+/* After the writes of generation |gen| (|rc|, started at |t0|, taking
+ * |dt|): hands a
+ * publish-only stage's sync to a helper (or syncs here), then marks the
+ * generation durable or poisons the stream. Under lock (released around
+ * an inline sync). */
+static void settle_cycle(rift_stream *st, rift_stage *io, uint64_t gen,
+                         rift_seg *simple, bool poisoned, int rc, uint64_t t0,
+                         uint64_t dt, rift_error *cerr) {
+    if (!poisoned && rc == 0) {
+        rift_cycle_mark_flushed(st, io);
+        bool settled_here = true;
+        if (simple != NULL) {
+            if (dispatch(st, gen, simple, io->last_seq)) {
+                settled_here = false;
+            } else {
+                /* No helper could start (and so none is busy): sync
+                 * here. */
+                pthread_mutex_unlock(&st->lock);
+                rc = rift_cycle_sync_fd(st, atomic_load(&simple->fd), true,
+                                        simple->path, cerr);
+                dt = rift_now_ns() - t0;
+                pthread_mutex_lock(&st->lock);
+            }
+        }
+        if (rc != 0) {
+            set_poison(st, rc, gen, cerr);
+        } else if (settled_here) {
+            st->last_sync_ns = dt;
+            if ((io->need_sync || io->full_sync) &&
+                io->last_seq > st->durable_seq) {
+                st->durable_seq = io->last_seq;
+            }
+            st->durable_gen = gen;
+            st->state_good = st->state_size;
+            st->backoff_ms = 0;
+        }
+        rift_stream_cache_trim(st);
+    } else if (!poisoned) {
+        set_poison(st, rc, gen, cerr);
+    }
+}
+
 static void *writer_main(void *arg) {
     rift_stream *st = arg;
     tls_writer = st;
@@ -519,38 +561,7 @@ static void *writer_main(void *arg) {
         uint64_t dt = rift_now_ns() - t0;
 
         pthread_mutex_lock(&st->lock);
-        if (!poisoned && rc == 0) {
-            rift_cycle_mark_flushed(st, io);
-            bool settled_here = true;
-            if (simple != NULL) {
-                if (dispatch(st, gen, simple, io->last_seq)) {
-                    settled_here = false;
-                } else {
-                    /* No helper could start (and so none is busy): sync
-                     * here. */
-                    pthread_mutex_unlock(&st->lock);
-                    rc = rift_cycle_sync_fd(st, atomic_load(&simple->fd), true,
-                                            simple->path, &cerr);
-                    dt = rift_now_ns() - t0;
-                    pthread_mutex_lock(&st->lock);
-                }
-            }
-            if (rc != 0) {
-                set_poison(st, rc, gen, &cerr);
-            } else if (settled_here) {
-                st->last_sync_ns = dt;
-                if ((io->need_sync || io->full_sync) &&
-                    io->last_seq > st->durable_seq) {
-                    st->durable_seq = io->last_seq;
-                }
-                st->durable_gen = gen;
-                st->state_good = st->state_size;
-                st->backoff_ms = 0;
-            }
-            rift_stream_cache_trim(st);
-        } else if (!poisoned) {
-            set_poison(st, rc, gen, &cerr);
-        }
+        settle_cycle(st, io, gen, simple, poisoned, rc, t0, dt, &cerr);
         /* Callbacks this cycle settles run unlocked. */
         collect(st, &st->wfire);
         rift_error perr = st->poison_err;
