@@ -190,6 +190,74 @@ static int write_fresh_state(rift_stream *st, int fd, const char *path,
     return 0;
 }
 
+/* A state log without a valid header: empty or torn at creation (made
+ * fresh), or corrupt (refused, except by a repair, which starts it
+ * afresh). */
+static int recover_bad_header(rift_stream *st, int fd, const char *path,
+                              size_t len, rift_error *err) {
+    bool fresh = len < RIFT_STATE_HEADER;
+    if (!fresh && st->mode != RIFT_OPEN_REPAIR) {
+        return rift_recover_corrupt(err, "invalid state log header", path, 0);
+    }
+    if (len > 0) {
+        rift_recover_note_torn(st, path, 0);
+    }
+    if (!rift_recover_writable(st)) {
+        return 0;
+    }
+    rift_recover_note_cut(st, len);
+    int rc = write_fresh_state(st, fd, path, err);
+    /* A new log's entry is synced on unsynced streams too (once per
+     * stream): later syncs of the log do not cover it. */
+    if (rc == 0 && len == 0) {
+        rc = sync_parent(st, path, err);
+    }
+    return rc;
+}
+
+/* Applies the events of the log in |b| in order; a torn tail (or, in a
+ * repair, the first bad event) is cut, and |b| ends where the log now
+ * ends. */
+static int replay_events(rift_stream *st, int fd, const char *path,
+                         rift_sbuf *b, rift_error *err) {
+    size_t pos = RIFT_STATE_HEADER;
+    while (pos < b->len) {
+        uint32_t len = 0;
+        const char *why = NULL;
+        int fc = rift_ev_frame_check(b->data + pos, b->len - pos, &len, &why);
+        if (fc == 0) {
+            int ac = rift_consumer_apply_event(
+                st, b->data + pos + RIFT_EV_FRAME, len - RIFT_EV_FRAME, &why);
+            if (ac == -2) {
+                return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            }
+            if (ac == 0) {
+                pos += len;
+                if (st->report != NULL) {
+                    st->report->state_events++;
+                }
+                continue;
+            }
+            fc = -1;
+        }
+        if (fc < 0 && st->mode != RIFT_OPEN_REPAIR) {
+            return rift_recover_corrupt(err, why, path, pos);
+        }
+        /* Torn tail, or corruption being repaired: cut here. */
+        rift_recover_note_torn(st, path, pos);
+        if (rift_recover_writable(st)) {
+            rift_recover_note_cut(st, b->len - pos);
+            int rc = rift_recover_truncate(st, fd, path, pos, err);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        b->len = pos;
+        break;
+    }
+    return 0;
+}
+
 static int recover_state(rift_stream *st, bool tmp_left, rift_error *err) {
     const rift_vfs *v = st->vfs;
     char *path = rift_recover_join(st, RIFT_STATE_FILE);
@@ -220,63 +288,12 @@ static int recover_state(rift_stream *st, bool tmp_left, rift_error *err) {
         goto out;
     }
     if (b.len < RIFT_STATE_HEADER || rift_state_header_decode(b.data) != 0) {
-        bool fresh = b.len < RIFT_STATE_HEADER;
-        if (!fresh && st->mode != RIFT_OPEN_REPAIR) {
-            rc = rift_recover_corrupt(err, "invalid state log header", path, 0);
-            goto out;
-        }
-        if (b.len > 0) {
-            rift_recover_note_torn(st, path, 0);
-        }
-        if (rift_recover_writable(st)) {
-            rift_recover_note_cut(st, b.len);
-            rc = write_fresh_state(st, fd, path, err);
-            /* A new log's entry is synced on unsynced streams too (once
-             * per stream): later syncs of the log do not cover it. */
-            if (rc == 0 && b.len == 0) {
-                rc = sync_parent(st, path, err);
-            }
-        }
+        rc = recover_bad_header(st, fd, path, b.len, err);
         goto out;
     }
-    size_t pos = RIFT_STATE_HEADER;
-    while (pos < b.len) {
-        uint32_t len = 0;
-        const char *why = NULL;
-        int fc = rift_ev_frame_check(b.data + pos, b.len - pos, &len, &why);
-        if (fc == 0) {
-            int ac = rift_consumer_apply_event(st, b.data + pos + RIFT_EV_FRAME,
-                                               len - RIFT_EV_FRAME, &why);
-            if (ac == -2) {
-                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-                goto out;
-            }
-            if (ac == 0) {
-                pos += len;
-                if (st->report != NULL) {
-                    st->report->state_events++;
-                }
-                continue;
-            }
-            fc = -1;
-        }
-        if (fc < 0 && st->mode != RIFT_OPEN_REPAIR) {
-            rc = rift_recover_corrupt(err, why, path, pos);
-            goto out;
-        }
-        /* Torn tail, or corruption being repaired: cut here. */
-        rift_recover_note_torn(st, path, pos);
-        if (rift_recover_writable(st)) {
-            rift_recover_note_cut(st, b.len - pos);
-            rc = rift_recover_truncate(st, fd, path, pos, err);
-            if (rc != 0) {
-                goto out;
-            }
-        }
-        b.len = pos;
-        break;
+    if ((rc = replay_events(st, fd, path, &b, err)) == 0) {
+        st->state_size = b.len;
     }
-    st->state_size = b.len;
 out:
     st->state_bytes = st->state_size;
     st->snapshot_bytes = st->state_size;
@@ -437,7 +454,8 @@ static int sync_deletions(rift_stream *st, rift_error *err) {
     return 0;
 }
 
-int rift_recover(rift_stream *st, rift_error *err) {
+/* Makes sure the directory exists (a verify only looks) and locks it. */
+static int open_dir(rift_stream *st, rift_error *err) {
     const rift_vfs *v = st->vfs;
     int rc;
     if (st->mode == RIFT_OPEN_VERIFY) {
@@ -453,49 +471,44 @@ int rift_recover(rift_stream *st, rift_error *err) {
     if (st->lock_fd < 0 && (rc = lock_dir(st, err)) != 0) {
         return rc;
     }
-    dir_list l = {.st = st};
-    int lr = v->list(v->user_data, st->dir, list_entry, &l);
-    if (l.rc != 0 || lr < 0) {
-        rift_free(st->mem, l.bases);
-        return l.rc != 0 ? rift_error_set(err, RIFT_ERR_NOMEM, "out of memory")
-                         : rift_recover_io_error(err, "list", st->dir, lr);
-    }
-    if (l.n > 1) {
-        qsort(l.bases, l.n, sizeof(uint64_t), cmp_u64);
-    }
+    return 0;
+}
 
-    rc = recover_state(st, l.tmp_state, err);
-    if (rc == 0) {
-        rc = rift_recover_segments(st, l.bases, l.n, err);
+/* The segment bases in the directory, ascending, into |l|. */
+static int list_dir(rift_stream *st, dir_list *l, rift_error *err) {
+    const rift_vfs *v = st->vfs;
+    int lr = v->list(v->user_data, st->dir, list_entry, l);
+    if (l->rc != 0 || lr < 0) {
+        rift_free(st->mem, l->bases);
+        l->bases = NULL;
+        return l->rc != 0 ? rift_error_set(err, RIFT_ERR_NOMEM, "out of memory")
+                          : rift_recover_io_error(err, "list", st->dir, lr);
     }
-    rift_free(st->mem, l.bases);
-    if (rc != 0) {
-        return rc;
+    if (l->n > 1) {
+        qsort(l->bases, l->n, sizeof(uint64_t), cmp_u64);
     }
+    return 0;
+}
 
-    rc = sync_deletions(st, err);
-    if (rc == 0) {
-        rc = settle_range(st, err);
+static void report_range(rift_stream *st) {
+    rift_store_report *r = st->report;
+    if (r == NULL) {
+        return;
     }
-    if (rc != 0) {
-        return rc;
+    uint64_t newest = rift_stream_newest(st);
+    r->segments = st->segs.len;
+    r->records = st->ents.len;
+    r->first_sequence = st->first_seq;
+    r->last_sequence = newest ? newest : st->first_seq - 1;
+    r->next_sequence = st->last_seq + 1;
+    for (size_t i = 0; i < st->segs.len; i++) {
+        r->segment_bytes += (*(rift_seg **)rift_ring_at(&st->segs, i))->size;
     }
-    st->cache_first = st->last_seq + 1;
-    if (st->report != NULL) {
-        uint64_t newest = rift_stream_newest(st);
-        st->report->segments = st->segs.len;
-        st->report->records = st->ents.len;
-        st->report->first_sequence = st->first_seq;
-        st->report->last_sequence = newest ? newest : st->first_seq - 1;
-        st->report->next_sequence = st->last_seq + 1;
-        for (size_t i = 0; i < st->segs.len; i++) {
-            st->report->segment_bytes +=
-                (*(rift_seg **)rift_ring_at(&st->segs, i))->size;
-        }
-    }
-    if (st->mode == RIFT_OPEN_NORMAL) {
-        rift_stream_retain(st, rift_stream_now(st));
-    }
+}
+
+/* Fits each consumer to the recovered range: pending entries outside it
+ * or in a hole go, the rest are eligible at once, the cursor is in it. */
+static void fit_consumers(rift_stream *st) {
     for (size_t i = 0; i < st->ncons; i++) {
         rift_consumer *c = st->cons[i];
         rift_pend_trim_below(c, st->first_seq);
@@ -513,6 +526,48 @@ int rift_recover(rift_stream *st, rift_error *err) {
             c->next_seq = st->first_seq;
         }
     }
+}
+
+/* Segments retention emptied while the stream was closed. */
+static int unlink_emptied(rift_stream *st, rift_error *err) {
+    const rift_vfs *v = st->vfs;
+    while (st->segs.len > 1) {
+        rift_seg *s = *(rift_seg **)rift_ring_at(&st->segs, 0);
+        if (s->end > st->first_seq) {
+            break;
+        }
+        v->unlink(v->user_data, s->path);
+        st->dir_dirty = true;
+        rift_recover_close_seg(st, s);
+        rift_ring_pop_front(&st->segs);
+    }
+    return sync_deletions(st, err);
+}
+
+int rift_recover(rift_stream *st, rift_error *err) {
+    int rc;
+    dir_list l = {.st = st};
+    if ((rc = open_dir(st, err)) != 0 || (rc = list_dir(st, &l, err)) != 0) {
+        return rc;
+    }
+    rc = recover_state(st, l.tmp_state, err);
+    if (rc == 0) {
+        rc = rift_recover_segments(st, l.bases, l.n, err);
+    }
+    rift_free(st->mem, l.bases);
+    if (rc != 0) {
+        return rc;
+    }
+    if ((rc = sync_deletions(st, err)) != 0 ||
+        (rc = settle_range(st, err)) != 0) {
+        return rc;
+    }
+    st->cache_first = st->last_seq + 1;
+    report_range(st);
+    if (st->mode == RIFT_OPEN_NORMAL) {
+        rift_stream_retain(st, rift_stream_now(st));
+    }
+    fit_consumers(st);
     if (st->report != NULL) {
         st->report->consumers = st->ncons;
     }
@@ -521,21 +576,5 @@ int rift_recover(rift_stream *st, rift_error *err) {
                               "stream storage: stored consumers exceed "
                               "configured limit");
     }
-    if (rift_recover_writable(st)) {
-        /* Segments retention emptied while the stream was closed. */
-        while (st->segs.len > 1) {
-            rift_seg *s = *(rift_seg **)rift_ring_at(&st->segs, 0);
-            if (s->end > st->first_seq) {
-                break;
-            }
-            v->unlink(v->user_data, s->path);
-            st->dir_dirty = true;
-            rift_recover_close_seg(st, s);
-            rift_ring_pop_front(&st->segs);
-        }
-        if ((rc = sync_deletions(st, err)) != 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return rift_recover_writable(st) ? unlink_emptied(st, err) : 0;
 }
