@@ -106,6 +106,59 @@ static bool filter_reaches_stream(const rift_stream *st,
     return false;
 }
 
+/* Creates the consumer |name| (absent) with |nc| and journals its
+ * creation. Under lock; nothing changes on failure. */
+static int create_locked(rift_stream *st, const char *name, size_t name_len,
+                         const rift_consumer_norm *nc, rift_consumer **out,
+                         rift_error *err) {
+    if (!filter_reaches_stream(st, nc)) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_CONFIG,
+            "invalid messaging configuration: consumer filter "
+            "matches none of the stream's subjects");
+    }
+    if (st->ncons >= st->cfg.max_consumers) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_CONFIG,
+            "invalid messaging configuration: stream consumer "
+            "limit reached");
+    }
+    rift_consumer *c =
+        rift_consumer_alloc(st, name, name_len, nc->filter, nc->filter_len);
+    if (c == NULL || rift_consumer_table_reserve(st) != 0) {
+        if (c != NULL) {
+            rift_consumer_unref_locked(c);
+        }
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    uint64_t now = rift_stream_now(st);
+    rift_stream_retain(st, now);
+    c->id = st->next_cid;
+    c->ack_wait_ms = nc->ack_wait_ms;
+    c->max_ack_pending = nc->max_ack_pending;
+    c->start_mode = nc->mode;
+    c->start_arg = nc->arg;
+    c->start_seq = resolve_start(st, nc, now);
+    c->next_seq = c->start_seq;
+    c->created_gen = st->fill_gen;
+    size_t before = 0;
+    if (st->file) {
+        rift_sbuf *b = rift_stage_state_buf(st);
+        before = b->len;
+        if (rift_consumer_encode_new(c, b) != 0) {
+            rift_consumer_unref_locked(c);
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+    }
+    st->next_cid++;
+    rift_consumer_insert(st, c); /* cannot fail: reserved above */
+    if (st->file) {
+        rift_stage_state_done(st, before);
+    }
+    *out = c;
+    return 0;
+}
+
 static int consumer_open(rift_stream *st, const char *name, size_t name_len,
                          const rift_consumer_config *config,
                          rift_consumer **pconsumer, bool blocking,
@@ -144,50 +197,9 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
                                        blocking, &wait, err);
         goto out;
     }
-    if (!filter_reaches_stream(st, &nc)) {
-        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                            "invalid messaging configuration: consumer filter "
-                            "matches none of the stream's subjects");
+    rc = create_locked(st, name, name_len, &nc, &c, err);
+    if (rc != 0) {
         goto out;
-    }
-    if (st->ncons >= st->cfg.max_consumers) {
-        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                            "invalid messaging configuration: stream consumer "
-                            "limit reached");
-        goto out;
-    }
-    c = rift_consumer_alloc(st, name, name_len, nc.filter, nc.filter_len);
-    if (c == NULL || rift_consumer_table_reserve(st) != 0) {
-        if (c != NULL) {
-            rift_consumer_unref_locked(c);
-        }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    uint64_t now = rift_stream_now(st);
-    rift_stream_retain(st, now);
-    c->id = st->next_cid;
-    c->ack_wait_ms = nc.ack_wait_ms;
-    c->max_ack_pending = nc.max_ack_pending;
-    c->start_mode = nc.mode;
-    c->start_arg = nc.arg;
-    c->start_seq = resolve_start(st, &nc, now);
-    c->next_seq = c->start_seq;
-    c->created_gen = st->fill_gen;
-    size_t before = 0;
-    if (st->file) {
-        rift_sbuf *b = rift_stage_state_buf(st);
-        before = b->len;
-        if (rift_consumer_encode_new(c, b) != 0) {
-            rift_consumer_unref_locked(c);
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-    }
-    st->next_cid++;
-    rift_consumer_insert(st, c); /* cannot fail: reserved above */
-    if (st->file) {
-        rift_stage_state_done(st, before);
     }
     *pconsumer = take_handle(c);
     rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
