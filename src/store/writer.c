@@ -14,6 +14,8 @@
  * sync for new files, then the state log (or a snapshot replacing it) and
  * its fdatasync, then unlinks of segments retention emptied. State that
  * refers to a record is therefore never durable before the record.
+ * cycle.c does the writes in that order (rift_cycle_write); this file
+ * decides when a cycle runs and what it settles.
  *
  * Unsynced streams (sync_on_write false) skip the syncs but still
  * acknowledge a mutation only once its bytes were written (pwrite): the
