@@ -14,7 +14,7 @@
 #include "common/common.h"
 #include "store/crc32c.h"
 #include "store/format.h"
-#include "store/store.h"
+#include "store/offline.h"
 #include "store/vfs.h"
 
 #include <dirent.h>

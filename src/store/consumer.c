@@ -1,47 +1,23 @@
 /*
- * consumer.c — durable pull consumers (store layer): the consumer table,
- * open/get/delete, fetch with ack-wait redelivery, ack, and the state
- * events that make them durable (encoding, and applying them on
- * recovery). Semantics: docs/protocol-v1.md §4.7.
+ * consumer.c — durable pull consumers (store layer): open, get and
+ * delete, fetch with ack-wait redelivery, ack, info. The top of the store
+ * with stream.c: the table, the pending sets and their state events are
+ * consumer_state.c; records come from retained.c; mutations are staged
+ * (stage.c) and committed through the writer (writer.c). Semantics:
+ * docs/protocol-v1.md §4.7.
  */
-#include "store/store.h"
+#include "store/consumer_state.h"
+#include "store/reopen.h"
+#include "store/retained.h"
+#include "store/stage.h"
+#include "store/stream_open.h"
+#include "store/writer.h"
 #include "subject/acl.h"
 #include "subject/subject.h"
 
 #include <string.h>
 
-#define MAX_NAME        128u
-#define MAX_ACK_PENDING 65536u
-#define MAX_BATCH       65536u
-#define START_MODE_MAX  RIFT_START_TIME_DELTA
-
-void rift_consumer_config_default(rift_consumer_config *c) {
-    memset(c, 0, sizeof(*c));
-    c->filter = NULL;
-    c->filter_len = 0;
-    c->start_sequence = 1;
-    c->ack_wait_ms = 30000;
-    c->max_ack_pending = 128;
-    c->start = RIFT_START_SEQUENCE;
-    c->start_time_ms = 0;
-}
-
-/* ---- Validation ---- */
-
-bool rift_consumer_name_valid(const char *name, size_t len) {
-    if (name == NULL || len == 0 || len > MAX_NAME ||
-        !rift_utf8_valid((const uint8_t *)name, len)) {
-        return false;
-    }
-    size_t pos = 0;
-    while (pos < len) {
-        uint32_t cp = rift_utf8_next((const uint8_t *)name, len, &pos);
-        if (rift_char_is_space_or_control(cp)) {
-            return false;
-        }
-    }
-    return true;
-}
+/* ---- Checks ---- */
 
 static int invalid_consumer(rift_error *err) {
     return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
@@ -49,583 +25,13 @@ static int invalid_consumer(rift_error *err) {
                           "name or limits");
 }
 
-/* The stored form of a configuration: filter defaulted, the start
- * argument kept only where the mode has one. */
-typedef struct norm_config {
-    const char *filter;
-    size_t filter_len;
-    uint64_t ack_wait_ms;
-    uint32_t max_ack_pending;
-    uint8_t mode;
-    uint64_t arg;
-} norm_config;
-
-static bool normalize(const rift_consumer_config *in, norm_config *out) {
-    rift_consumer_config def;
-    if (in == NULL) {
-        rift_consumer_config_default(&def);
-        in = &def;
-    }
-    out->filter = in->filter;
-    out->filter_len = in->filter_len;
-    if (out->filter == NULL || out->filter_len == 0) {
-        out->filter = ">";
-        out->filter_len = 1;
-    }
-    out->ack_wait_ms = in->ack_wait_ms;
-    out->max_ack_pending = in->max_ack_pending;
-    if ((unsigned)in->start > START_MODE_MAX) {
-        return false;
-    }
-    out->mode = (uint8_t)in->start;
-    switch (in->start) {
-    case RIFT_START_SEQUENCE:
-        out->arg = in->start_sequence;
-        break;
-    case RIFT_START_TIME:
-    case RIFT_START_TIME_DELTA:
-        out->arg = in->start_time_ms;
-        break;
-    default:
-        out->arg = 0;
-        break;
-    }
-    return out->ack_wait_ms > 0 && out->max_ack_pending >= 1 &&
-           out->max_ack_pending <= MAX_ACK_PENDING &&
-           (out->mode != RIFT_START_SEQUENCE || out->arg >= 1) &&
-           rift_subject_valid(out->filter, out->filter_len, true,
-                              RIFT_MAX_SUBJECT_BYTES);
-}
-
-static bool same_config(const rift_consumer *c, const norm_config *n) {
+static bool same_config(const rift_consumer *c, const rift_consumer_norm *n) {
     return c->filter_len == n->filter_len &&
            memcmp(c->filter, n->filter, n->filter_len) == 0 &&
            c->ack_wait_ms == n->ack_wait_ms &&
            c->max_ack_pending == n->max_ack_pending &&
            c->start_mode == n->mode && c->start_arg == n->arg;
 }
-
-/* ---- The table (sorted by name, bytewise) ---- */
-
-static int name_cmp(const char *a, size_t alen, const char *b, size_t blen) {
-    int r = memcmp(a, b, RIFT_MIN(alen, blen));
-    if (r != 0) {
-        return r;
-    }
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
-
-static size_t lower_bound(rift_stream *st, const char *name, size_t len) {
-    size_t lo = 0, hi = st->ncons;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        rift_consumer *c = st->cons[mid];
-        if (name_cmp(c->name, c->name_len, name, len) < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-rift_consumer *rift_consumer_find(rift_stream *st, const char *name,
-                                  size_t len) {
-    size_t i = lower_bound(st, name, len);
-    if (i < st->ncons &&
-        name_cmp(st->cons[i]->name, st->cons[i]->name_len, name, len) == 0) {
-        return st->cons[i];
-    }
-    return NULL;
-}
-
-rift_consumer *rift_consumer_by_id(rift_stream *st, uint32_t id) {
-    for (size_t i = 0; i < st->ncons; i++) {
-        if (st->cons[i]->id == id) {
-            return st->cons[i];
-        }
-    }
-    return NULL;
-}
-
-static int table_reserve(rift_stream *st) {
-    if (st->ncons < st->cons_cap) {
-        return 0;
-    }
-    size_t ncap = st->cons_cap ? st->cons_cap * 2 : 8;
-    rift_consumer **n =
-        rift_realloc(st->mem, st->cons, ncap * sizeof(rift_consumer *));
-    if (n == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    st->cons = n;
-    st->cons_cap = ncap;
-    return 0;
-}
-
-int rift_consumer_insert(rift_stream *st, rift_consumer *c) {
-    if (table_reserve(st) != 0) {
-        return RIFT_ERR_NOMEM;
-    }
-    size_t i = lower_bound(st, c->name, c->name_len);
-    memmove(&st->cons[i + 1], &st->cons[i],
-            (st->ncons - i) * sizeof(rift_consumer *));
-    st->cons[i] = c;
-    st->ncons++;
-    return 0;
-}
-
-void rift_consumer_remove(rift_stream *st, rift_consumer *c) {
-    size_t i = lower_bound(st, c->name, c->name_len);
-    if (i < st->ncons && st->cons[i] == c) {
-        memmove(&st->cons[i], &st->cons[i + 1],
-                (st->ncons - i - 1) * sizeof(rift_consumer *));
-        st->ncons--;
-    }
-}
-
-rift_consumer *rift_consumer_alloc(rift_stream *st, const char *name,
-                                   size_t name_len, const char *filter,
-                                   size_t filter_len) {
-    rift_consumer *c = rift_calloc(st->mem, 1, sizeof(*c));
-    if (c == NULL) {
-        return NULL;
-    }
-    c->name = rift_strndup(st->mem, name, name_len);
-    c->filter = rift_strndup(st->mem, filter, filter_len);
-    if (c->name == NULL || c->filter == NULL) {
-        rift_free(st->mem, c->name);
-        rift_free(st->mem, c->filter);
-        rift_free(st->mem, c);
-        return NULL;
-    }
-    c->st = st;
-    c->refs = 1;
-    c->name_len = name_len;
-    c->filter_len = filter_len;
-    rift_ring_init(&c->pending, sizeof(rift_pend), st->mem);
-    return c;
-}
-
-void rift_consumer_unref_locked(rift_consumer *c) {
-    if (--c->refs > 0) {
-        return;
-    }
-    const rift_mem *mem = c->st->mem;
-    rift_ring_free(&c->pending);
-    rift_free(mem, c->name);
-    rift_free(mem, c->filter);
-    rift_free(mem, c);
-}
-
-/* ---- Pending set ---- */
-
-static rift_pend *pend_at(rift_consumer *c, size_t i) {
-    return rift_ring_at(&c->pending, i);
-}
-
-/* Index of the first entry with seq >= |seq|. */
-static size_t pend_lower(rift_consumer *c, uint64_t seq) {
-    size_t lo = 0, hi = c->pending.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pend_at(c, mid)->seq < seq) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-rift_pend *rift_pend_find(rift_consumer *c, uint64_t seq) {
-    size_t i = pend_lower(c, seq);
-    if (i < c->pending.len) {
-        rift_pend *p = pend_at(c, i);
-        if (p->seq == seq && p->live) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-int rift_pend_upsert(rift_consumer *c, uint64_t seq, uint64_t delivered_at,
-                     uint32_t attempts) {
-    size_t i = pend_lower(c, seq);
-    if (i < c->pending.len && pend_at(c, i)->seq == seq) {
-        rift_pend *p = pend_at(c, i);
-        if (!p->live) {
-            p->live = 1;
-            c->live++;
-        }
-        p->delivered_at = delivered_at;
-        p->attempts = attempts;
-        return 0;
-    }
-    if (rift_ring_push(&c->pending) == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    /* Shift the tail up by one; only recovery inserts below the end. */
-    for (size_t k = c->pending.len - 1; k > i; k--) {
-        *pend_at(c, k) = *pend_at(c, k - 1);
-    }
-    rift_pend *p = pend_at(c, i);
-    p->seq = seq;
-    p->delivered_at = delivered_at;
-    p->attempts = attempts;
-    p->live = 1;
-    c->live++;
-    return 0;
-}
-
-static void pend_compact(rift_consumer *c) {
-    size_t j = 0;
-    for (size_t i = 0; i < c->pending.len; i++) {
-        rift_pend *p = pend_at(c, i);
-        if (p->live) {
-            if (i != j) {
-                *pend_at(c, j) = *p;
-            }
-            j++;
-        }
-    }
-    c->pending.len = j;
-}
-
-static void pend_tidy(rift_consumer *c) {
-    while (c->pending.len > 0 && !pend_at(c, 0)->live) {
-        rift_ring_pop_front(&c->pending);
-    }
-    while (c->pending.len > 0 && !pend_at(c, c->pending.len - 1)->live) {
-        rift_ring_pop_back(&c->pending);
-    }
-    size_t dead = c->pending.len - c->live;
-    if (dead > 64 && dead > c->live) {
-        pend_compact(c);
-    }
-}
-
-void rift_pend_drop(rift_consumer *c, rift_pend *p) {
-    p->live = 0;
-    c->live--;
-    pend_tidy(c);
-}
-
-void rift_pend_trim_below(rift_consumer *c, uint64_t first) {
-    while (c->pending.len > 0 && pend_at(c, 0)->seq < first) {
-        if (pend_at(c, 0)->live) {
-            c->live--;
-        }
-        rift_ring_pop_front(&c->pending);
-    }
-    pend_tidy(c);
-}
-
-void rift_pend_drop_range(rift_consumer *c, uint64_t from, uint64_t to) {
-    for (size_t i = pend_lower(c, from); i < c->pending.len; i++) {
-        rift_pend *p = pend_at(c, i);
-        if (p->seq >= to) {
-            break;
-        }
-        if (p->live) {
-            p->live = 0;
-            c->live--;
-        }
-    }
-    pend_tidy(c);
-}
-
-void rift_pend_trim_above(rift_consumer *c, uint64_t last) {
-    while (c->pending.len > 0 && pend_at(c, c->pending.len - 1)->seq > last) {
-        if (pend_at(c, c->pending.len - 1)->live) {
-            c->live--;
-        }
-        rift_ring_pop_back(&c->pending);
-    }
-    pend_tidy(c);
-}
-
-/*
- * Retention trims pending deliveries in memory only (nothing is journaled
- * for it), so replaying the FETCH events of a lagging consumer brings back
- * deliveries that were evicted long ago. A live consumer never holds more
- * than max_ack_pending, and what retention trimmed always sits below what
- * it kept: the entries beyond max_ack_pending, lowest first, are exactly
- * such evicted ones. Dropping them keeps replay's memory bounded; recovery
- * later trims the rest below the first retained sequence, which gives the
- * live state back (docs/storage-format.md, "Recovery").
- */
-static void pend_cap_replayed(rift_consumer *c) {
-    while (c->live > c->max_ack_pending && c->pending.len > 0) {
-        if (pend_at(c, 0)->live) {
-            c->live--;
-        }
-        rift_ring_pop_front(&c->pending);
-    }
-    pend_tidy(c);
-}
-
-/* ---- State events ---- */
-
-static int encode_consumer(const rift_consumer *c, rift_sbuf *b,
-                           bool with_pending) {
-    size_t before = b->len;
-    int64_t start = rift_ev_begin(b, RIFT_EV_CONSUMER);
-    int rc = start < 0 ? RIFT_ERR_NOMEM : 0;
-    if (rc == 0) {
-        rc = rift_ev_put_u32(b, c->id);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_str(b, c->name, c->name_len);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_str(b, c->filter, c->filter_len);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_u64(b, c->ack_wait_ms);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_u32(b, c->max_ack_pending);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_u8(b, c->start_mode);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_u64(b, c->start_arg);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_u64(b, c->start_seq);
-    }
-    if (rc == 0) {
-        rc = rift_ev_put_u64(b, c->next_seq);
-    }
-    size_t n = with_pending ? c->live : 0;
-    if (rc == 0) {
-        rc = rift_ev_put_u32(b, (uint32_t)n);
-    }
-    if (rc == 0 && n > 0) {
-        uint8_t *p = rift_sbuf_grow(b, n * 20);
-        if (p == NULL) {
-            rc = RIFT_ERR_NOMEM;
-        }
-        for (size_t i = 0; rc == 0 && i < c->pending.len; i++) {
-            const rift_pend *e = rift_ring_at(&c->pending, i);
-            if (e->live) {
-                rift_put_u64(p, e->seq);
-                rift_put_u64(p + 8, e->delivered_at);
-                rift_put_u32(p + 16, e->attempts);
-                p += 20;
-            }
-        }
-    }
-    if (rc != 0) {
-        b->len = before;
-        return RIFT_ERR_NOMEM;
-    }
-    rift_ev_finish(b, start);
-    return 0;
-}
-
-int rift_consumer_encode(const rift_consumer *c, rift_sbuf *b) {
-    return encode_consumer(c, b, true);
-}
-
-static int apply_consumer(rift_stream *st, rift_ev_reader *r,
-                          const char **why) {
-    uint32_t id = rift_ev_get_u32(r);
-    size_t nlen, flen;
-    const char *name = rift_ev_get_str(r, &nlen);
-    const char *filter = rift_ev_get_str(r, &flen);
-    uint64_t ack_wait = rift_ev_get_u64(r);
-    uint32_t map = rift_ev_get_u32(r);
-    uint8_t mode = rift_ev_get_u8(r);
-    uint64_t arg = rift_ev_get_u64(r);
-    uint64_t start_seq = rift_ev_get_u64(r);
-    uint64_t next_seq = rift_ev_get_u64(r);
-    uint32_t n = rift_ev_get_u32(r);
-    if (r->bad) {
-        *why = "truncated state event";
-        return -1;
-    }
-    if (n > MAX_ACK_PENDING) {
-        *why = "pending delivery limit exceeded";
-        return -1;
-    }
-    rift_consumer_config cfg;
-    rift_consumer_config_default(&cfg);
-    cfg.filter = filter;
-    cfg.filter_len = flen;
-    cfg.ack_wait_ms = ack_wait;
-    cfg.max_ack_pending = map;
-    cfg.start = (rift_consumer_start)mode;
-    cfg.start_sequence = arg;
-    cfg.start_time_ms = arg;
-    norm_config nc;
-    if (!rift_consumer_name_valid(name, nlen) || flen == 0 ||
-        mode > START_MODE_MAX || !normalize(&cfg, &nc)) {
-        *why = "invalid stored consumer";
-        return -1;
-    }
-    if (rift_consumer_by_id(st, id) != NULL ||
-        rift_consumer_find(st, name, nlen) != NULL) {
-        *why = "duplicate stored consumer";
-        return -1;
-    }
-    rift_consumer *c = rift_consumer_alloc(st, name, nlen, filter, flen);
-    if (c == NULL) {
-        *why = "out of memory";
-        return -2;
-    }
-    c->id = id;
-    c->ack_wait_ms = ack_wait;
-    c->max_ack_pending = map;
-    c->start_mode = mode;
-    c->start_arg = nc.arg;
-    c->start_seq = start_seq;
-    c->next_seq = next_seq;
-    uint64_t prev = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t seq = rift_ev_get_u64(r);
-        uint64_t at = rift_ev_get_u64(r);
-        uint32_t attempts = rift_ev_get_u32(r);
-        if (r->bad || seq <= prev) {
-            *why = r->bad ? "truncated state event" : "unordered pending";
-            rift_consumer_unref_locked(c);
-            return -1;
-        }
-        prev = seq;
-        if (rift_pend_upsert(c, seq, at, attempts) != 0) {
-            rift_consumer_unref_locked(c);
-            *why = "out of memory";
-            return -2;
-        }
-    }
-    if (rift_consumer_insert(st, c) != 0) {
-        rift_consumer_unref_locked(c);
-        *why = "out of memory";
-        return -2;
-    }
-    if (id >= st->next_cid) {
-        st->next_cid = id + 1;
-    }
-    return 0;
-}
-
-int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
-                              const char **why) {
-    rift_ev_reader r = {.p = body, .len = len, .pos = 0, .bad = false};
-    uint8_t type = rift_ev_get_u8(&r);
-    int rc = 0;
-    switch (type) {
-    case RIFT_EV_CONSUMER:
-        rc = apply_consumer(st, &r, why);
-        break;
-    case RIFT_EV_DELETE: {
-        uint32_t id = rift_ev_get_u32(&r);
-        rift_consumer *c = r.bad ? NULL : rift_consumer_by_id(st, id);
-        if (c == NULL) {
-            *why = r.bad ? "truncated state event"
-                         : "delete references absent consumer";
-            return -1;
-        }
-        rift_consumer_remove(st, c);
-        c->deleted = true;
-        rift_consumer_unref_locked(c);
-        break;
-    }
-    case RIFT_EV_FETCH: {
-        uint32_t id = rift_ev_get_u32(&r);
-        uint64_t next = rift_ev_get_u64(&r);
-        uint64_t at = rift_ev_get_u64(&r);
-        uint32_t n = rift_ev_get_u32(&r);
-        if (r.bad) {
-            *why = "truncated state event";
-            return -1;
-        }
-        rift_consumer *c = rift_consumer_by_id(st, id);
-        if (c == NULL) {
-            *why = "fetch references absent consumer";
-            return -1;
-        }
-        if (n > MAX_BATCH || (size_t)n * 12 > r.len - r.pos) {
-            *why = "truncated state event";
-            return -1;
-        }
-        c->next_seq = next;
-        for (uint32_t i = 0; i < n; i++) {
-            uint64_t seq = rift_ev_get_u64(&r);
-            uint32_t attempts = rift_ev_get_u32(&r);
-            if (rift_pend_upsert(c, seq, at, attempts) != 0) {
-                *why = "out of memory";
-                return -2;
-            }
-        }
-        pend_cap_replayed(c);
-        break;
-    }
-    case RIFT_EV_ACK: {
-        uint32_t id = rift_ev_get_u32(&r);
-        uint64_t seq = rift_ev_get_u64(&r);
-        if (r.bad) {
-            *why = "truncated state event";
-            return -1;
-        }
-        rift_consumer *c = rift_consumer_by_id(st, id);
-        if (c == NULL) {
-            *why = "ack references absent consumer";
-            return -1;
-        }
-        rift_pend *p = rift_pend_find(c, seq);
-        if (p != NULL) {
-            rift_pend_drop(c, p);
-        }
-        break;
-    }
-    case RIFT_EV_FIRST_SEQ: {
-        uint64_t v = rift_ev_get_u64(&r);
-        if (!r.bad && v > st->marker) {
-            st->marker = v;
-        }
-        break;
-    }
-    case RIFT_EV_HOLE: {
-        uint64_t from = rift_ev_get_u64(&r);
-        uint64_t to = rift_ev_get_u64(&r);
-        if (r.bad) {
-            break; /* reported below */
-        }
-        if (from == 0 || from >= to) {
-            *why = "invalid sequence hole";
-            return -1;
-        }
-        rift_hole *h = rift_ring_push(&st->logged_holes);
-        if (h == NULL) {
-            *why = "out of memory";
-            return -2;
-        }
-        h->from = from;
-        h->to = to;
-        break;
-    }
-    default:
-        *why = "unknown state event";
-        return -1;
-    }
-    if (rc != 0) {
-        return rc;
-    }
-    if (r.bad) {
-        *why = "truncated state event";
-        return -1;
-    }
-    if (r.pos != r.len) {
-        *why = "trailing state event bytes";
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- Public operations ---- */
 
 static int refuse_callback(rift_error *err) {
     return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
@@ -638,7 +44,9 @@ static int not_found(rift_error *err) {
                           "consumer does not exist");
 }
 
-static uint64_t resolve_start(rift_stream *st, const norm_config *n,
+/* ---- Open, get, delete ---- */
+
+static uint64_t resolve_start(rift_stream *st, const rift_consumer_norm *n,
                               uint64_t now) {
     switch (n->mode) {
     case RIFT_START_SEQUENCE:
@@ -688,7 +96,7 @@ static rift_consumer *take_handle(rift_consumer *c) {
 /* A filter no subject of the stream can match would only hold a consumer
  * slot (a stream has max_consumers of them, durable across restarts). */
 static bool filter_reaches_stream(const rift_stream *st,
-                                  const norm_config *nc) {
+                                  const rift_consumer_norm *nc) {
     for (size_t i = 0; i < st->cfg.subjects_count; i++) {
         if (rift_subject_overlaps(nc->filter, nc->filter_len, st->subjects[i],
                                   st->subject_lens[i])) {
@@ -698,13 +106,67 @@ static bool filter_reaches_stream(const rift_stream *st,
     return false;
 }
 
+/* Creates the consumer |name| (absent) with |nc| and journals its
+ * creation. Under lock; nothing changes on failure. */
+static int create_locked(rift_stream *st, const char *name, size_t name_len,
+                         const rift_consumer_norm *nc, rift_consumer **out,
+                         rift_error *err) {
+    if (!filter_reaches_stream(st, nc)) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_CONFIG,
+            "invalid messaging configuration: consumer filter "
+            "matches none of the stream's subjects");
+    }
+    if (st->ncons >= st->cfg.max_consumers) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_CONFIG,
+            "invalid messaging configuration: stream consumer "
+            "limit reached");
+    }
+    rift_consumer *c =
+        rift_consumer_alloc(st, name, name_len, nc->filter, nc->filter_len);
+    if (c == NULL || rift_consumer_table_reserve(st) != 0) {
+        if (c != NULL) {
+            rift_consumer_unref_locked(c);
+        }
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    uint64_t now = rift_stream_now(st);
+    rift_stream_retain(st, now);
+    c->id = st->next_cid;
+    c->ack_wait_ms = nc->ack_wait_ms;
+    c->max_ack_pending = nc->max_ack_pending;
+    c->start_mode = nc->mode;
+    c->start_arg = nc->arg;
+    c->start_seq = resolve_start(st, nc, now);
+    c->next_seq = c->start_seq;
+    c->created_gen = st->fill_gen;
+    size_t before = 0;
+    if (st->file) {
+        rift_sbuf *b = rift_stage_state_buf(st);
+        before = b->len;
+        if (rift_consumer_encode_new(c, b) != 0) {
+            rift_consumer_unref_locked(c);
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+    }
+    st->next_cid++;
+    rift_consumer_insert(st, c); /* cannot fail: reserved above */
+    if (st->file) {
+        rift_stage_state_done(st, before);
+    }
+    *out = c;
+    return 0;
+}
+
 static int consumer_open(rift_stream *st, const char *name, size_t name_len,
                          const rift_consumer_config *config,
                          rift_consumer **pconsumer, bool blocking,
                          rift_stream_done_cb cb, void *user_data,
                          rift_error *err) {
-    norm_config nc;
-    if (!rift_consumer_name_valid(name, name_len) || !normalize(config, &nc)) {
+    rift_consumer_norm nc;
+    if (!rift_consumer_name_valid(name, name_len) ||
+        !rift_consumer_normalize(config, &nc)) {
         return invalid_consumer(err);
     }
     if (blocking && rift_writer_is_self(st)) {
@@ -735,50 +197,9 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
                                        blocking, &wait, err);
         goto out;
     }
-    if (!filter_reaches_stream(st, &nc)) {
-        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                            "invalid messaging configuration: consumer filter "
-                            "matches none of the stream's subjects");
+    rc = create_locked(st, name, name_len, &nc, &c, err);
+    if (rc != 0) {
         goto out;
-    }
-    if (st->ncons >= st->cfg.max_consumers) {
-        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                            "invalid messaging configuration: stream consumer "
-                            "limit reached");
-        goto out;
-    }
-    c = rift_consumer_alloc(st, name, name_len, nc.filter, nc.filter_len);
-    if (c == NULL || table_reserve(st) != 0) {
-        if (c != NULL) {
-            rift_consumer_unref_locked(c);
-        }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    uint64_t now = rift_stream_now(st);
-    rift_stream_retain(st, now);
-    c->id = st->next_cid;
-    c->ack_wait_ms = nc.ack_wait_ms;
-    c->max_ack_pending = nc.max_ack_pending;
-    c->start_mode = nc.mode;
-    c->start_arg = nc.arg;
-    c->start_seq = resolve_start(st, &nc, now);
-    c->next_seq = c->start_seq;
-    c->created_gen = st->fill_gen;
-    size_t before = 0;
-    if (st->file) {
-        rift_sbuf *b = rift_writer_state_buf(st);
-        before = b->len;
-        if (encode_consumer(c, b, false) != 0) {
-            rift_consumer_unref_locked(c);
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-    }
-    st->next_cid++;
-    rift_consumer_insert(st, c); /* cannot fail: reserved above */
-    if (st->file) {
-        rift_writer_state_done(st, before);
     }
     *pconsumer = take_handle(c);
     rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
@@ -854,7 +275,7 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
         goto out;
     }
     if (st->file) {
-        rift_sbuf *b = rift_writer_state_buf(st);
+        rift_sbuf *b = rift_stage_state_buf(st);
         size_t before = b->len;
         int64_t start = rift_ev_begin(b, RIFT_EV_DELETE);
         if (start < 0 || rift_ev_put_u32(b, c->id) != 0) {
@@ -864,7 +285,7 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
         }
         rift_ev_finish(b, start);
         rift_consumer_remove(st, c);
-        rift_writer_state_done(st, before);
+        rift_stage_state_done(st, before);
     } else {
         rift_consumer_remove(st, c);
     }
@@ -901,6 +322,8 @@ void rift_consumer_close(rift_consumer *c) {
     rift_stream_unref(st);
 }
 
+/* ---- Fetch ---- */
+
 /* Checks that |c| can be operated on. Under lock. */
 static int usable(rift_consumer *c, rift_error *err) {
     int rc = rift_stream_check_usable(c->st, err);
@@ -918,11 +341,250 @@ typedef struct fetch_item {
     size_t pidx; /* pending index of a redelivery, SIZE_MAX for new */
 } fetch_item;
 
+/* What one fetch gathers under the lock before any state changes. */
+typedef struct fetch_plan {
+    size_t limit;
+    uint64_t max_bytes;
+    uint64_t now;
+    uint64_t cursor; /* the consumer's next sequence after this fetch */
+    fetch_item *items;
+    rift_srec **recs;
+    uint32_t *counts;
+    size_t n;    /* items */
+    size_t nnew; /* of them first deliveries */
+    /* Pending deliveries of records found corrupt: dropped (journaled as
+     * acks) so that one bad record cannot hold a pending slot forever. */
+    uint64_t *drops;
+    size_t ndrops;
+    uint64_t bytes; /* payload loaded so far (max_bytes) */
+} fetch_plan;
+
+static int plan_alloc(rift_stream *st, fetch_plan *fp, size_t cap,
+                      rift_error *err) {
+    if (cap == 0) {
+        return 0;
+    }
+    fp->items = rift_malloc(st->mem, cap * sizeof(*fp->items));
+    fp->recs = rift_malloc(st->mem, cap * sizeof(*fp->recs));
+    fp->counts = rift_malloc(st->mem, cap * sizeof(*fp->counts));
+    if (fp->items == NULL || fp->recs == NULL || fp->counts == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Frees the plan; |unref| drops the references its items still hold. */
+static void plan_free(rift_stream *st, fetch_plan *fp, bool unref) {
+    for (size_t i = 0; unref && i < fp->n; i++) {
+        rift_srec_unref(st->mem, fp->items[i].rec);
+    }
+    rift_free(st->mem, fp->drops);
+    rift_free(st->mem, fp->items);
+    rift_free(st->mem, fp->recs);
+    rift_free(st->mem, fp->counts);
+}
+
+static bool plan_has_room(const fetch_plan *fp) {
+    return fp->n < fp->limit && fp->bytes < fp->max_bytes;
+}
+
+/* 1. Expired (or reopened) pending deliveries, ascending. */
+static int plan_redeliveries(rift_consumer *c, fetch_plan *fp,
+                             rift_error *err) {
+    rift_stream *st = c->st;
+    uint64_t now = fp->now;
+    for (size_t i = 0; i < c->pending.len && plan_has_room(fp); i++) {
+        rift_pend *p = rift_pend_at(c, i);
+        if (!p->live) {
+            continue;
+        }
+        bool eligible =
+            p->delivered_at == 0 ||
+            (now >= p->delivered_at && now - p->delivered_at >= c->ack_wait_ms);
+        if (!eligible || p->seq < st->first_seq || p->seq > st->last_seq) {
+            continue;
+        }
+        fetch_item *it = &fp->items[fp->n];
+        int rc = rift_stream_load(st, p->seq, &it->rec, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            if (fp->drops == NULL &&
+                (fp->drops = rift_malloc(
+                     st->mem, c->live * sizeof(*fp->drops))) == NULL) {
+                return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            }
+            fp->drops[fp->ndrops++] = p->seq;
+            continue;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        it->seq = p->seq;
+        it->count = p->attempts == UINT32_MAX ? UINT32_MAX : p->attempts + 1;
+        it->pidx = i;
+        fp->bytes += it->rec->payload_len;
+        fp->n++;
+    }
+    return 0;
+}
+
+/* 2. New records from the cursor, past non-matching ones, while the
+ * pending set has room. */
+static int plan_new(rift_consumer *c, fetch_plan *fp, rift_error *err) {
+    rift_stream *st = c->st;
+    while (plan_has_room(fp) && c->live + fp->nnew < c->max_ack_pending &&
+           fp->cursor <= st->last_seq) {
+        uint64_t past = rift_stream_past_hole(st, fp->cursor);
+        if (past != fp->cursor) {
+            fp->cursor = past; /* lost sequences: nothing to deliver */
+            continue;
+        }
+        rift_srec *r;
+        int rc = rift_stream_load(st, fp->cursor, &r, err);
+        if (rc == RIFT_LOAD_CORRUPT) {
+            fp->cursor++; /* logged once; the consumer moves past it */
+            continue;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        fp->cursor++;
+        if (!rift_subject_matches(c->filter, c->filter_len, r->data,
+                                  r->subject_len)) {
+            rift_srec_unref(st->mem, r);
+            continue;
+        }
+        fetch_item *it = &fp->items[fp->n];
+        it->rec = r;
+        it->seq = r->seq;
+        it->count = 1;
+        it->pidx = SIZE_MAX;
+        fp->bytes += r->payload_len;
+        fp->n++;
+        fp->nnew++;
+    }
+    return 0;
+}
+
+/* Journals the plan: an ACK per dropped corrupt delivery, then one FETCH
+ * event (cursor, time, sequences and counts). The state buffer is left as
+ * it was on failure. */
+static int stage_fetch(rift_consumer *c, const fetch_plan *fp, rift_sbuf *b,
+                       rift_error *err) {
+    size_t before = b->len;
+    for (size_t i = 0; i < fp->ndrops; i++) {
+        int64_t ack = rift_ev_begin(b, RIFT_EV_ACK);
+        if (ack < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+            rift_ev_put_u64(b, fp->drops[i]) != 0) {
+            b->len = before;
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+        rift_ev_finish(b, ack);
+    }
+    int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
+    uint8_t *p = NULL;
+    if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
+        rift_ev_put_u64(b, fp->cursor) == 0 &&
+        rift_ev_put_u64(b, fp->now) == 0 &&
+        rift_ev_put_u32(b, (uint32_t)fp->n) == 0) {
+        p = rift_sbuf_grow(b, fp->n * 12);
+    }
+    if (p == NULL) {
+        b->len = before;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < fp->n; i++) {
+        rift_put_u64(p, fp->items[i].seq);
+        rift_put_u32(p + 8, fp->items[i].count);
+        p += 12;
+    }
+    rift_ev_finish(b, start);
+    return 0;
+}
+
+/* The new delivery state (cannot fail: the ring was reserved). */
+static void apply_fetch(rift_consumer *c, const fetch_plan *fp) {
+    for (size_t i = 0; i < fp->n; i++) {
+        const fetch_item *it = &fp->items[i];
+        if (it->pidx != SIZE_MAX) {
+            rift_pend *p = rift_pend_at(c, it->pidx);
+            p->delivered_at = fp->now;
+            p->attempts = it->count;
+        } else {
+            rift_pend *p = rift_ring_push(&c->pending);
+            p->seq = it->seq;
+            p->delivered_at = fp->now;
+            p->attempts = 1;
+            p->live = 1;
+            c->live++;
+        }
+    }
+    for (size_t i = 0; i < fp->ndrops; i++) {
+        rift_pend *p = rift_pend_find(c, fp->drops[i]);
+        if (p != NULL) {
+            rift_pend_drop(c, p);
+        }
+    }
+    c->next_seq = fp->cursor;
+}
+
+/* Plans, journals and applies one fetch into |out|. Under lock; on
+ * failure nothing changed and the plan's references are dropped. */
+static int fetch_locked(rift_consumer *c, fetch_plan *fp, rift_batch *out,
+                        bool blocking, rift_stream_done_cb cb, bool *staged,
+                        rift_error *err) {
+    rift_stream *st = c->st;
+    uint64_t avail =
+        st->last_seq >= fp->cursor ? st->last_seq - fp->cursor + 1 : 0;
+    size_t cap = (size_t)RIFT_MIN((uint64_t)fp->limit, c->live + avail);
+    int rc;
+    if ((rc = plan_alloc(st, fp, cap, err)) != 0 ||
+        (rc = plan_redeliveries(c, fp, err)) != 0 ||
+        (rc = plan_new(c, fp, err)) != 0) {
+        return rc;
+    }
+    bool moved = fp->cursor != c->next_seq;
+    *staged = st->file && (fp->n > 0 || moved || fp->ndrops > 0);
+
+    /* Everything that can fail happens before the state changes. */
+    if (!blocking && cb != NULL && *staged &&
+        (rc = rift_writer_reserve(st, err)) != 0) {
+        return rc;
+    }
+    if (rift_ring_reserve(&c->pending, fp->nnew) != 0) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t before = 0;
+    if (*staged) {
+        rift_sbuf *b = rift_stage_state_buf(st);
+        before = b->len;
+        if ((rc = stage_fetch(c, fp, b, err)) != 0) {
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < fp->n; i++) {
+        fp->recs[i] = fp->items[i].rec;
+        fp->counts[i] = fp->items[i].count;
+    }
+    if (rift_batch_build(out, st->mem, fp->recs, fp->counts, fp->n) != 0) {
+        /* The batch dropped the references. */
+        fp->n = 0;
+        if (*staged) {
+            rift_stage_state_buf(st)->len = before;
+        }
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    apply_fetch(c, fp);
+    if (*staged) {
+        rift_stage_state_done(st, before);
+    }
+    return 0;
+}
+
 static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
                  rift_batch *out, bool blocking, rift_stream_done_cb cb,
                  void *user_data, rift_error *err) {
     rift_stream *st = c->st;
-    if (limit > MAX_BATCH) {
+    if (limit > RIFT_CONSUMER_MAX_BATCH) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "fetch limit must be 0..65536");
     }
@@ -939,187 +601,18 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
         pthread_mutex_unlock(&st->lock);
         return rc;
     }
-    uint64_t now = rift_stream_now(st);
-    rift_stream_retain(st, now);
-
-    uint64_t cursor = RIFT_MAX(c->next_seq, st->first_seq);
-    uint64_t avail = st->last_seq >= cursor ? st->last_seq - cursor + 1 : 0;
-    size_t cap = (size_t)RIFT_MIN((uint64_t)limit, c->live + avail);
-    fetch_item *items = NULL;
-    rift_srec **recs = NULL;
-    uint32_t *counts = NULL;
-    size_t n = 0, nnew = 0;
-    /* Pending deliveries of records found corrupt: dropped (journaled as
-     * acks) so that one bad record cannot hold a pending slot forever. */
-    uint64_t *drops = NULL;
-    size_t ndrops = 0;
-    uint64_t bytes = 0; /* payload loaded so far (max_bytes) */
-    if (cap > 0) {
-        items = rift_malloc(st->mem, cap * sizeof(*items));
-        recs = rift_malloc(st->mem, cap * sizeof(*recs));
-        counts = rift_malloc(st->mem, cap * sizeof(*counts));
-        if (items == NULL || recs == NULL || counts == NULL) {
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
+    fetch_plan fp = {.limit = limit, .max_bytes = max_bytes};
+    fp.now = rift_stream_now(st);
+    rift_stream_retain(st, fp.now);
+    fp.cursor = RIFT_MAX(c->next_seq, st->first_seq);
+    bool staged = false;
+    rc = fetch_locked(c, &fp, out, blocking, cb, &staged, err);
+    if (rc != 0) {
+        pthread_mutex_unlock(&st->lock);
+        plan_free(st, &fp, true);
+        return rc;
     }
-
-    /* 1. Expired (or reopened) pending deliveries, ascending. */
-    for (size_t i = 0; i < c->pending.len && n < limit && bytes < max_bytes;
-         i++) {
-        rift_pend *p = pend_at(c, i);
-        if (!p->live) {
-            continue;
-        }
-        bool eligible =
-            p->delivered_at == 0 ||
-            (now >= p->delivered_at && now - p->delivered_at >= c->ack_wait_ms);
-        if (!eligible || p->seq < st->first_seq || p->seq > st->last_seq) {
-            continue;
-        }
-        rc = rift_stream_load(st, p->seq, &items[n].rec, err);
-        if (rc == RIFT_LOAD_CORRUPT) {
-            if (drops == NULL &&
-                (drops = rift_malloc(st->mem, c->live * sizeof(*drops))) ==
-                    NULL) {
-                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-                goto fail;
-            }
-            drops[ndrops++] = p->seq;
-            rc = 0;
-            continue;
-        }
-        if (rc != 0) {
-            goto fail;
-        }
-        items[n].seq = p->seq;
-        items[n].count =
-            p->attempts == UINT32_MAX ? UINT32_MAX : p->attempts + 1;
-        items[n].pidx = i;
-        bytes += items[n].rec->payload_len;
-        n++;
-    }
-    /* 2. New records from the cursor, past non-matching ones, while the
-     * pending set has room. */
-    while (n < limit && bytes < max_bytes &&
-           c->live + nnew < c->max_ack_pending && cursor <= st->last_seq) {
-        uint64_t past = rift_stream_past_hole(st, cursor);
-        if (past != cursor) {
-            cursor = past; /* lost sequences: nothing to deliver */
-            continue;
-        }
-        rift_srec *r;
-        rc = rift_stream_load(st, cursor, &r, err);
-        if (rc == RIFT_LOAD_CORRUPT) {
-            rc = 0; /* logged once; the consumer moves past it */
-            cursor++;
-            continue;
-        }
-        if (rc != 0) {
-            goto fail;
-        }
-        cursor++;
-        if (!rift_subject_matches(c->filter, c->filter_len, r->data,
-                                  r->subject_len)) {
-            rift_srec_unref(st->mem, r);
-            continue;
-        }
-        items[n].rec = r;
-        items[n].seq = r->seq;
-        items[n].count = 1;
-        items[n].pidx = SIZE_MAX;
-        bytes += r->payload_len;
-        n++;
-        nnew++;
-    }
-    bool moved = cursor != c->next_seq;
-    bool staged = st->file && (n > 0 || moved || ndrops > 0);
-
-    /* Everything that can fail happens before the state changes. */
-    if (!blocking && cb != NULL && staged &&
-        (rc = rift_writer_reserve(st, err)) != 0) {
-        goto fail;
-    }
-    if (rift_ring_reserve(&c->pending, nnew) != 0) {
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    size_t before = 0;
-    if (staged) {
-        rift_sbuf *b = rift_writer_state_buf(st);
-        before = b->len;
-        for (size_t i = 0; i < ndrops; i++) {
-            int64_t ack = rift_ev_begin(b, RIFT_EV_ACK);
-            if (ack < 0 || rift_ev_put_u32(b, c->id) != 0 ||
-                rift_ev_put_u64(b, drops[i]) != 0) {
-                b->len = before;
-                rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-                goto fail;
-            }
-            rift_ev_finish(b, ack);
-        }
-        int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
-        uint8_t *p = NULL;
-        if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
-            rift_ev_put_u64(b, cursor) == 0 && rift_ev_put_u64(b, now) == 0 &&
-            rift_ev_put_u32(b, (uint32_t)n) == 0) {
-            p = rift_sbuf_grow(b, n * 12);
-        }
-        if (p == NULL) {
-            b->len = before;
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        for (size_t i = 0; i < n; i++) {
-            rift_put_u64(p, items[i].seq);
-            rift_put_u32(p + 8, items[i].count);
-            p += 12;
-        }
-        rift_ev_finish(b, start);
-    }
-    for (size_t i = 0; i < n; i++) {
-        recs[i] = items[i].rec;
-        counts[i] = items[i].count;
-    }
-    if (rift_batch_build(out, st->mem, recs, counts, n) != 0) {
-        /* The batch dropped the references. */
-        n = 0;
-        if (staged) {
-            rift_writer_state_buf(st)->len = before;
-        }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-
-    /* Commit the new delivery state (cannot fail from here on). */
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].pidx != SIZE_MAX) {
-            rift_pend *p = pend_at(c, items[i].pidx);
-            p->delivered_at = now;
-            p->attempts = items[i].count;
-        } else {
-            rift_pend *p = rift_ring_push(&c->pending);
-            p->seq = items[i].seq;
-            p->delivered_at = now;
-            p->attempts = 1;
-            p->live = 1;
-            c->live++;
-        }
-    }
-    for (size_t i = 0; i < ndrops; i++) {
-        rift_pend *p = rift_pend_find(c, drops[i]);
-        if (p != NULL) {
-            rift_pend_drop(c, p);
-        }
-    }
-    c->next_seq = cursor;
-    if (staged) {
-        rift_writer_state_done(st, before);
-    }
-    rift_free(st->mem, drops);
-    rift_free(st->mem, items);
-    rift_free(st->mem, recs);
-    rift_free(st->mem, counts);
+    plan_free(st, &fp, false);
     uint64_t wait = 0;
     rc = rift_writer_commit(st, staged, cb, user_data, blocking, &wait, err);
     pthread_mutex_unlock(&st->lock);
@@ -1129,17 +622,6 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
     if (rc < 0) {
         rift_batch_free(out);
     }
-    return rc;
-
-fail:
-    pthread_mutex_unlock(&st->lock);
-    for (size_t i = 0; i < n; i++) {
-        rift_srec_unref(st->mem, items[i].rec);
-    }
-    rift_free(st->mem, drops);
-    rift_free(st->mem, items);
-    rift_free(st->mem, recs);
-    rift_free(st->mem, counts);
     return rc;
 }
 
@@ -1161,6 +643,8 @@ int rift_consumer_fetch_bytes_async(rift_consumer *c, size_t limit,
     return fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, out, false, cb,
                  user_data, err);
 }
+
+/* ---- Ack and info ---- */
 
 static int ack(rift_consumer *c, uint64_t seq, bool blocking,
                rift_stream_done_cb cb, void *user_data, rift_error *err) {
@@ -1185,7 +669,7 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
         goto out;
     }
     if (st->file) {
-        rift_sbuf *b = rift_writer_state_buf(st);
+        rift_sbuf *b = rift_stage_state_buf(st);
         size_t before = b->len;
         int64_t start = rift_ev_begin(b, RIFT_EV_ACK);
         if (start < 0 || rift_ev_put_u32(b, c->id) != 0 ||
@@ -1196,7 +680,7 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
         }
         rift_ev_finish(b, start);
         rift_pend_drop(c, p);
-        rift_writer_state_done(st, before);
+        rift_stage_state_done(st, before);
     } else {
         rift_pend_drop(c, p);
     }

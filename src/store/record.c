@@ -3,7 +3,9 @@
  * layer). A record is one allocation shared by reference between the
  * stream's cache and every batch holding it, so a fetch copies nothing.
  */
-#include "store/store.h"
+#include "store/record.h"
+
+#include <string.h>
 
 rift_srec *rift_srec_new(const rift_mem *mem, const char *subject,
                          size_t subject_len, const char *reply,

@@ -13,7 +13,12 @@
  * back-off has passed; rift_stream_reopen does both at once, for any
  * failure. docs/storage-format.md "Writing", docs/riftd.md.
  */
-#include "store/store.h"
+#include "store/reopen.h"
+#include "store/consumer_state.h"
+#include "store/recover.h"
+#include "store/retained.h"
+#include "store/stage.h"
+#include "store/writer.h"
 
 #include <errno.h>
 #include <string.h>

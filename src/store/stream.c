@@ -1,10 +1,18 @@
 /*
  * stream.c — retained streams (store layer): settings and validation,
- * open and close, publish, retention, replay, info and checkpoint.
- * Consumers live in consumer.c, the writer thread in writer.c, recovery
- * in recover.c. Semantics: docs/protocol-v1.md §4.
+ * open and close, publish, replay, info and checkpoint. The top of the
+ * store with consumer.c: the retained index and retention live in
+ * retained.c, staging in stage.c, the writer thread in writer.c,
+ * recovery in recover.c, consumers in consumer_state.c and consumer.c.
+ * Semantics: docs/protocol-v1.md §4.
  */
-#include "store/store.h"
+#include "store/stream_open.h"
+#include "store/consumer_state.h"
+#include "store/recover.h"
+#include "store/reopen.h"
+#include "store/retained.h"
+#include "store/stage.h"
+#include "store/writer.h"
 #include "subject/subject.h"
 
 #include <errno.h>
@@ -12,18 +20,25 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_MAX_MESSAGES   100000u
-#define DEFAULT_MAX_BYTES      (64u << 20)
-#define DEFAULT_MAX_PAYLOAD    (1u << 20)
-#define DEFAULT_MAX_CONSUMERS  128u
-#define DEFAULT_SEGMENT_BYTES  (64u << 20)
-#define DEFAULT_CACHE_BYTES    (8u << 20)
+#define DEFAULT_MAX_MESSAGES 100000u
+
+#define DEFAULT_MAX_BYTES (64u << 20)
+
+#define DEFAULT_MAX_PAYLOAD (1u << 20)
+
+#define DEFAULT_MAX_CONSUMERS 128u
+
+#define DEFAULT_SEGMENT_BYTES (64u << 20)
+
+#define DEFAULT_CACHE_BYTES (8u << 20)
+
 #define DEFAULT_SNAPSHOT_BYTES (8u << 20)
-#define MIN_SEGMENT_BYTES      4096u
-#define MAX_SEGMENT_BYTES      (1u << 30)
-#define MAX_BATCH              65536u
-/* Cold reads fetch at least this much of a segment at once. */
-#define READ_AHEAD (256u << 10)
+
+#define MIN_SEGMENT_BYTES 4096u
+
+#define MAX_SEGMENT_BYTES (1u << 30)
+
+#define MAX_BATCH 65536u
 
 static const char *const default_subjects[] = {">"};
 
@@ -82,17 +97,6 @@ static int validate_settings(const rift_stream_settings *s, rift_error *err) {
 }
 
 /* ---- Lifetime ---- */
-
-uint64_t rift_stream_now(const rift_stream *st) {
-    return st->vfs->wall_ms(st->vfs->user_data);
-}
-
-void rift_seg_free(rift_stream *st, rift_seg *s) {
-    if (s != NULL) {
-        rift_free(st->mem, s->path);
-        rift_free(st->mem, s);
-    }
-}
 
 static void release_records(rift_stream *st) {
     while (st->cache.len > 0) {
@@ -191,17 +195,6 @@ void rift_stream_unref(rift_stream *st) {
     rift_free(st->mem, st);
 }
 
-int rift_stream_check_usable(rift_stream *st, rift_error *err) {
-    if (st->closed) {
-        return rift_error_set(err, RIFT_ERR_STORAGE,
-                              "stream storage: stream is closed");
-    }
-    if (st->poison != 0) {
-        return rift_writer_poisoned(st, err);
-    }
-    return 0;
-}
-
 static int copy_subjects(rift_stream *st, const rift_stream_settings *s) {
     const char *const *src = s->subjects_count ? s->subjects : default_subjects;
     size_t n = s->subjects_count ? s->subjects_count : 1;
@@ -223,23 +216,14 @@ static int copy_subjects(rift_stream *st, const rift_stream_settings *s) {
     return 0;
 }
 
-int rift_stream_open_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err) {
-    rift_stream_settings def;
-    if (settings == NULL) {
-        rift_stream_settings_default(&def);
-        settings = &def;
-    }
-    int rc = validate_settings(settings, err);
-    if (rc != 0) {
-        return rc;
-    }
+/* A new stream object in |mode|, empty, its locks and rings ready; NULL
+ * when out of memory. */
+static rift_stream *stream_new(const rift_stream_settings *settings,
+                               rift_open_mode mode, rift_store_report *report) {
     const rift_mem *mem = settings->mem;
     rift_stream *st = rift_calloc(mem, 1, sizeof(*st));
     if (st == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        return NULL;
     }
     st->cfg = *settings;
     st->cfg.subjects_count = 0;
@@ -287,45 +271,65 @@ int rift_stream_open_mode(rift_stream **pstream,
     rift_stage_init(&st->io, mem);
     rift_sbuf_init(&st->rbuf, mem);
 
+    return st;
+}
+
+/* The stream directory of a file stream: recovered into |st|, and in a
+ * normal open the writer started. */
+static int open_directory(rift_stream *st, const char *path, rift_error *err) {
+    st->file = true;
+    st->dir = rift_strndup(st->mem, path, strlen(path));
+    if (st->dir == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    /* A trailing slash would double in every file path. */
+    size_t dl = strlen(st->dir);
+    while (dl > 1 && st->dir[dl - 1] == '/') {
+        st->dir[--dl] = '\0';
+    }
+    st->cfg.storage_path = st->dir;
+    int rc = rift_recover(st, err);
+    if (rc != 0) {
+        return rc;
+    }
+    st->durable_seq = st->last_seq;
+    st->written_seq = st->last_seq;
+    st->state_good = st->state_size;
+    if (st->mode == RIFT_OPEN_NORMAL) {
+        return rift_writer_start(st, err);
+    }
+    return 0;
+}
+
+int rift_stream_open_mode(rift_stream **pstream,
+                          const rift_stream_settings *settings,
+                          rift_open_mode mode, rift_store_report *report,
+                          rift_error *err) {
+    rift_stream_settings def;
+    if (settings == NULL) {
+        rift_stream_settings_default(&def);
+        settings = &def;
+    }
+    int rc = validate_settings(settings, err);
+    if (rc != 0) {
+        return rc;
+    }
+    rift_stream *st = stream_new(settings, mode, report);
+    if (st == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
     if (copy_subjects(st, settings) != 0) {
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
+    } else if (settings->storage_path != NULL) {
+        rc = open_directory(st, settings->storage_path, err);
     }
-    if (settings->storage_path != NULL) {
-        st->file = true;
-        st->dir = rift_strndup(mem, settings->storage_path,
-                               strlen(settings->storage_path));
-        if (st->dir == NULL) {
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        /* A trailing slash would double in every file path. */
-        size_t dl = strlen(st->dir);
-        while (dl > 1 && st->dir[dl - 1] == '/') {
-            st->dir[--dl] = '\0';
-        }
-        st->cfg.storage_path = st->dir;
-        rc = rift_recover(st, err);
-        if (rc != 0) {
-            goto fail;
-        }
-        st->durable_seq = st->last_seq;
-        st->written_seq = st->last_seq;
-        st->state_good = st->state_size;
-        if (mode == RIFT_OPEN_NORMAL) {
-            rc = rift_writer_start(st, err);
-            if (rc != 0) {
-                goto fail;
-            }
-        }
+    if (rc != 0) {
+        shut(st);
+        rift_stream_unref(st);
+        return rc;
     }
     *pstream = st;
     return 0;
-
-fail:
-    shut(st);
-    rift_stream_unref(st);
-    return rc;
 }
 
 int rift_stream_open(rift_stream **pstream,
@@ -342,7 +346,7 @@ void rift_stream_close(rift_stream *st) {
         pthread_mutex_lock(&st->lock);
         if (st->poison == 0 && st->marker != st->first_seq) {
             /* Leave the exact first retained sequence for the next open. */
-            rift_sbuf *b = rift_writer_state_buf(st);
+            rift_sbuf *b = rift_stage_state_buf(st);
             size_t before = b->len;
             int64_t start = rift_ev_begin(b, RIFT_EV_FIRST_SEQ);
             if (start >= 0 && rift_ev_put_u64(b, st->first_seq) == 0) {
@@ -361,378 +365,6 @@ void rift_stream_close(rift_stream *st) {
     rift_stream_unref(st);
 }
 
-/* ---- Holes ---- */
-
-static const rift_hole *hole_at(const rift_stream *st, size_t i) {
-    return rift_ring_at(&st->holes, i);
-}
-
-uint64_t rift_stream_past_hole(const rift_stream *st, uint64_t seq) {
-    for (size_t i = 0; i < st->holes.len; i++) {
-        const rift_hole *h = hole_at(st, i);
-        if (seq < h->from) {
-            break;
-        }
-        if (seq < h->to) {
-            return h->to;
-        }
-    }
-    return seq;
-}
-
-uint64_t rift_stream_newest(const rift_stream *st) {
-    if (st->ents.len == 0) {
-        return 0;
-    }
-    if (st->holes.len > 0) {
-        const rift_hole *h = hole_at(st, st->holes.len - 1);
-        if (h->to == st->last_seq + 1) {
-            return h->from - 1; /* the range ends in a hole */
-        }
-    }
-    return st->last_seq;
-}
-
-/* The index entry of retained record |seq| (not in a hole): the holes
- * below it take no entries. */
-static rift_ent *ent_of(rift_stream *st, uint64_t seq) {
-    uint64_t skip = 0;
-    for (size_t i = 0; i < st->holes.len; i++) {
-        const rift_hole *h = hole_at(st, i);
-        if (seq < h->from) {
-            break;
-        }
-        skip += h->to - h->from;
-    }
-    return rift_ring_at(&st->ents, (size_t)(seq - st->first_seq - skip));
-}
-
-void rift_stream_skip_holes(rift_stream *st) {
-    while (st->holes.len > 0 && hole_at(st, 0)->from <= st->first_seq) {
-        const rift_hole *h = hole_at(st, 0);
-        if (h->to > st->first_seq) {
-            st->first_seq = h->to;
-        }
-        rift_ring_pop_front(&st->holes);
-    }
-}
-
-void rift_stream_pop_front(rift_stream *st) {
-    rift_ent *e = rift_ring_at(&st->ents, 0);
-    st->bytes -= e->len;
-    rift_ring_pop_front(&st->ents);
-    st->first_seq++;
-    rift_stream_skip_holes(st);
-}
-
-int rift_stream_add_hole(rift_stream *st, uint64_t from, uint64_t to) {
-    if (st->holes.len > 0) {
-        rift_hole *last = rift_ring_at(&st->holes, st->holes.len - 1);
-        if (last->to == from) {
-            last->to = to;
-            return 0;
-        }
-    }
-    rift_hole *h = rift_ring_push(&st->holes);
-    if (h == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    h->from = from;
-    h->to = to;
-    return 0;
-}
-
-/* ---- Records that cannot be read back ---- */
-
-/* Index of the first entry of |st->bad| >= |seq|. */
-static size_t bad_lower(const rift_stream *st, uint64_t seq) {
-    size_t lo = 0, hi = st->bad.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (*(const uint64_t *)rift_ring_at(&st->bad, mid) < seq) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-static bool is_bad(const rift_stream *st, uint64_t seq) {
-    size_t i = bad_lower(st, seq);
-    return i < st->bad.len &&
-           *(const uint64_t *)rift_ring_at(&st->bad, i) == seq;
-}
-
-/* Remembers that record |seq| is corrupt; false when it already was. */
-static bool note_bad(rift_stream *st, uint64_t seq) {
-    size_t i = bad_lower(st, seq);
-    if (i < st->bad.len && *(uint64_t *)rift_ring_at(&st->bad, i) == seq) {
-        return false;
-    }
-    if (rift_ring_push(&st->bad) == NULL) {
-        return true; /* out of memory: it is only logged again */
-    }
-    for (size_t k = st->bad.len - 1; k > i; k--) {
-        *(uint64_t *)rift_ring_at(&st->bad, k) =
-            *(uint64_t *)rift_ring_at(&st->bad, k - 1);
-    }
-    *(uint64_t *)rift_ring_at(&st->bad, i) = seq;
-    return true;
-}
-
-static void bad_trim(rift_stream *st) {
-    while (st->bad.len > 0 &&
-           *(uint64_t *)rift_ring_at(&st->bad, 0) < st->first_seq) {
-        rift_ring_pop_front(&st->bad);
-    }
-}
-
-/* ---- Retention ---- */
-
-void rift_stream_cache_trim(rift_stream *st) {
-    if (!st->file) {
-        return;
-    }
-    while (st->cache.len > 0 && st->cache_used > st->cfg.cache_bytes &&
-           st->cache_first <= st->written_seq) {
-        rift_srec *r = *(rift_srec **)rift_ring_at(&st->cache, 0);
-        st->cache_used -= (uint64_t)RIFT_REC_OVERHEAD + r->subject_len +
-                          r->reply_len + (uint64_t)r->payload_len;
-        rift_srec_unref(st->mem, r);
-        rift_ring_pop_front(&st->cache);
-        st->cache_first++;
-    }
-}
-
-/* Whether the first retained record is at least max_age_ms old. */
-static bool front_expired(rift_stream *st, uint64_t now) {
-    uint64_t max_age = st->cfg.max_age_ms;
-    if (max_age == 0) {
-        return false;
-    }
-    if (st->front_ts_seq != st->first_seq) {
-        uint64_t ts;
-        if (!rift_stream_ts(st, st->first_seq, &ts)) {
-            return false; /* unreadable: the next load reports it */
-        }
-        st->front_ts = ts;
-        st->front_ts_seq = st->first_seq;
-    }
-    return now >= st->front_ts && now - st->front_ts >= max_age;
-}
-
-void rift_stream_retain(rift_stream *st, uint64_t now) {
-    uint64_t before = st->first_seq;
-    while (st->ents.len > 0) {
-        rift_ent *e = rift_ring_at(&st->ents, 0);
-        if (st->ents.len <= st->cfg.max_messages &&
-            st->bytes <= st->cfg.max_bytes && !front_expired(st, now)) {
-            break;
-        }
-        uint32_t len = e->len;
-        bool cached = st->cache.len > 0 && st->cache_first == st->first_seq;
-        rift_stream_pop_front(st);
-        if (cached) {
-            rift_srec *r = *(rift_srec **)rift_ring_at(&st->cache, 0);
-            st->cache_used -= len;
-            rift_srec_unref(st->mem, r);
-            rift_ring_pop_front(&st->cache);
-            st->cache_first++;
-        }
-    }
-    if (st->cache_first < st->first_seq) {
-        st->cache_first = st->first_seq;
-    }
-    if (st->first_seq == before) {
-        return;
-    }
-    bad_trim(st);
-    for (size_t i = 0; i < st->ncons; i++) {
-        rift_consumer *c = st->cons[i];
-        rift_pend_trim_below(c, st->first_seq);
-        if (c->next_seq < st->first_seq) {
-            c->next_seq = st->first_seq;
-        }
-    }
-    if (st->file && st->mode == RIFT_OPEN_NORMAL) {
-        rift_writer_drop_segments(st);
-    }
-}
-
-/* ---- Reading records back ---- */
-
-static rift_seg *seg_of(rift_stream *st, uint64_t seq) {
-    size_t lo = 0, hi = st->segs.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        rift_seg *s = *(rift_seg **)rift_ring_at(&st->segs, mid);
-        if (seq < s->base) {
-            hi = mid;
-        } else if (seq >= s->end) {
-            lo = mid + 1;
-        } else {
-            return s;
-        }
-    }
-    return NULL;
-}
-
-/*
- * A retained record that cannot be read back intact: logged once with the
- * file and offset (for the operator), skipped by fetch and replay from
- * then on, and reported to callers by sequence only — error texts reach
- * remote clients, which must not learn server paths.
- */
-static int corrupt_record(rift_stream *st, uint64_t seq, const char *why,
-                          const rift_seg *s, uint64_t off, rift_error *err) {
-    if (note_bad(st, seq)) {
-        rift_log(RIFT_LOG_ERROR,
-                 "stream storage: record %llu is corrupt (%s in %s at offset "
-                 "%llu); fetch and replay skip it",
-                 (unsigned long long)seq, why, s->path,
-                 (unsigned long long)off);
-    }
-    rift_error_set(err, RIFT_ERR_STORAGE,
-                   "stream storage: record %llu is corrupt (%s)",
-                   (unsigned long long)seq, why);
-    return RIFT_LOAD_CORRUPT;
-}
-
-/* Reads [off, off + len) of |s| (record |seq|) through the read-ahead
- * buffer: 0, RIFT_LOAD_CORRUPT when the file ends early, or an I/O
- * error, logged once per record. */
-static int read_at(rift_stream *st, rift_seg *s, uint64_t seq, uint64_t off,
-                   uint32_t len, const uint8_t **out, rift_error *err) {
-    if (st->rseg == s && off >= st->roff &&
-        off + len <= st->roff + st->rbuf.len) {
-        *out = st->rbuf.data + (off - st->roff);
-        return 0;
-    }
-    uint64_t want = RIFT_MAX((uint64_t)len, READ_AHEAD);
-    if (off + want > s->flushed) {
-        want = s->flushed > off ? s->flushed - off : 0;
-    }
-    if (want < len) {
-        return rift_error_set(err, RIFT_ERR_STORAGE,
-                              "stream storage: record %llu is not on disk",
-                              (unsigned long long)seq);
-    }
-    st->rseg = NULL;
-    st->rbuf.len = 0;
-    if (rift_sbuf_reserve(&st->rbuf, (size_t)want) != 0) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    const rift_vfs *v = st->vfs;
-    int fd = atomic_load(&s->fd);
-    size_t got = 0;
-    while (got < want) {
-        rift_ssize n = v->pread(v->user_data, fd, st->rbuf.data + got,
-                                (size_t)want - got, off + got);
-        if (n < 0) {
-            char os[256];
-            rift_vfs_os_error((int)n, os, sizeof(os));
-            /* A read error may pass: the record is not skipped, and a
-             * consumer retrying it logs once, not per fetch. */
-            if (st->read_error_seq != seq) {
-                st->read_error_seq = seq;
-                rift_log(RIFT_LOG_ERROR,
-                         "stream storage: reading record %llu from %s at "
-                         "offset %llu: %s",
-                         (unsigned long long)seq, s->path,
-                         (unsigned long long)(off + got), os);
-            }
-            return rift_error_set(err, RIFT_ERR_IO,
-                                  "messaging I/O: read record %llu: %s",
-                                  (unsigned long long)seq, os);
-        }
-        if (n == 0) {
-            break;
-        }
-        got += (size_t)n;
-    }
-    if (got < len) {
-        return corrupt_record(st, seq, "segment ends before the record", s, off,
-                              err);
-    }
-    st->rbuf.len = got;
-    st->rseg = s;
-    st->roff = off;
-    *out = st->rbuf.data;
-    return 0;
-}
-
-bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts) {
-    if (seq < st->first_seq || seq > st->last_seq) {
-        return false;
-    }
-    if (seq >= st->cache_first && seq - st->cache_first < st->cache.len) {
-        *ts = (*(rift_srec **)rift_ring_at(&st->cache, seq - st->cache_first))
-                  ->ts;
-        return true;
-    }
-    if (rift_stream_past_hole(st, seq) != seq) {
-        return false;
-    }
-    rift_ent *e = ent_of(st, seq);
-    rift_seg *s = seg_of(st, seq);
-    if (!st->file || s == NULL) {
-        return false;
-    }
-    /* The record was checksummed when it was recovered or written; eight
-     * bytes of its trailer are all that is needed here. */
-    uint8_t b[8];
-    const rift_vfs *v = st->vfs;
-    rift_ssize n = v->pread(v->user_data, atomic_load(&s->fd), b, sizeof(b),
-                            (uint64_t)e->off + e->len - 8);
-    if (n != (rift_ssize)sizeof(b)) {
-        return false;
-    }
-    *ts = rift_get_u64(b);
-    return true;
-}
-
-int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
-                     rift_error *err) {
-    if (seq >= st->cache_first && seq - st->cache_first < st->cache.len) {
-        *out = rift_srec_ref(
-            *(rift_srec **)rift_ring_at(&st->cache, seq - st->cache_first));
-        return 0;
-    }
-    rift_seg *s = seg_of(st, seq);
-    if (!st->file || s == NULL || rift_stream_past_hole(st, seq) != seq) {
-        return rift_error_set(err, RIFT_ERR_STORAGE,
-                              "stream storage: record %llu is missing",
-                              (unsigned long long)seq);
-    }
-    if (is_bad(st, seq)) {
-        rift_error_set(err, RIFT_ERR_STORAGE,
-                       "stream storage: record %llu is corrupt",
-                       (unsigned long long)seq);
-        return RIFT_LOAD_CORRUPT;
-    }
-    rift_ent *e = ent_of(st, seq);
-    const uint8_t *p = NULL;
-    int rc = read_at(st, s, seq, e->off, e->len, &p, err);
-    if (rc != 0) {
-        return rc;
-    }
-    rift_rec_view v;
-    const char *why = "unexpected sequence";
-    if (rift_rec_decode(p, e->len, &v, &why) != 0 || v.seq != seq) {
-        return corrupt_record(st, seq, why, s, e->off, err);
-    }
-    rift_srec *r = rift_srec_new(st->mem, v.subject, v.subject_len, v.reply,
-                                 v.reply_len, v.payload, v.payload_len);
-    if (r == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    r->seq = v.seq;
-    r->ts = v.ts;
-    *out = r;
-    return 0;
-}
-
 /* ---- Publish ---- */
 
 static bool subject_matches_stream(const rift_stream *st, const char *s,
@@ -746,79 +378,94 @@ static bool subject_matches_stream(const rift_stream *st, const char *s,
     return false;
 }
 
-static int publish(rift_stream *st, const char *subject, size_t subject_len,
-                   const char *reply, size_t reply_len, const uint8_t *payload,
-                   size_t payload_len, rift_stored *out, bool blocking,
-                   rift_stream_done_cb cb, void *user_data, rift_error *err) {
-    if (reply == NULL) {
-        reply_len = 0;
+/* One message being published, with its record head and payload
+ * checksum computed before the lock (file streams). */
+typedef struct pub_msg {
+    const char *subject;
+    size_t subject_len;
+    const char *reply;
+    size_t reply_len;
+    const uint8_t *payload;
+    size_t payload_len;
+    uint64_t size; /* the encoded record's */
+    uint8_t head[RIFT_REC_HEAD];
+    uint32_t pcrc;
+} pub_msg;
+
+/* The checks that need no lock: subjects, the stream's filter, sizes. */
+static int check_publish(const rift_stream *st, pub_msg *m, rift_error *err) {
+    if (m->subject == NULL ||
+        !rift_subject_valid(m->subject, m->subject_len, false,
+                            RIFT_MAX_SUBJECT_BYTES)) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_SUBJECT, "invalid subject: %.*s",
+            m->subject ? (int)RIFT_MIN(m->subject_len, 4096) : 0,
+            m->subject ? m->subject : "");
     }
-    if (payload == NULL) {
-        payload_len = 0;
-    }
-    if (blocking && rift_writer_is_self(st)) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                              "blocking stream call from its own completion "
-                              "callback");
-    }
-    if (subject == NULL || !rift_subject_valid(subject, subject_len, false,
-                                               RIFT_MAX_SUBJECT_BYTES)) {
+    if (m->reply_len > 0 && !rift_subject_valid(m->reply, m->reply_len, false,
+                                                RIFT_MAX_SUBJECT_BYTES)) {
         return rift_error_set(err, RIFT_ERR_INVALID_SUBJECT,
                               "invalid subject: %.*s",
-                              subject ? (int)RIFT_MIN(subject_len, 4096) : 0,
-                              subject ? subject : "");
+                              (int)RIFT_MIN(m->reply_len, 4096), m->reply);
     }
-    if (reply_len > 0 &&
-        !rift_subject_valid(reply, reply_len, false, RIFT_MAX_SUBJECT_BYTES)) {
-        return rift_error_set(err, RIFT_ERR_INVALID_SUBJECT,
-                              "invalid subject: %.*s",
-                              (int)RIFT_MIN(reply_len, 4096), reply);
-    }
-    if (!subject_matches_stream(st, subject, subject_len)) {
+    if (!subject_matches_stream(st, m->subject, m->subject_len)) {
         return rift_error_set(err, RIFT_ERR_STREAM_NOT_MATCHED,
                               "subject does not match this stream");
     }
     uint64_t limit = RIFT_MIN(st->cfg.max_payload_bytes, st->cfg.max_bytes);
-    if (payload_len > limit) {
+    if (m->payload_len > limit) {
         return rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
                               "payload size %zu exceeds limit %llu",
-                              payload_len, (unsigned long long)limit);
+                              m->payload_len, (unsigned long long)limit);
     }
-    uint64_t size =
-        (uint64_t)payload_len + subject_len + reply_len + RIFT_REC_OVERHEAD;
-    if (size > st->cfg.max_bytes) {
+    m->size = (uint64_t)m->payload_len + m->subject_len + m->reply_len +
+              RIFT_REC_OVERHEAD;
+    if (m->size > st->cfg.max_bytes) {
         return rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
                               "payload size %llu exceeds limit %llu",
-                              (unsigned long long)size,
+                              (unsigned long long)m->size,
                               (unsigned long long)st->cfg.max_bytes);
     }
-    /* The checksum and the copy are made before the lock is taken, so
-     * concurrent publishers serialize only on the append itself. */
-    uint8_t head[RIFT_REC_HEAD];
-    uint32_t pcrc = 0;
-    if (st->file) {
-        pcrc = rift_rec_prepare(head, subject, subject_len, reply, reply_len,
-                                payload, payload_len);
-    }
-    rift_srec *r = rift_srec_new(st->mem, subject, subject_len, reply,
-                                 reply_len, payload, payload_len);
-    if (r == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
+    return 0;
+}
 
-    rift_stream_revive_if_due(st);
-    pthread_mutex_lock(&st->lock);
+/* Stages |m| as record |seq| of a file stream; *|off| gets its offset. */
+static int stage_message(rift_stream *st, const pub_msg *m, uint64_t seq,
+                         uint64_t now, uint32_t *off, rift_error *err) {
+    uint8_t *p = rift_stage_record(st, (size_t)m->size, off, err);
+    if (p == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    memcpy(p, m->head, RIFT_REC_HEAD);
+    uint8_t *q = p + RIFT_REC_HEAD;
+    memcpy(q, m->subject, m->subject_len);
+    q += m->subject_len;
+    if (m->reply_len > 0) {
+        memcpy(q, m->reply, m->reply_len);
+        q += m->reply_len;
+    }
+    if (m->payload_len > 0) {
+        memcpy(q, m->payload, m->payload_len);
+    }
+    rift_rec_finish(p, (uint32_t)m->size, m->pcrc, seq, now);
+    return 0;
+}
+
+/* Appends |r| (the record of |m|) to the index, the cache and, for a
+ * file stream, the stage, then applies retention. Under lock; on failure
+ * nothing changed and |r| is still the caller's. */
+static int append_locked(rift_stream *st, const pub_msg *m, rift_srec *r,
+                         bool reserve, rift_stored *out, rift_error *err) {
     int rc = rift_stream_check_usable(st, err);
     if (rc != 0) {
-        goto fail;
+        return rc;
     }
     if (st->last_seq + 1 >= UINT64_MAX) {
-        rc = rift_error_set(err, RIFT_ERR_STORAGE,
-                            "stream storage: stream sequence exhausted");
-        goto fail;
+        return rift_error_set(err, RIFT_ERR_STORAGE,
+                              "stream storage: stream sequence exhausted");
     }
-    if (!blocking && cb != NULL && (rc = rift_writer_reserve(st, err)) != 0) {
-        goto fail;
+    if (reserve && (rc = rift_writer_reserve(st, err)) != 0) {
+        return rc;
     }
     rift_ent *e = rift_ring_push(&st->ents);
     rift_srec **slot = e ? rift_ring_push(&st->cache) : NULL;
@@ -826,49 +473,74 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         if (e != NULL) {
             rift_ring_pop_back(&st->ents);
         }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     uint64_t now = rift_stream_now(st);
     uint64_t seq = st->last_seq + 1;
     uint32_t off = 0;
-    if (st->file) {
-        uint8_t *p = rift_writer_stage_record(st, (size_t)size, &off, err);
-        if (p == NULL) {
-            rift_ring_pop_back(&st->cache);
-            rift_ring_pop_back(&st->ents);
-            rc = RIFT_ERR_NOMEM;
-            goto fail;
-        }
-        memcpy(p, head, RIFT_REC_HEAD);
-        uint8_t *q = p + RIFT_REC_HEAD;
-        memcpy(q, subject, subject_len);
-        q += subject_len;
-        if (reply_len > 0) {
-            memcpy(q, reply, reply_len);
-            q += reply_len;
-        }
-        if (payload_len > 0) {
-            memcpy(q, payload, payload_len);
-        }
-        rift_rec_finish(p, (uint32_t)size, pcrc, seq, now);
+    if (st->file && (rc = stage_message(st, m, seq, now, &off, err)) != 0) {
+        rift_ring_pop_back(&st->cache);
+        rift_ring_pop_back(&st->ents);
+        return rc;
     }
     r->seq = seq;
     r->ts = now;
     e->off = off;
-    e->len = (uint32_t)size;
+    e->len = (uint32_t)m->size;
     *slot = r;
     if (st->cache.len == 1) {
         st->cache_first = seq;
     }
     st->last_seq = seq;
-    st->bytes += size;
-    st->cache_used += size;
+    st->bytes += m->size;
+    st->cache_used += m->size;
     rift_stream_retain(st, now);
     rift_stream_cache_trim(st);
     if (out != NULL) {
         out->sequence = seq;
         out->timestamp_ms = now;
+    }
+    return 0;
+}
+
+static int publish(rift_stream *st, const char *subject, size_t subject_len,
+                   const char *reply, size_t reply_len, const uint8_t *payload,
+                   size_t payload_len, rift_stored *out, bool blocking,
+                   rift_stream_done_cb cb, void *user_data, rift_error *err) {
+    pub_msg m = {.subject = subject,
+                 .subject_len = subject_len,
+                 .reply = reply,
+                 .reply_len = reply == NULL ? 0 : reply_len,
+                 .payload = payload,
+                 .payload_len = payload == NULL ? 0 : payload_len};
+    if (blocking && rift_writer_is_self(st)) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "blocking stream call from its own completion "
+                              "callback");
+    }
+    int rc = check_publish(st, &m, err);
+    if (rc != 0) {
+        return rc;
+    }
+    /* The checksum and the copy are made before the lock is taken, so
+     * concurrent publishers serialize only on the append itself. */
+    if (st->file) {
+        m.pcrc = rift_rec_prepare(m.head, subject, subject_len, m.reply,
+                                  m.reply_len, payload, m.payload_len);
+    }
+    rift_srec *r = rift_srec_new(st->mem, subject, subject_len, m.reply,
+                                 m.reply_len, payload, m.payload_len);
+    if (r == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+
+    rift_stream_revive_if_due(st);
+    pthread_mutex_lock(&st->lock);
+    rc = append_locked(st, &m, r, !blocking && cb != NULL, out, err);
+    if (rc != 0) {
+        pthread_mutex_unlock(&st->lock);
+        rift_srec_unref(st->mem, r);
+        return rc;
     }
     uint64_t wait = 0;
     rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
@@ -876,11 +548,6 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
     }
-    return rc;
-
-fail:
-    pthread_mutex_unlock(&st->lock);
-    rift_srec_unref(st->mem, r);
     return rc;
 }
 
@@ -1041,8 +708,8 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
     int rc = rift_stream_check_usable(st, err);
     if (rc == 0 && st->file) {
         rift_stream_retain(st, rift_stream_now(st));
-        rift_writer_drop_segments(st);
-        if (rift_writer_snapshot(st) != 0) {
+        rift_stage_drop_segments(st);
+        if (rift_stage_snapshot(st) != 0) {
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         } else {
             ticket = st->fill_gen;

@@ -14,6 +14,8 @@
  * sync for new files, then the state log (or a snapshot replacing it) and
  * its fdatasync, then unlinks of segments retention emptied. State that
  * refers to a record is therefore never durable before the record.
+ * cycle.c does the writes in that order (rift_cycle_write); this file
+ * decides when a cycle runs and what it settles.
  *
  * Unsynced streams (sync_on_write false) skip the syncs but still
  * acknowledge a mutation only once its bytes were written (pwrite): the
@@ -21,224 +23,18 @@
  * that finds the writer parked writes the stage itself under the lock
  * (write_inline), saving two thread wake-ups per publish.
  */
-#include "store/store.h"
+#include "store/writer.h"
+#include "store/cycle.h"
+#include "store/retained.h"
+#include "store/stage.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-/* Stage buffers larger than this are released after a cycle. */
-#define STAGE_KEEP (4u << 20)
-
 static _Thread_local const rift_stream *tls_writer;
 
-/* ---- Stages ---- */
-
-void rift_stage_init(rift_stage *s, const rift_mem *mem) {
-    rift_sbuf_init(&s->seg_data, mem);
-    rift_ring_init(&s->extents, sizeof(rift_extent), mem);
-    rift_sbuf_init(&s->state_data, mem);
-    rift_sbuf_init(&s->snapshot, mem);
-    s->has_snapshot = false;
-    rift_ring_init(&s->dead, sizeof(rift_seg *), mem);
-    s->need_sync = false;
-    s->full_sync = false;
-    s->last_seq = 0;
-}
-
-void rift_stage_free(rift_stage *s) {
-    rift_sbuf_free(&s->seg_data);
-    rift_ring_free(&s->extents);
-    rift_sbuf_free(&s->state_data);
-    rift_sbuf_free(&s->snapshot);
-    rift_ring_free(&s->dead);
-}
-
-bool rift_stage_empty(const rift_stage *s) {
-    return s->extents.len == 0 && s->state_data.len == 0 && !s->has_snapshot &&
-           s->dead.len == 0 && !s->full_sync;
-}
-
-static void stage_reset(rift_stage *s) {
-    rift_sbuf_reset(&s->seg_data, STAGE_KEEP);
-    s->extents.len = 0;
-    s->extents.head = 0;
-    rift_sbuf_reset(&s->state_data, STAGE_KEEP);
-    rift_sbuf_reset(&s->snapshot, 0);
-    s->has_snapshot = false;
-    s->dead.len = 0;
-    s->dead.head = 0;
-    s->need_sync = false;
-    s->full_sync = false;
-    s->last_seq = 0;
-    s->nops = 0;
-}
-
-/* ---- Staging (callers, under lock) ---- */
-
-uint8_t *rift_writer_stage_record(rift_stream *st, size_t len, uint32_t *off,
-                                  rift_error *err) {
-    rift_stage *f = &st->fill;
-    rift_seg *a = st->segs.len
-                      ? *(rift_seg **)rift_ring_at(&st->segs, st->segs.len - 1)
-                      : NULL;
-    bool roll = a == NULL || st->force_roll ||
-                (a->end > a->base && a->size + len > st->cfg.segment_bytes);
-    if (roll) {
-        rift_seg *s = rift_calloc(st->mem, 1, sizeof(*s));
-        size_t plen = strlen(st->dir) + 1 + RIFT_SEG_NAME_LEN + 1;
-        char *path = s ? rift_malloc(st->mem, plen) : NULL;
-        rift_seg **slot = path ? rift_ring_push(&st->segs) : NULL;
-        rift_extent *e = slot ? rift_ring_push(&f->extents) : NULL;
-        uint8_t *h = e ? rift_sbuf_grow(&f->seg_data, RIFT_SEG_HEADER) : NULL;
-        if (h == NULL) {
-            if (e != NULL) {
-                rift_ring_pop_back(&f->extents);
-            }
-            if (slot != NULL) {
-                rift_ring_pop_back(&st->segs);
-            }
-            rift_free(st->mem, path);
-            rift_free(st->mem, s);
-            rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        char name[RIFT_SEG_NAME_LEN + 1];
-        rift_seg_name(name, sizeof(name), st->last_seq + 1);
-        snprintf(path, plen, "%s/%s", st->dir, name);
-        s->path = path;
-        s->base = st->last_seq + 1;
-        s->end = s->base;
-        s->size = RIFT_SEG_HEADER;
-        atomic_init(&s->fd, -1);
-        *slot = s;
-        rift_seg_header_encode(h, s->base);
-        e->seg = s;
-        e->off = 0;
-        e->pos = (size_t)(h - f->seg_data.data);
-        e->len = RIFT_SEG_HEADER;
-        st->force_roll = false;
-        a = s;
-    }
-    rift_extent *e =
-        f->extents.len ? rift_ring_at(&f->extents, f->extents.len - 1) : NULL;
-    bool extend = e != NULL && e->seg == a && e->off + e->len == a->size &&
-                  e->pos + e->len == f->seg_data.len;
-    if (!extend) {
-        e = rift_ring_push(&f->extents);
-        if (e == NULL) {
-            rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        e->seg = a;
-        e->off = a->size;
-        e->pos = f->seg_data.len;
-        e->len = 0;
-    }
-    uint8_t *p = rift_sbuf_grow(&f->seg_data, len);
-    if (p == NULL) {
-        if (!extend) {
-            rift_ring_pop_back(&f->extents);
-        }
-        rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    e->len += len;
-    *off = (uint32_t)a->size;
-    a->size += len;
-    a->end++;
-    f->last_seq = st->last_seq + 1;
-    return p;
-}
-
-rift_sbuf *rift_writer_state_buf(rift_stream *st) {
-    return &st->fill.state_data;
-}
-
-void rift_writer_state_done(rift_stream *st, size_t before) {
-    st->state_bytes += st->fill.state_data.len - before;
-    uint64_t limit =
-        RIFT_MAX(st->cfg.state_snapshot_bytes, 2 * st->snapshot_bytes);
-    if (st->state_bytes > limit) {
-        /* Out of memory only postpones the snapshot to a later event. */
-        (void)rift_writer_snapshot(st);
-    }
-}
-
-int rift_writer_snapshot(rift_stream *st) {
-    rift_sbuf *b = &st->fill.snapshot;
-    b->len = 0;
-    uint8_t *h = rift_sbuf_grow(b, RIFT_STATE_HEADER);
-    if (h == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    rift_state_header_encode(h);
-    int64_t start = rift_ev_begin(b, RIFT_EV_FIRST_SEQ);
-    if (start < 0 || rift_ev_put_u64(b, st->first_seq) != 0) {
-        b->len = 0;
-        return RIFT_ERR_NOMEM;
-    }
-    rift_ev_finish(b, start);
-    for (size_t i = 0; i < st->holes.len; i++) {
-        const rift_hole *hole = rift_ring_at(&st->holes, i);
-        start = rift_ev_begin(b, RIFT_EV_HOLE);
-        if (start < 0 || rift_ev_put_u64(b, hole->from) != 0 ||
-            rift_ev_put_u64(b, hole->to) != 0) {
-            b->len = 0;
-            return RIFT_ERR_NOMEM;
-        }
-        rift_ev_finish(b, start);
-    }
-    for (size_t i = 0; i < st->ncons; i++) {
-        if (rift_consumer_encode(st->cons[i], b) != 0) {
-            b->len = 0;
-            return RIFT_ERR_NOMEM;
-        }
-    }
-    /* Events staged so far are contained in the snapshot. */
-    st->fill.state_data.len = 0;
-    st->fill.has_snapshot = true;
-    st->marker = st->first_seq;
-    st->snapshot_bytes = b->len;
-    st->state_bytes = b->len;
-    return 0;
-}
-
-void rift_writer_drop_segments(rift_stream *st) {
-    bool dropped = false;
-    while (st->segs.len > 1) {
-        rift_seg *s = *(rift_seg **)rift_ring_at(&st->segs, 0);
-        if (s->end > st->first_seq) {
-            break;
-        }
-        rift_seg **slot = rift_ring_push(&st->fill.dead);
-        if (slot == NULL) {
-            break; /* retried at the next eviction */
-        }
-        *slot = s;
-        rift_ring_pop_front(&st->segs);
-        if (st->rseg == s) {
-            st->rseg = NULL;
-        }
-        dropped = true;
-    }
-    if (dropped && st->marker != st->first_seq) {
-        /* Recovery must not bring back what the unlinks remove (the
-         * marker is written before them in the same cycle). */
-        rift_sbuf *b = &st->fill.state_data;
-        size_t before = b->len;
-        int64_t start = rift_ev_begin(b, RIFT_EV_FIRST_SEQ);
-        if (start >= 0 && rift_ev_put_u64(b, st->first_seq) == 0) {
-            rift_ev_finish(b, start);
-            st->marker = st->first_seq;
-            rift_writer_state_done(st, before);
-        } else {
-            b->len = before;
-        }
-    }
-}
+/* ---- Callers (under lock) ---- */
 
 /*
  * One wake-up per stage is enough: once signalled the writer will find
@@ -279,6 +75,17 @@ int rift_writer_poisoned(rift_stream *st, rift_error *err) {
                           "nothing is retried after an I/O error: check the "
                           "disk, then reopen the stream (%s)",
                           cause);
+}
+
+int rift_stream_check_usable(rift_stream *st, rift_error *err) {
+    if (st->closed) {
+        return rift_error_set(err, RIFT_ERR_STORAGE,
+                              "stream storage: stream is closed");
+    }
+    if (st->poison != 0) {
+        return rift_writer_poisoned(st, err);
+    }
+    return 0;
 }
 
 int rift_writer_reserve(rift_stream *st, rift_error *err) {
@@ -351,264 +158,7 @@ static void wake_settled(rift_stream *st) {
     st->woken_gen = durable;
 }
 
-/* ---- The cycle (writer thread, no lock) ---- */
-
-static int io_fail(rift_stream *st, rift_error *err, const char *op,
-                   const char *path, int rc) {
-    atomic_store(&st->io_errno, rc);
-    char os[256];
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    rift_vfs_os_error(rc, os, sizeof(os));
-    rift_log(RIFT_LOG_ERROR, "stream storage: %s %s: %s", op, path, os);
-    return rift_error_set(err, RIFT_ERR_IO, "messaging I/O: %s %s: %s", op,
-                          base, os);
-}
-
-static int write_all(rift_stream *st, int fd, const uint8_t *p, size_t len,
-                     uint64_t off, const char *path, rift_error *err) {
-    const rift_vfs *v = st->vfs;
-    while (len > 0) {
-        rift_ssize n = v->pwrite(v->user_data, fd, p, len, off);
-        if (n <= 0) {
-            return io_fail(st, err, "write", path, n < 0 ? (int)n : -EIO);
-        }
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
-
-static int do_sync(rift_stream *st, int fd, bool data_only, const char *path,
-                   rift_error *err) {
-    const rift_vfs *v = st->vfs;
-    int rc =
-        data_only ? v->fdatasync(v->user_data, fd) : v->fsync(v->user_data, fd);
-    atomic_fetch_add_explicit(&st->syncs, 1, memory_order_relaxed);
-    if (rc != 0) {
-        return io_fail(st, err, data_only ? "fdatasync" : "fsync", path, rc);
-    }
-    return 0;
-}
-
-static int sync_seg(rift_stream *st, rift_seg *s, rift_error *err) {
-    if (!s->dirty) {
-        return 0;
-    }
-    int rc = do_sync(st, atomic_load(&s->fd), true, s->path, err);
-    if (rc != 0) {
-        return rc;
-    }
-    s->synced = s->written;
-    s->dirty = false;
-    return 0;
-}
-
-static int sync_dirty(rift_stream *st, rift_error *err) {
-    while (st->wdirty.len > 0) {
-        rift_seg *s = *(rift_seg **)rift_ring_at(&st->wdirty, 0);
-        int rc = sync_seg(st, s, err);
-        if (rc != 0) {
-            return rc;
-        }
-        rift_ring_pop_front(&st->wdirty);
-    }
-    return 0;
-}
-
-static int mark_dirty(rift_stream *st, rift_seg *s, rift_error *err) {
-    if (s->dirty) {
-        return 0;
-    }
-    rift_seg **slot = rift_ring_push(&st->wdirty);
-    if (slot == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    *slot = s;
-    s->dirty = true;
-    return 0;
-}
-
-static int write_snapshot(rift_stream *st, rift_stage *io, rift_error *err) {
-    const rift_vfs *v = st->vfs;
-    size_t dlen = strlen(st->dir);
-    char tmp[4096], fin[4096];
-    if (dlen + 16 > sizeof(tmp)) {
-        return rift_error_set(err, RIFT_ERR_IO, "messaging I/O: path too long");
-    }
-    snprintf(tmp, sizeof(tmp), "%s/%s", st->dir, RIFT_STATE_TMP_FILE);
-    snprintf(fin, sizeof(fin), "%s/%s", st->dir, RIFT_STATE_FILE);
-    int fd = v->open(v->user_data, tmp, O_RDWR | O_CREAT | O_TRUNC,
-                     RIFT_STORE_FILE_MODE);
-    if (fd < 0) {
-        return io_fail(st, err, "create", tmp, fd);
-    }
-    uint64_t size = io->snapshot.len;
-    int rc =
-        write_all(st, fd, io->snapshot.data, io->snapshot.len, 0, tmp, err);
-    if (rc == 0 && io->state_data.len > 0) {
-        rc = write_all(st, fd, io->state_data.data, io->state_data.len, size,
-                       tmp, err);
-        size += io->state_data.len;
-    }
-    /* The snapshot is always synced before it replaces the log: a rename
-     * over a file whose data never reached the disk could lose all
-     * consumer state on power failure. */
-    if (rc == 0) {
-        rc = do_sync(st, fd, true, tmp, err);
-    }
-    if (rc == 0) {
-        int r = v->rename(v->user_data, tmp, fin);
-        if (r != 0) {
-            rc = io_fail(st, err, "rename", tmp, r);
-        }
-    }
-    if (rc == 0) {
-        rc = do_sync(st, st->dir_fd, false, st->dir, err);
-    }
-    if (rc != 0) {
-        v->close(v->user_data, fd);
-        return rc;
-    }
-    st->dir_dirty = false;
-    v->close(v->user_data, st->state_fd);
-    st->state_fd = fd;
-    st->state_size = size;
-    st->state_dirty = false;
-    return 0;
-}
-
-static int cycle(rift_stream *st, rift_stage *io, rift_error *err) {
-    const rift_vfs *v = st->vfs;
-    bool sync = io->need_sync || io->full_sync;
-    bool created = false;
-    rift_seg *prev = NULL;
-    int rc;
-
-    for (size_t i = 0; i < io->extents.len; i++) {
-        rift_extent *e = rift_ring_at(&io->extents, i);
-        rift_seg *s = e->seg;
-        if (prev != NULL && prev != s && sync) {
-            /* A segment is complete on disk before its successor gets a
-             * byte, so only the newest segment can end torn. */
-            if ((rc = sync_seg(st, prev, err)) != 0) {
-                return rc;
-            }
-        }
-        int fd = atomic_load(&s->fd);
-        if (fd < 0) {
-            /* Older segments are complete on disk before a new one
-             * exists, on unsynced streams too (one fdatasync per segment
-             * roll): after a power cut only the newest segment can then
-             * be torn, which recovery cuts back, rather than an older
-             * one, which it must refuse as corrupt. */
-            if ((rc = sync_dirty(st, err)) != 0) {
-                return rc;
-            }
-            fd = v->open(v->user_data, s->path, O_RDWR | O_CREAT | O_EXCL,
-                         RIFT_STORE_FILE_MODE);
-            if (fd < 0) {
-                return io_fail(st, err, "create", s->path, fd);
-            }
-            atomic_store(&s->fd, fd);
-            created = true;
-        }
-        rc = write_all(st, fd, io->seg_data.data + e->pos, e->len, e->off,
-                       s->path, err);
-        if (rc != 0) {
-            return rc;
-        }
-        s->written = e->off + e->len;
-        if ((rc = mark_dirty(st, s, err)) != 0) {
-            return rc;
-        }
-        prev = s;
-    }
-    if (sync) {
-        if ((rc = sync_dirty(st, err)) != 0) {
-            return rc;
-        }
-    }
-    /* Unsynced streams create and unlink segments without syncing the
-     * directory; a checkpoint or close (|sync|) syncs it then, or the
-     * files it made durable could lose their names in a power cut. */
-    st->dir_dirty |= created;
-    if (st->dir_dirty && (sync || st->cfg.sync_on_write)) {
-        if ((rc = do_sync(st, st->dir_fd, false, st->dir, err)) != 0) {
-            return rc;
-        }
-        st->dir_dirty = false;
-    }
-
-    if (io->has_snapshot) {
-        if ((rc = write_snapshot(st, io, err)) != 0) {
-            return rc;
-        }
-    } else if (io->state_data.len > 0) {
-        rc =
-            write_all(st, st->state_fd, io->state_data.data, io->state_data.len,
-                      st->state_size, RIFT_STATE_FILE, err);
-        if (rc != 0) {
-            return rc;
-        }
-        st->state_size += io->state_data.len;
-        st->state_dirty = true;
-    }
-    if (sync && st->state_dirty) {
-        if ((rc = do_sync(st, st->state_fd, true, RIFT_STATE_FILE, err)) != 0) {
-            return rc;
-        }
-        st->state_dirty = false;
-    }
-
-    for (size_t i = 0; i < io->dead.len; i++) {
-        rift_seg *s = *(rift_seg **)rift_ring_at(&io->dead, i);
-        int fd = atomic_load(&s->fd);
-        if (fd >= 0) {
-            v->close(v->user_data, fd);
-            atomic_store(&s->fd, -1);
-        }
-        rc = v->unlink(v->user_data, s->path);
-        if (rc != 0 && rc != -ENOENT) {
-            return io_fail(st, err, "unlink", s->path, rc);
-        }
-    }
-    st->dir_dirty |= io->dead.len > 0;
-    if (st->dir_dirty && (sync || st->cfg.sync_on_write)) {
-        if ((rc = do_sync(st, st->dir_fd, false, st->dir, err)) != 0) {
-            return rc;
-        }
-        st->dir_dirty = false;
-    }
-    return 0;
-}
-
-/* Frees the segments of |io|'s dead list, which nothing else references:
- * they left the stream's list under the lock before being staged. */
-static void free_dead(rift_stream *st, rift_stage *io) {
-    for (size_t i = 0; i < io->dead.len; i++) {
-        rift_seg *s = *(rift_seg **)rift_ring_at(&io->dead, i);
-        if (s->dirty) {
-            for (size_t k = 0; k < st->wdirty.len; k++) {
-                rift_seg **d = rift_ring_at(&st->wdirty, k);
-                if (*d == s) {
-                    /* Swap-free removal keeps the ring dense; sync order
-                     * among older segments does not matter. */
-                    *d = *(rift_seg **)rift_ring_at(&st->wdirty,
-                                                    st->wdirty.len - 1);
-                    rift_ring_pop_back(&st->wdirty);
-                    break;
-                }
-            }
-        }
-        int fd = atomic_load(&s->fd);
-        if (fd >= 0) {
-            st->vfs->close(st->vfs->user_data, fd);
-        }
-        rift_seg_free(st, s);
-    }
-}
+/* ---- Waiting for work (writer thread, under lock) ---- */
 
 static void wait_work(rift_stream *st) {
     st->writer_idle = true;
@@ -769,7 +319,7 @@ static void *helper_main(void *arg) {
 
         rift_error err = {0};
         uint64_t t0 = rift_now_ns();
-        int rc = do_sync(st, fd, true, j->path, &err);
+        int rc = rift_cycle_sync_fd(st, fd, true, j->path, &err);
         uint64_t dt = rift_now_ns() - t0;
 
         pthread_mutex_lock(&st->lock);
@@ -832,49 +382,7 @@ static bool dispatch(rift_stream *st, uint64_t gen, rift_seg *s,
     return true;
 }
 
-/* A stage that only appends to one existing segment and needs a sync. */
-static rift_seg *simple_stage(rift_stream *st, const rift_stage *io) {
-    if (!io->need_sync || io->full_sync || io->state_data.len > 0 ||
-        io->has_snapshot || io->dead.len > 0 || io->extents.len == 0 ||
-        st->wdirty.len > 0) {
-        return NULL;
-    }
-    rift_seg *s = ((rift_extent *)rift_ring_at(&io->extents, 0))->seg;
-    for (size_t i = 1; i < io->extents.len; i++) {
-        if (((rift_extent *)rift_ring_at(&io->extents, i))->seg != s) {
-            return NULL;
-        }
-    }
-    return atomic_load(&s->fd) >= 0 ? s : NULL;
-}
-
-/* Records of |io| are in the OS now: readers may pread them and the
- * cache may let them go. Under lock. */
-static void mark_flushed(rift_stream *st, const rift_stage *io) {
-    for (size_t i = 0; i < io->extents.len; i++) {
-        const rift_extent *e = rift_ring_at(&io->extents, i);
-        if (e->seg->flushed < e->off + e->len) {
-            e->seg->flushed = e->off + e->len;
-        }
-    }
-    if (io->last_seq > st->written_seq) {
-        st->written_seq = io->last_seq;
-    }
-}
-
-static int write_extents(rift_stream *st, rift_stage *io, rift_error *err) {
-    for (size_t i = 0; i < io->extents.len; i++) {
-        rift_extent *e = rift_ring_at(&io->extents, i);
-        int rc =
-            write_all(st, atomic_load(&e->seg->fd), io->seg_data.data + e->pos,
-                      e->len, e->off, e->seg->path, err);
-        if (rc != 0) {
-            return rc;
-        }
-        e->seg->written = e->off + e->len;
-    }
-    return 0;
-}
+/* ---- Commit ---- */
 
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
@@ -935,21 +443,9 @@ static int write_inline(rift_stream *st, rift_error *err) {
     rift_stage *f = &st->fill;
     uint64_t gen = st->fill_gen++;
     rift_error cerr = {0};
-    int rc = write_extents(st, f, &cerr);
-    for (size_t i = 0; rc == 0 && i < f->extents.len; i++) {
-        rc = mark_dirty(st, ((rift_extent *)rift_ring_at(&f->extents, i))->seg,
-                        &cerr);
-    }
-    if (rc == 0 && f->state_data.len > 0) {
-        rc = write_all(st, st->state_fd, f->state_data.data, f->state_data.len,
-                       st->state_size, RIFT_STATE_FILE, &cerr);
-        if (rc == 0) {
-            st->state_size += f->state_data.len;
-            st->state_dirty = true;
-        }
-    }
+    int rc = rift_cycle_write_unsynced(st, f, &cerr);
     if (rc == 0) {
-        mark_flushed(st, f);
+        rift_cycle_mark_flushed(st, f);
         atomic_store(&st->durable_gen, gen);
         st->state_good = st->state_size;
         st->backoff_ms = 0;
@@ -957,7 +453,7 @@ static int write_inline(rift_stream *st, rift_error *err) {
         set_poison(st, rc, gen, &cerr);
         rift_error_copy(err, &cerr);
     }
-    stage_reset(f);
+    rift_stage_reset(f);
     st->fill_kicked = false;
     wake_settled(st);
     rift_stream_cache_trim(st);
@@ -982,6 +478,50 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
                                      err);
 }
 
+/* ---- The thread ---- */
+
+/* After the writes of generation |gen| (|rc|, started at |t0|, taking
+ * |dt|): hands a
+ * publish-only stage's sync to a helper (or syncs here), then marks the
+ * generation durable or poisons the stream. Under lock (released around
+ * an inline sync). */
+static void settle_cycle(rift_stream *st, rift_stage *io, uint64_t gen,
+                         rift_seg *simple, bool poisoned, int rc, uint64_t t0,
+                         uint64_t dt, rift_error *cerr) {
+    if (!poisoned && rc == 0) {
+        rift_cycle_mark_flushed(st, io);
+        bool settled_here = true;
+        if (simple != NULL) {
+            if (dispatch(st, gen, simple, io->last_seq)) {
+                settled_here = false;
+            } else {
+                /* No helper could start (and so none is busy): sync
+                 * here. */
+                pthread_mutex_unlock(&st->lock);
+                rc = rift_cycle_sync_fd(st, atomic_load(&simple->fd), true,
+                                        simple->path, cerr);
+                dt = rift_now_ns() - t0;
+                pthread_mutex_lock(&st->lock);
+            }
+        }
+        if (rc != 0) {
+            set_poison(st, rc, gen, cerr);
+        } else if (settled_here) {
+            st->last_sync_ns = dt;
+            if ((io->need_sync || io->full_sync) &&
+                io->last_seq > st->durable_seq) {
+                st->durable_seq = io->last_seq;
+            }
+            st->durable_gen = gen;
+            st->state_good = st->state_size;
+            st->backoff_ms = 0;
+        }
+        rift_stream_cache_trim(st);
+    } else if (!poisoned) {
+        set_poison(st, rc, gen, cerr);
+    }
+}
+
 static void *writer_main(void *arg) {
     rift_stream *st = arg;
     tls_writer = st;
@@ -1001,7 +541,8 @@ static void *writer_main(void *arg) {
         st->fill_kicked = false;
         rift_stage *io = &st->io;
         uint64_t gen = st->fill_gen++;
-        rift_seg *simple = st->poison == 0 ? simple_stage(st, io) : NULL;
+        rift_seg *simple =
+            st->poison == 0 ? rift_cycle_simple_stage(st, io) : NULL;
         if (simple == NULL) {
             /* Everything else runs in order after the syncs in flight. */
             drain_jobs(st);
@@ -1015,45 +556,14 @@ static void *writer_main(void *arg) {
         if (poisoned) {
             rc = st->poison;
         } else if (simple != NULL) {
-            rc = write_extents(st, io, &cerr);
+            rc = rift_cycle_write_extents(st, io, &cerr);
         } else {
-            rc = cycle(st, io, &cerr);
+            rc = rift_cycle_write(st, io, &cerr);
         }
         uint64_t dt = rift_now_ns() - t0;
 
         pthread_mutex_lock(&st->lock);
-        if (!poisoned && rc == 0) {
-            mark_flushed(st, io);
-            bool settled_here = true;
-            if (simple != NULL) {
-                if (dispatch(st, gen, simple, io->last_seq)) {
-                    settled_here = false;
-                } else {
-                    /* No helper could start (and so none is busy): sync
-                     * here. */
-                    pthread_mutex_unlock(&st->lock);
-                    rc = do_sync(st, atomic_load(&simple->fd), true,
-                                 simple->path, &cerr);
-                    dt = rift_now_ns() - t0;
-                    pthread_mutex_lock(&st->lock);
-                }
-            }
-            if (rc != 0) {
-                set_poison(st, rc, gen, &cerr);
-            } else if (settled_here) {
-                st->last_sync_ns = dt;
-                if ((io->need_sync || io->full_sync) &&
-                    io->last_seq > st->durable_seq) {
-                    st->durable_seq = io->last_seq;
-                }
-                st->durable_gen = gen;
-                st->state_good = st->state_size;
-                st->backoff_ms = 0;
-            }
-            rift_stream_cache_trim(st);
-        } else if (!poisoned) {
-            set_poison(st, rc, gen, &cerr);
-        }
+        settle_cycle(st, io, gen, simple, poisoned, rc, t0, dt, &cerr);
         /* Callbacks this cycle settles run unlocked. */
         collect(st, &st->wfire);
         rift_error perr = st->poison_err;
@@ -1061,8 +571,8 @@ static void *writer_main(void *arg) {
         pthread_cond_broadcast(&st->done_cv);
         pthread_mutex_unlock(&st->lock);
 
-        free_dead(st, io);
-        stage_reset(io);
+        rift_cycle_free_dead(st, io);
+        rift_stage_reset(io);
         fire(&st->wfire, &perr);
         pthread_mutex_lock(&st->lock);
     }

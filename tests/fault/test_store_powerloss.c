@@ -36,7 +36,9 @@
 #include "crash_vfs.h"
 #include "rift/stream.h"
 #include "common/common.h"
-#include "store/store.h"
+#include "store/consumer_state.h"
+#include "store/offline.h"
+#include "store/retained.h"
 #include "test_rng.h"
 
 #include <fcntl.h>

@@ -8,7 +8,7 @@
 #include "store_testutil.h"
 
 #include "rift/stream.h"
-#include "store/store.h"
+#include "store/stream_types.h"
 
 #include <time.h>
 

@@ -1,8 +1,11 @@
 /*
- * store.h — internal structures of the store layer shared by its files:
- * the stream object, records, segments, consumers, the writer thread's
- * staging area. Public API: include/rift/stream.h. On-disk formats:
- * format.h and docs/storage-format.md.
+ * stream_types.h — the data of a stream and its parts (store layer): the
+ * retained index, segments, consumers and their pending sets, the writer's
+ * staging area, and struct rift_stream itself. Types only: each file of
+ * the store that acts on them declares its functions in a header of its
+ * own (docs/internals.md lists the order, bottom-up). Public API:
+ * include/rift/stream.h. On-disk formats: format.h and
+ * docs/storage-format.md.
  *
  * Locking: one mutex per stream (|lock|) guards everything in a stream and
  * its consumers except what the comments mark "writer-owned". Callers hold
@@ -11,51 +14,16 @@
  * swap the staging area and to publish the results of a cycle, and does
  * all file writes and syncs without it.
  */
-#ifndef RIFT_STORE_STORE_H
-#define RIFT_STORE_STORE_H
+#ifndef RIFT_STORE_STREAM_TYPES_H
+#define RIFT_STORE_STREAM_TYPES_H
 
 #include "rift/stream.h"
 #include "common/common.h"
 #include "common/buf.h"
 #include "store/format.h"
 #include "store/vfs.h"
-
 #include <pthread.h>
 #include <stdatomic.h>
-
-/* ---- Records in memory ---- */
-
-/* An immutable, refcounted record: the cache, fetch results and replay
- * results share it. data holds subject NUL reply NUL payload. */
-typedef struct rift_srec {
-    atomic_uint refs;
-    uint16_t subject_len;
-    uint16_t reply_len;
-    uint32_t payload_len;
-    uint64_t seq;
-    uint64_t ts;
-    char data[];
-} rift_srec;
-
-rift_srec *rift_srec_new(const rift_mem *mem, const char *subject,
-                         size_t subject_len, const char *reply,
-                         size_t reply_len, const uint8_t *payload,
-                         size_t payload_len);
-void rift_srec_unref(const rift_mem *mem, rift_srec *r);
-
-static inline rift_srec *rift_srec_ref(rift_srec *r) {
-    atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
-    return r;
-}
-
-static inline const uint8_t *rift_srec_payload(const rift_srec *r) {
-    return (const uint8_t *)r->data + r->subject_len + 1 + r->reply_len + 1;
-}
-
-/* Builds a batch from |n| records (references taken over) and their
- * delivery counts. 0 or RIFT_ERR_NOMEM (the references are then dropped). */
-int rift_batch_build(rift_batch *out, const rift_mem *mem, rift_srec **recs,
-                     const uint32_t *counts, size_t n);
 
 /* Index entry of one retained record: 8 bytes, since a big stream has
  * millions (timestamps come from the cache or the record's trailer). For
@@ -297,134 +265,4 @@ struct rift_stream {
     uint64_t roff;
 };
 
-/* ---- stream.c ---- */
-
-uint64_t rift_stream_now(const rift_stream *st);
-/* |seq|, or the end of the hole holding it. */
-uint64_t rift_stream_past_hole(const rift_stream *st, uint64_t seq);
-/* The sequence of the newest retained record, 0 when there is none. */
-uint64_t rift_stream_newest(const rift_stream *st);
-/* Drops the first retained record from the index (not the cache). */
-void rift_stream_pop_front(rift_stream *st);
-/* Moves first_seq past the holes it reached, and drops them. */
-void rift_stream_skip_holes(rift_stream *st);
-/* Appends the hole [from, to) (above every record). 0 or NOMEM. */
-int rift_stream_add_hole(rift_stream *st, uint64_t from, uint64_t to);
-/* Evicts by count, bytes and age; raises consumers. Under lock. */
-void rift_stream_retain(rift_stream *st, uint64_t now);
-/* The timestamp of retained record |seq| (cache or trailer); false when
- * it cannot be read. */
-bool rift_stream_ts(rift_stream *st, uint64_t seq, uint64_t *ts);
-/* rift_stream_load's answer for a record that is corrupt on disk (it is
- * logged once and callers skip it); errors are negative. */
-#define RIFT_LOAD_CORRUPT 1
-/* Loads the record |seq| (retained): 0 with a new reference,
- * RIFT_LOAD_CORRUPT, or an error. Texts name the sequence, never a path. */
-int rift_stream_load(rift_stream *st, uint64_t seq, rift_srec **out,
-                     rift_error *err);
-/* Drops cached records already in the OS beyond the cache budget. */
-void rift_stream_cache_trim(rift_stream *st);
-/* Frees a segment object (not the file). */
-void rift_seg_free(rift_stream *st, rift_seg *s);
-/* Fails with the stream's closed or poisoned error, else 0. */
-int rift_stream_check_usable(rift_stream *st, rift_error *err);
-void rift_stream_unref(rift_stream *st);
-/* Opens in |mode| (verify and repair use the recovery alone). */
-int rift_stream_open_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err);
-
-/* ---- consumer.c ---- */
-
-bool rift_consumer_name_valid(const char *name, size_t len);
-rift_consumer *rift_consumer_find(rift_stream *st, const char *name,
-                                  size_t len);
-rift_consumer *rift_consumer_by_id(rift_stream *st, uint32_t id);
-/* Allocates a consumer (refs 1, the table's) and inserts it. */
-int rift_consumer_insert(rift_stream *st, rift_consumer *c);
-rift_consumer *rift_consumer_alloc(rift_stream *st, const char *name,
-                                   size_t name_len, const char *filter,
-                                   size_t filter_len);
-void rift_consumer_remove(rift_stream *st, rift_consumer *c);
-void rift_consumer_unref_locked(rift_consumer *c);
-/* Pending-set operations. */
-rift_pend *rift_pend_find(rift_consumer *c, uint64_t seq);
-int rift_pend_upsert(rift_consumer *c, uint64_t seq, uint64_t delivered_at,
-                     uint32_t attempts);
-void rift_pend_drop(rift_consumer *c, rift_pend *p);
-void rift_pend_trim_below(rift_consumer *c, uint64_t first);
-void rift_pend_trim_above(rift_consumer *c, uint64_t last);
-/* Drops the pending entries in [from, to). */
-void rift_pend_drop_range(rift_consumer *c, uint64_t from, uint64_t to);
-/* Appends a full CONSUMER event for |c| to |b|. */
-int rift_consumer_encode(const rift_consumer *c, rift_sbuf *b);
-/* Applies one state event (recovery). 0, or -1 with *|why|. */
-int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
-                              const char **why);
-
-/* ---- writer.c ---- */
-
-void rift_stage_init(rift_stage *s, const rift_mem *mem);
-void rift_stage_free(rift_stage *s);
-bool rift_stage_empty(const rift_stage *s);
-int rift_writer_start(rift_stream *st, rift_error *err);
-/* Drains and stops the writer (close). */
-void rift_writer_stop(rift_stream *st);
-/* Wakes the writer after staging. Under lock. */
-void rift_writer_kick(rift_stream *st);
-/* Stages |len| record bytes in the active segment (rolling when full) and
- * returns where to write them, with the segment offset in *|off|. */
-uint8_t *rift_writer_stage_record(rift_stream *st, size_t len, uint32_t *off,
-                                  rift_error *err);
-/* The state buffer of the stage being filled, after a snapshot check. */
-rift_sbuf *rift_writer_state_buf(rift_stream *st);
-/* Ends a staged state event: accounts its size, maybe snapshots. */
-void rift_writer_state_done(rift_stream *st, size_t before);
-/* Replaces the staged state with a full snapshot. Under lock. */
-int rift_writer_snapshot(rift_stream *st);
-/* Moves segments that retention emptied to the dead list. Under lock. */
-void rift_writer_drop_segments(rift_stream *st);
-/*
- * Finishes a mutation under lock: an async call registers |cb|; a
- * blocking one gets in *|wait| the generation to wait for with
- * rift_writer_wait once it has released the lock (0: nothing to wait
- * for). Returns 0 / RIFT_STREAM_DONE / error.
- */
-int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
-                       void *user_data, bool blocking, uint64_t *wait,
-                       rift_error *err);
-/* As rift_writer_commit for an already staged generation |ticket|. */
-int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
-                              rift_stream_done_cb cb, void *user_data,
-                              bool blocking, uint64_t *wait, rift_error *err);
-/* Waits, without the stream lock, until generation |ticket| is
- * acknowledged (synced, or for an unsynced stream written): 0 or the
- * poison error. 0 for |ticket| 0. */
-int rift_writer_wait(rift_stream *st, uint64_t ticket, rift_error *err);
-/* Makes room for one completion so registering one cannot fail later. */
-int rift_writer_reserve(rift_stream *st, rift_error *err);
-/* True on the writer thread of |st| (blocking calls are refused). */
-bool rift_writer_is_self(const rift_stream *st);
-/* The poison error for later operations. */
-int rift_writer_poisoned(rift_stream *st, rift_error *err);
-
-/* ---- reopen.c ---- */
-
-/* At the start of a public operation (not on the writer thread, without
- * the lock): after a failed write, gives the stream its on-disk state back
- * (once per failure), and after a lack of space lets writes be tried again
- * once the back-off has passed. */
-void rift_stream_revive_if_due(rift_stream *st);
-
-/* ---- recover.c ---- */
-
-/* Recovers the directory into |st| (file storage). */
-int rift_recover(rift_stream *st, rift_error *err);
-/* rift_store_verify (VERIFY) or one repair pass (REPAIR) through |vfs|
- * (NULL = POSIX). */
-int rift_store_offline(const char *path, rift_store_report *report,
-                       rift_open_mode mode, const rift_vfs *vfs,
-                       rift_error *err);
-
-#endif /* RIFT_STORE_STORE_H */
+#endif /* RIFT_STORE_STREAM_TYPES_H */
