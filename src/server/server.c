@@ -8,7 +8,8 @@
  * subscription. Other threads reach it only through rift_loop_post (stop,
  * stats) and the shared fields guarded by |lock|.
  */
-#include "server/internal.h"
+#include "server/handlers.h"
+#include "server/stream_record.h"
 
 #include "broker/msg_cache.h"
 
@@ -76,65 +77,8 @@ static int make_identities(const rift_server_settings *s, const rift_mem *mem,
     return 0;
 }
 
-static int cmp_stream(const void *a, const void *b) {
-    const srv_stream_entry *x = a, *y = b;
-    size_t n = RIFT_MIN(x->name_len, y->name_len);
-    int c = memcmp(x->name, y->name, n);
-    if (c != 0) {
-        return c;
-    }
-    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
-}
-
-static int copy_streams(rift_server *srv, const rift_server_settings *s,
-                        rift_error *err) {
-    if (s->stream_count == 0) {
-        return 0;
-    }
-    srv->streams =
-        rift_calloc(srv->mem, s->stream_count, sizeof(*srv->streams));
-    if (srv->streams == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < s->stream_count; i++) {
-        const rift_server_stream *in = &s->streams[i];
-        if (in->name == NULL || in->stream == NULL ||
-            !rift_name_valid(in->name, in->name_len)) {
-            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                                  "invalid stream name");
-        }
-        srv_stream_entry *e = &srv->streams[srv->nstreams];
-        e->name = rift_strndup(srv->mem, in->name, in->name_len);
-        if (e->name == NULL) {
-            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        }
-        e->name_len = in->name_len;
-        e->stream = in->stream;
-        srv->nstreams++;
-    }
-    qsort(srv->streams, srv->nstreams, sizeof(*srv->streams), cmp_stream);
-    for (size_t i = 1; i < srv->nstreams; i++) {
-        if (cmp_stream(&srv->streams[i - 1], &srv->streams[i]) == 0) {
-            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                                  "invalid stream name");
-        }
-    }
-    return 0;
-}
-
-rift_stream *rift_srv_find_stream(const rift_server *srv, const char *name,
-                                  size_t len) {
-    srv_stream_entry key = {(char *)(uintptr_t)name, len, NULL};
-    const srv_stream_entry *e = bsearch(&key, srv->streams, srv->nstreams,
-                                        sizeof(*srv->streams), cmp_stream);
-    return e ? e->stream : NULL;
-}
-
 static void server_free(rift_server *srv) {
-    for (size_t i = 0; i < srv->nstreams; i++) {
-        rift_free(srv->mem, srv->streams[i].name);
-    }
-    rift_free(srv->mem, srv->streams);
+    rift_srv_streams_free(srv);
     rift_auth_table_free(&srv->auth);
     rift_free(srv->mem, srv->quota_slots);
     rift_free(srv->mem, srv->cert_file);
@@ -187,7 +131,7 @@ int rift_server_new(rift_server **psrv, rift_broker *broker,
     if ((rc = rift_auth_settings_validate(&as, err)) != 0) {
         goto fail_ids;
     }
-    if ((rc = copy_streams(srv, settings, err)) != 0) {
+    if ((rc = rift_srv_streams_copy(srv, settings, err)) != 0) {
         goto fail_ids;
     }
     if (settings->cert_file == NULL || settings->key_file == NULL) {
