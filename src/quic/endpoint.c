@@ -54,14 +54,6 @@ static void make_secret(void) {
     rift_random(process_secret, sizeof(process_secret));
 }
 
-int rift_quic_ep_reset_token(rift_quic_endpoint *ep, uint8_t *token,
-                             const ngtcp2_cid *cid) {
-    return ngtcp2_crypto_generate_stateless_reset_token(
-               token, ep->secret, sizeof(ep->secret), cid) == 0
-               ? 0
-               : RIFT_ERR_IO;
-}
-
 /* Retry tokens carry a timestamp; wall-clock time keeps them checkable by
  * a restarted server that shares the secret. */
 static ngtcp2_tstamp wall_ns(void) {
@@ -70,83 +62,11 @@ static ngtcp2_tstamp wall_ns(void) {
     return (uint64_t)ts.tv_sec * NGTCP2_SECONDS + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- Routing ---- */
-
-int rift_quic_ep_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                         const ngtcp2_cid *cid) {
-    if (c->ncids == RIFT_QUIC_MAX_CIDS) {
-        return RIFT_ERR_LIMIT;
-    }
-    int rv = rift_cidmap_put(&ep->map, cid->data, cid->datalen, c);
-    if (rv != 0) {
-        return rv;
-    }
-    c->cids[c->ncids++] = *cid;
-    return 0;
-}
-
-void rift_quic_ep_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                             const ngtcp2_cid *cid) {
-    for (size_t i = 0; i < c->ncids; i++) {
-        if (ngtcp2_cid_eq(&c->cids[i], cid)) {
-            rift_cidmap_del(&ep->map, cid->data, cid->datalen, c);
-            c->cids[i] = c->cids[--c->ncids];
-            return;
-        }
-    }
-}
-
 /* ---- Write scheduling ---- */
 
 static void flush_timer_cb(rift_timer *t, void *arg) {
     (void)t;
     rift_quic_ep_flush(arg);
-}
-
-void rift_quic_ep_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c) {
-    if (c->dirty) {
-        return;
-    }
-    c->dirty = true;
-    c->dirty_next = NULL;
-    if (ep->dirty_tail) {
-        ep->dirty_tail->dirty_next = c;
-    } else {
-        ep->dirty_head = c;
-    }
-    ep->dirty_tail = c;
-    /* Outside a handler (an app call from a timer or post): flush on the
-     * next iteration, which also batches many calls into one write. */
-    if (!ep->processing && !rift_timer_active(&ep->flush_timer)) {
-        rift_timer_start(&ep->flush_timer, 0);
-    }
-}
-
-static void update_io(rift_quic_endpoint *ep) {
-    unsigned want = RIFT_IO_READ;
-    if (rift_udp_blocked(&ep->udp)) {
-        want |= RIFT_IO_WRITE;
-    }
-    rift_io_update(&ep->io, want);
-}
-
-void rift_quic_ep_flush(rift_quic_endpoint *ep) {
-    bool outer = !ep->processing;
-    ep->processing = true;
-    while (ep->dirty_head) {
-        rift_quic_conn *c = ep->dirty_head;
-        ep->dirty_head = c->dirty_next;
-        if (ep->dirty_head == NULL) {
-            ep->dirty_tail = NULL;
-        }
-        c->dirty = false;
-        rift_quic_conn_write(c);
-    }
-    rift_udp_tx_flush(&ep->udp);
-    update_io(ep);
-    if (outer) {
-        ep->processing = false;
-    }
 }
 
 /* Sends one packet built outside a connection (Retry, reset, ...). */

@@ -1,0 +1,115 @@
+/*
+ * stream_list.c — the stream records of a QUIC connection and the
+ * connection's stream lists (quic layer): all streams, streams with data to
+ * send (round robin) and streams with pending ngtcp2 operations.
+ */
+#include "quic/internal.h"
+
+#include <stddef.h>
+
+void rift_quic_ready_add(rift_quic_stream *s) {
+    rift_quic_conn *c = s->conn;
+    if (s->flags & (STREAM_IN_READY | STREAM_BLOCKED)) {
+        return;
+    }
+    s->flags |= STREAM_IN_READY;
+    s->ready_next = NULL;
+    s->ready_prev = c->ready_tail;
+    if (c->ready_tail) {
+        c->ready_tail->ready_next = s;
+    } else {
+        c->ready_head = s;
+    }
+    c->ready_tail = s;
+}
+
+void rift_quic_ready_remove(rift_quic_stream *s) {
+    rift_quic_conn *c = s->conn;
+    if (!(s->flags & STREAM_IN_READY)) {
+        return;
+    }
+    s->flags &= ~(uint32_t)STREAM_IN_READY;
+    if (s->ready_prev) {
+        s->ready_prev->ready_next = s->ready_next;
+    } else {
+        c->ready_head = s->ready_next;
+    }
+    if (s->ready_next) {
+        s->ready_next->ready_prev = s->ready_prev;
+    } else {
+        c->ready_tail = s->ready_prev;
+    }
+    s->ready_prev = s->ready_next = NULL;
+}
+
+/* Has something for writev_stream: data, or a FIN not yet taken. */
+bool rift_quic_stream_wants_write(const rift_quic_stream *s) {
+    if (s->flags & (STREAM_WR_SHUT | STREAM_WR_STOPPED)) {
+        return false;
+    }
+    return rift_sendq_unsent(&s->q) > 0 ||
+           ((s->flags & STREAM_FIN_QUEUED) && !(s->flags & STREAM_FIN_SENT));
+}
+
+void rift_quic_ops_add(rift_quic_stream *s) {
+    if (s->flags & STREAM_IN_OPS) {
+        return;
+    }
+    s->flags |= STREAM_IN_OPS;
+    s->ops_next = s->conn->ops;
+    s->conn->ops = s;
+}
+
+static void unlink_from(rift_quic_stream **head, rift_quic_stream *s,
+                        size_t next_off) {
+    for (rift_quic_stream **pp = head; *pp;
+         pp = (rift_quic_stream **)((char *)*pp + next_off)) {
+        if (*pp == s) {
+            *pp = *(rift_quic_stream **)((char *)s + next_off);
+            return;
+        }
+    }
+}
+
+rift_quic_stream *rift_quic_stream_new(rift_quic_conn *c, int64_t id,
+                                       void *ud) {
+    rift_quic_stream *s = rift_calloc(c->ep->mem, 1, sizeof(*s));
+    if (s == NULL) {
+        return NULL;
+    }
+    s->conn = c;
+    s->id = id;
+    s->user_data = ud;
+    rift_sendq_init(&s->q, c->ep->mem);
+    s->all_next = c->streams;
+    if (c->streams) {
+        c->streams->all_prev = s;
+    }
+    c->streams = s;
+    return s;
+}
+
+/* Unlinks and frees |s|; releases every queued chunk. */
+void rift_quic_stream_free(rift_quic_stream *s) {
+    rift_quic_conn *c = s->conn;
+    if (s->flags & STREAM_WATCH_STOP) {
+        c->nwatch--;
+    }
+    rift_quic_ready_remove(s);
+    if (s->flags & STREAM_IN_OPS) {
+        unlink_from(&c->ops, s, offsetof(rift_quic_stream, ops_next));
+    }
+    if (s->flags & STREAM_IN_EVENTS) {
+        unlink_from(&c->events, s, offsetof(rift_quic_stream, ev_next));
+    }
+    if (s->all_prev) {
+        s->all_prev->all_next = s->all_next;
+    } else {
+        c->streams = s->all_next;
+    }
+    if (s->all_next) {
+        s->all_next->all_prev = s->all_prev;
+    }
+    rift_sendq_clear(&s->q);
+    rift_free(c->ep->mem, s);
+}
