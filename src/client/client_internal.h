@@ -4,7 +4,7 @@
  * callbacks, teardown), call.c (one-shot operations: request, stream
  * publish, consumer calls, subscribe and publisher opening),
  * publisher.c (dedicated and shared publishers), subscription.c (receive
- * queues), msg.c (received messages) and check.c (local validation and
+ * queues), received_msg.c (received messages) and check.c (local validation and
  * response decoding).
  *
  * Threads. The client thread runs a rift_loop that owns the QUIC endpoint,
@@ -68,7 +68,7 @@
 typedef struct rift_client_stream rift_client_stream;
 typedef struct rift_client_call rift_client_call;
 
-/* ---- Received messages (msg.c) ---- */
+/* ---- Received messages (received_msg.c) ---- */
 
 /* Recycled storage for received messages (msgpool.c): allocation on the
  * client thread only, release from any thread; it lives until its owner

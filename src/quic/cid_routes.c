@@ -2,10 +2,10 @@
  * cid_routes.c — the connection IDs a QUIC connection has registered in
  * its endpoint's routing map (quic layer), and the stateless reset token
  * of a CID (derived from the endpoint's secret). Both the connection
- * (conn.c, conn_callbacks.c) and the endpoint (endpoint.c) use them; they
- * call neither.
+ * (conn_lifecycle.c, conn_callbacks.c) and the endpoint (endpoint.c) use them;
+ * they call neither.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include <ngtcp2/ngtcp2_crypto.h>
 

@@ -4,7 +4,7 @@
  * stream's send queue, credit, shutdowns. Each records what to do and
  * marks the connection dirty; the endpoint's flush calls into ngtcp2.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include <string.h>
 

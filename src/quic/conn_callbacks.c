@@ -3,9 +3,9 @@
  * connection IDs, handshake, stream open / data / ACK / close / reset,
  * credit, and the callback tables of a server and a client connection.
  * They run inside ngtcp2 calls and only record state or call the
- * application (conn.c explains the re-entrancy rule).
+ * application (conn_lifecycle.c explains the re-entrancy rule).
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include "common/common.h"
 

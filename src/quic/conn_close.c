@@ -4,7 +4,7 @@
  * period, the peer's close and the draining period, local errors and
  * ICMP failures.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * hold, and the endpoint's write scheduling (dirty connections written
  * at the end of each handler, one UDP flush).
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include <stdint.h>
 

@@ -4,7 +4,7 @@
  * stateless reset and version negotiation; the client side's single
  * connection; the receive loop and the write flush. See quic.h.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include "common/common.h"
 

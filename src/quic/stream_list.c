@@ -3,7 +3,7 @@
  * connection's stream lists (quic layer): all streams, streams with data to
  * send (round robin) and streams with pending ngtcp2 operations.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include <stddef.h>
 

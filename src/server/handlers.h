@@ -2,15 +2,15 @@
  * handlers.h — the operation handlers of the protocol server (server
  * layer) and what the layers above them call besides: publish.c
  * (PUBLISH, PUBLISH_ACK, PING), deliver.c (SUBSCRIBE, REQUEST, MESSAGE
- * delivery), streams.c (opcodes 10, 12, 13, 15 and the table of served
- * streams). Every handler takes the same srv_frame (server/internal.h);
- * ops.c dispatches to them. They use the primitives of
+ * delivery), stream_ops.c (opcodes 10, 12, 13, 15 and the table of served
+ * streams). Every handler takes the same srv_frame (server/server_internal.h);
+ * stream_events.c dispatches to them. They use the primitives of
  * server/stream_record.h and nothing above.
  */
 #ifndef RIFT_SERVER_HANDLERS_H
 #define RIFT_SERVER_HANDLERS_H
 
-#include "server/internal.h"
+#include "server/server_internal.h"
 
 /* ---- publish.c ---- */
 
@@ -34,7 +34,7 @@ void rift_srv_rx_batch_done(void *ep_ud);
 /* The stream's unacknowledged bytes dropped: resume a throttled drain. */
 void rift_srv_delivery_resume(srv_stream *ss);
 
-/* ---- streams.c ---- */
+/* ---- stream_ops.c ---- */
 
 /* Opcodes 10, 12, 13, 15. */
 void rift_srv_stream_op(srv_stream *ss, const srv_frame *f);

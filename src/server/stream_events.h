@@ -1,14 +1,14 @@
 /*
  * stream_events.h — what the transport reports about a server stream
- * (server layer, ops.c): taking a stream into service, its bytes (read
- * into frames and dispatched to the handlers), reset, stop, ACK progress
- * and the end. conn.c, which receives the transport's callbacks, calls
+ * (server layer, stream_events.c): taking a stream into service, its bytes
+ * (read into frames and dispatched to the handlers), reset, stop, ACK progress
+ * and the end. session.c, which receives the transport's callbacks, calls
  * them.
  */
 #ifndef RIFT_SERVER_STREAM_EVENTS_H
 #define RIFT_SERVER_STREAM_EVENTS_H
 
-#include "server/internal.h"
+#include "server/server_internal.h"
 
 /* Takes a held or newly opened stream into service after authentication:
  * a permit (or refusal with code 2), the first-frame deadline, and the

@@ -8,7 +8,7 @@
 #ifndef RIFT_SERVER_STREAM_RECORD_H
 #define RIFT_SERVER_STREAM_RECORD_H
 
-#include "server/internal.h"
+#include "server/server_internal.h"
 
 /* Drops one reference to a connection record; frees it when none is
  * left. */

@@ -1,5 +1,5 @@
 /*
- * conn.c — one QUIC connection over ngtcp2 (quic layer): its creation
+ * conn_lifecycle.c — one QUIC connection over ngtcp2 (quic layer): its creation
  * (settings, transport parameters, routes, TLS session) and destruction,
  * the receive path and the connection timer. Its other roles have their
  * own files: the ngtcp2 callbacks (conn_callbacks.c), the write path and
@@ -14,7 +14,7 @@
  * nested calls and honours the WRITE_MORE contract (nothing else may touch
  * the connection between MORE calls).
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include "common/common.h"
 

@@ -1,13 +1,13 @@
 /*
- * internal.h — private structures shared by the QUIC glue files (quic
+ * quic_internal.h — private structures shared by the QUIC glue files (quic
  * layer): endpoint.c (socket, accept, Retry, stateless reset), the
- * connection's files (conn.c: creation, receive, timer; conn_callbacks.c,
- * conn_write.c, conn_close.c, conn_api.c, stream_list.c), cid_routes.c
- * (routing map entries, reset tokens), tls.c (GnuTLS). Nothing outside
- * src/quic includes this.
+ * connection's files (conn_lifecycle.c: creation, receive, timer;
+ * conn_callbacks.c, conn_write.c, conn_close.c, conn_api.c, stream_list.c),
+ * cid_routes.c (routing map entries, reset tokens), tls_session.c (GnuTLS).
+ * Nothing outside src/quic includes this.
  */
-#ifndef RIFT_QUIC_INTERNAL_H
-#define RIFT_QUIC_INTERNAL_H
+#ifndef RIFT_QUIC_QUIC_INTERNAL_H
+#define RIFT_QUIC_QUIC_INTERNAL_H
 
 #include "common/common.h"
 #include "quic/cidmap.h"
@@ -130,7 +130,7 @@ struct rift_quic_conn {
     rift_quic_stream *events; /* pending stream_stopped reports */
     uint64_t conn_credit_pending;
     /* Streams with STREAM_WATCH_STOP, and whether a packet was read since
-     * they were last probed (probe_stops in conn.c). */
+     * they were last probed (probe_stops in conn_write.c). */
     size_t nwatch;
     bool rx_probe;
 
@@ -252,7 +252,7 @@ void rift_quic_ep_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c);
 /* Writes every dirty connection and flushes the UDP batch. */
 void rift_quic_ep_flush(rift_quic_endpoint *ep);
 
-/* ---- conn.c ---- */
+/* ---- conn_lifecycle.c ---- */
 
 /* Creates the ngtcp2 connection and its TLS session. Server: |hd| is the
  * first Initial, |odcid|/|retry_scid| non-NULL after a validated Retry
@@ -268,7 +268,7 @@ void rift_quic_conn_read(rift_quic_conn *c, const rift_udp_addr *local,
                          const rift_udp_addr *remote, const uint8_t *data,
                          size_t len);
 
-/* ---- tls.c ---- */
+/* ---- tls_session.c ---- */
 
 int rift_quic_tls_server_cred(rift_quic_endpoint *ep, const char *cert,
                               const char *key, rift_error *err);
@@ -281,4 +281,4 @@ bool rift_quic_tls_alpn_ok(rift_quic_conn *c);
  * returns false when verification did not fail. */
 bool rift_quic_tls_verify_failure(rift_quic_conn *c, char *out, size_t cap);
 
-#endif /* RIFT_QUIC_INTERNAL_H */
+#endif /* RIFT_QUIC_QUIC_INTERNAL_H */

@@ -1,10 +1,10 @@
 /*
- * ops.c — operation streams of the protocol server (server layer): the
- * transport's stream events, permits, streams held before authentication,
+ * stream_events.c — operation streams of the protocol server (server layer):
+ * the transport's stream events, permits, streams held before authentication,
  * cutting the byte stream into frames (zero-copy when a frame arrived
  * whole) and dispatch by opcode to the handlers, which all take the same
  * srv_frame: publish.c (PUBLISH, PUBLISH_ACK, PING), deliver.c
- * (SUBSCRIBE, REQUEST), streams.c (10, 12, 13, 15).
+ * (SUBSCRIBE, REQUEST), stream_ops.c (10, 12, 13, 15).
  *
  * Reference: docs/protocol-v1.md §2.7 (lifecycle and deadlines), §2.8
  * (stream kinds), §2.9 (opcode checks).

@@ -1,17 +1,17 @@
 /*
- * internal.h — private structures of the protocol server (server layer),
+ * server_internal.h — private structures of the protocol server (server layer),
  * shared by every file of src/server: server.c (public API, thread,
- * stats), admin.c (host queries), conn.c (connections and
- * authentication), ops.c (stream events, reading, dispatch), the handlers
- * publish.c, deliver.c, streams.c (server/handlers.h) and the primitives
- * they all use, stream_record.c (server/stream_record.h). Nothing outside
- * src/server includes it.
+ * stats), admin.c (host queries), session.c (connections and
+ * authentication), stream_events.c (stream events, reading, dispatch), the
+ * handlers publish.c, deliver.c, stream_ops.c (server/handlers.h) and the
+ * primitives they all use, stream_record.c (server/stream_record.h). Nothing
+ * outside src/server includes it.
  *
  * Everything below is owned by the server thread (its rift_loop), except
  * the fields documented as shared.
  */
-#ifndef RIFT_SERVER_INTERNAL_H
-#define RIFT_SERVER_INTERNAL_H
+#ifndef RIFT_SERVER_SERVER_INTERNAL_H
+#define RIFT_SERVER_SERVER_INTERNAL_H
 
 #include "codec/frame.h"
 #include "common/common.h"
@@ -293,7 +293,7 @@ struct rift_server {
     atomic_size_t store_inflight;
 };
 
-/* ---- conn.c ---- */
+/* ---- session.c ---- */
 
 extern const rift_quic_callbacks rift_srv_callbacks;
 
@@ -311,4 +311,4 @@ int rift_srv_post_wait(rift_server *srv, rift_post_cb cb, void *arg,
 /* Marks a posted query answered (takes sig_lock, broadcasts). */
 void rift_srv_post_done(rift_server *srv, bool *done);
 
-#endif /* RIFT_SERVER_INTERNAL_H */
+#endif /* RIFT_SERVER_SERVER_INTERNAL_H */

@@ -1,5 +1,5 @@
 /*
- * conn.c — connections and authentication of the protocol server (server
+ * session.c — connections and authentication of the protocol server (server
  * layer): the transport callbacks, the AUTH exchange on a connection's
  * first stream (docs/protocol-v1.md §2.6), streams held until it
  * succeeds, and connection bookkeeping.

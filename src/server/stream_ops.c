@@ -1,5 +1,5 @@
 /*
- * streams.c — retained-stream opcodes of the protocol server (server
+ * stream_ops.c — retained-stream opcodes of the protocol server (server
  * layer): STREAM_PUBLISH (10), CONSUMER_OPEN (12), CONSUMER_FETCH (13) and
  * ACK (15), each a one-shot operation on its stream.
  *
