@@ -9,8 +9,8 @@
 
 #include <ngtcp2/ngtcp2_crypto.h>
 
-int rift_quic_ep_reset_token(rift_quic_endpoint *ep, uint8_t *token,
-                             const ngtcp2_cid *cid) {
+int rift_quic_endpoint_reset_token(rift_quic_endpoint *ep, uint8_t *token,
+                                   const ngtcp2_cid *cid) {
     return ngtcp2_crypto_generate_stateless_reset_token(
                token, ep->secret, sizeof(ep->secret), cid) == 0
                ? 0
@@ -19,8 +19,8 @@ int rift_quic_ep_reset_token(rift_quic_endpoint *ep, uint8_t *token,
 
 /* ---- Routing ---- */
 
-int rift_quic_ep_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                         const ngtcp2_cid *cid) {
+int rift_quic_endpoint_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
+                               const ngtcp2_cid *cid) {
     if (c->ncids == RIFT_QUIC_MAX_CIDS) {
         return RIFT_ERR_LIMIT;
     }
@@ -32,8 +32,8 @@ int rift_quic_ep_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
     return 0;
 }
 
-void rift_quic_ep_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                             const ngtcp2_cid *cid) {
+void rift_quic_endpoint_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
+                                   const ngtcp2_cid *cid) {
     for (size_t i = 0; i < c->ncids; i++) {
         if (ngtcp2_cid_eq(&c->cids[i], cid)) {
             rift_cidmap_del(&ep->map, cid->data, cid->datalen, c);

@@ -51,7 +51,7 @@ void rift_quic_conn_close(rift_quic_conn *conn, uint64_t code,
                                   "connection closed locally");
     conn->close_info.reason = (const uint8_t *)conn->reason_buf;
     conn->close_info.reason_len = reason_len;
-    rift_quic_ep_mark_dirty(conn->ep, conn);
+    rift_quic_endpoint_mark_dirty(conn->ep, conn);
 }
 
 int rift_quic_conn_open_stream(rift_quic_conn *conn, void *ud,
@@ -155,7 +155,7 @@ int rift_quic_stream_write(rift_quic_stream *s, const rift_quic_chunk *chunks,
     }
     if (rift_quic_stream_wants_write(s)) {
         rift_quic_ready_add(s);
-        rift_quic_ep_mark_dirty(c->ep, c);
+        rift_quic_endpoint_mark_dirty(c->ep, c);
     }
     return 0;
 }
@@ -174,7 +174,7 @@ void rift_quic_stream_consumed(rift_quic_stream *s, uint64_t n) {
     }
     s->credit_pending += n;
     rift_quic_ops_add(s);
-    rift_quic_ep_mark_dirty(s->conn->ep, s->conn);
+    rift_quic_endpoint_mark_dirty(s->conn->ep, s->conn);
 }
 
 void rift_quic_stream_shutdown_write(rift_quic_stream *s, uint64_t code) {
@@ -186,7 +186,7 @@ void rift_quic_stream_shutdown_write(rift_quic_stream *s, uint64_t code) {
     rift_quic_ready_remove(s);
     rift_sendq_truncate(&s->q);
     rift_quic_ops_add(s);
-    rift_quic_ep_mark_dirty(s->conn->ep, s->conn);
+    rift_quic_endpoint_mark_dirty(s->conn->ep, s->conn);
 }
 
 void rift_quic_stream_watch_stop(rift_quic_stream *s) {
@@ -207,5 +207,5 @@ void rift_quic_stream_shutdown_read(rift_quic_stream *s, uint64_t code) {
     s->flags |= STREAM_DO_STOP;
     s->stop_code = code;
     rift_quic_ops_add(s);
-    rift_quic_ep_mark_dirty(s->conn->ep, s->conn);
+    rift_quic_endpoint_mark_dirty(s->conn->ep, s->conn);
 }

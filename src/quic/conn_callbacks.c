@@ -36,8 +36,8 @@ static int get_new_connection_id_cb(ngtcp2_conn *qc, ngtcp2_cid *cid,
         }
     }
     if (ep->server) {
-        if (rift_quic_ep_reset_token(ep, token, cid) != 0 ||
-            rift_quic_ep_add_cid(ep, c, cid) != 0) {
+        if (rift_quic_endpoint_reset_token(ep, token, cid) != 0 ||
+            rift_quic_endpoint_add_cid(ep, c, cid) != 0) {
             return NGTCP2_ERR_CALLBACK_FAILURE;
         }
     } else if (rift_random(token, NGTCP2_STATELESS_RESET_TOKENLEN) != 0) {
@@ -51,7 +51,7 @@ static int remove_connection_id_cb(ngtcp2_conn *qc, const ngtcp2_cid *cid,
     rift_quic_conn *c = ud;
     (void)qc;
     if (c->ep->server) {
-        rift_quic_ep_remove_cid(c->ep, c, cid);
+        rift_quic_endpoint_remove_cid(c->ep, c, cid);
     }
     return 0;
 }
@@ -207,7 +207,7 @@ static int extend_max_stream_data_cb(ngtcp2_conn *qc, int64_t stream_id,
         s->flags &= ~(uint32_t)STREAM_BLOCKED;
         if (rift_quic_stream_wants_write(s)) {
             rift_quic_ready_add(s);
-            rift_quic_ep_mark_dirty(c->ep, c);
+            rift_quic_endpoint_mark_dirty(c->ep, c);
         }
     }
     return 0;

@@ -124,8 +124,8 @@ static int server_ngtcp2(rift_quic_conn *c, const ngtcp2_pkt_hd *hd,
         settings->token_type = NGTCP2_TOKEN_TYPE_RETRY;
     }
     params->stateless_reset_token_present = 1;
-    if (rift_quic_ep_reset_token(c->ep, params->stateless_reset_token, scid) !=
-        0) {
+    if (rift_quic_endpoint_reset_token(c->ep, params->stateless_reset_token,
+                                       scid) != 0) {
         return rift_error_set(err, RIFT_ERR_IO, "stateless reset token");
     }
     int rv = ngtcp2_conn_server_new(&c->qc, &hd->scid, scid, &c->ps.path,
@@ -155,7 +155,7 @@ static int client_ngtcp2(rift_quic_conn *c, const ngtcp2_cid *scid,
 static int add_routes(rift_quic_conn *c, const ngtcp2_pkt_hd *hd,
                       const ngtcp2_cid *scid, rift_error *err) {
     rift_quic_endpoint *ep = c->ep;
-    int rv = rift_quic_ep_add_cid(ep, c, scid);
+    int rv = rift_quic_endpoint_add_cid(ep, c, scid);
     if (rv != 0) {
         return rift_error_set(err, rv, "out of memory");
     }
@@ -343,7 +343,7 @@ void rift_quic_conn_read(rift_quic_conn *c, const rift_udp_addr *local,
             c->hold_until = ts + (c->rx_answer_later ? ep->settings.answer_hold
                                                      : ep->settings.ack_hold);
         }
-        rift_quic_ep_mark_dirty(ep, c);
+        rift_quic_endpoint_mark_dirty(ep, c);
         return;
     }
     switch (rv) {
@@ -414,6 +414,6 @@ static void conn_timer_cb(rift_timer *t, void *arg) {
     }
     if (outer) {
         ep->processing = false;
-        rift_quic_ep_flush(ep);
+        rift_quic_endpoint_flush(ep);
     }
 }

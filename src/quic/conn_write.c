@@ -304,7 +304,7 @@ void rift_quic_conn_write_unheld(rift_quic_conn *c) {
 
 /* ---- The endpoint's write scheduling ---- */
 
-void rift_quic_ep_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c) {
+void rift_quic_endpoint_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c) {
     if (c->dirty) {
         return;
     }
@@ -331,7 +331,7 @@ static void update_io(rift_quic_endpoint *ep) {
     rift_io_update(&ep->io, want);
 }
 
-void rift_quic_ep_flush(rift_quic_endpoint *ep) {
+void rift_quic_endpoint_flush(rift_quic_endpoint *ep) {
     bool outer = !ep->processing;
     ep->processing = true;
     while (ep->dirty_head) {

@@ -66,7 +66,7 @@ static ngtcp2_tstamp wall_ns(void) {
 
 static void flush_timer_cb(rift_timer *t, void *arg) {
     (void)t;
-    rift_quic_ep_flush(arg);
+    rift_quic_endpoint_flush(arg);
 }
 
 /* Sends one packet built outside a connection (Retry, reset, ...). */
@@ -127,7 +127,7 @@ static void send_stateless_reset(rift_quic_endpoint *ep,
     uint8_t pkt[RIFT_UDP_STATELESS_PKT];
     ngtcp2_cid cid;
     ngtcp2_cid_init(&cid, vc->dcid, vc->dcidlen);
-    if (rift_quic_ep_reset_token(ep, token, &cid) != 0 ||
+    if (rift_quic_endpoint_reset_token(ep, token, &cid) != 0 ||
         rift_random(rnd, randlen) != 0) {
         return;
     }
@@ -248,7 +248,7 @@ static void on_datagram(void *arg, const rift_udp_addr *from,
 static void mark_all_dirty(rift_quic_endpoint *ep) {
     for (rift_quic_conn *c = ep->conns; c; c = c->all_next) {
         if (c->state < CONN_CLOSING) {
-            rift_quic_ep_mark_dirty(ep, c);
+            rift_quic_endpoint_mark_dirty(ep, c);
         }
     }
 }
@@ -282,7 +282,7 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
             if (ep->cbs.rx_batch_done) {
                 ep->cbs.rx_batch_done(ep->user_data);
             }
-            rift_quic_ep_flush(ep);
+            rift_quic_endpoint_flush(ep);
             if (n < RIFT_UDP_RX_BATCH) {
                 /* A short batch drained the socket: another recvmmsg
                  * would only say EAGAIN (a syscall, several µs in a
@@ -292,7 +292,7 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
             }
         }
     }
-    rift_quic_ep_flush(ep);
+    rift_quic_endpoint_flush(ep);
     ep->processing = false;
 }
 
@@ -464,7 +464,7 @@ int rift_quic_client_new(rift_quic_endpoint **pep, rift_loop *loop,
     c->user_data = ud;
     ep->client = c;
     /* The first flight goes out from the loop. */
-    rift_quic_ep_mark_dirty(ep, c);
+    rift_quic_endpoint_mark_dirty(ep, c);
     *pep = ep;
     return 0;
 }

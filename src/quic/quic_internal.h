@@ -184,13 +184,13 @@ struct rift_quic_endpoint {
 /* ---- cid_routes.c ---- */
 
 /* Registers / unregisters a CID of |c| in the routing map. */
-int rift_quic_ep_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                         const ngtcp2_cid *cid);
-void rift_quic_ep_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                             const ngtcp2_cid *cid);
+int rift_quic_endpoint_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
+                               const ngtcp2_cid *cid);
+void rift_quic_endpoint_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
+                                   const ngtcp2_cid *cid);
 /* Generates a stateless reset token for |cid| from the endpoint secret. */
-int rift_quic_ep_reset_token(rift_quic_endpoint *ep, uint8_t *token,
-                             const ngtcp2_cid *cid);
+int rift_quic_endpoint_reset_token(rift_quic_endpoint *ep, uint8_t *token,
+                                   const ngtcp2_cid *cid);
 
 /* ---- stream_list.c ---- */
 
@@ -248,9 +248,9 @@ void rift_quic_conn_write(rift_quic_conn *c);
 void rift_quic_conn_write_unheld(rift_quic_conn *c);
 /* Puts |c| on the list of connections to write at the end of the current
  * handler (or in a zero-delay timer when no handler is running). */
-void rift_quic_ep_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c);
+void rift_quic_endpoint_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c);
 /* Writes every dirty connection and flushes the UDP batch. */
-void rift_quic_ep_flush(rift_quic_endpoint *ep);
+void rift_quic_endpoint_flush(rift_quic_endpoint *ep);
 
 /* ---- conn_lifecycle.c ---- */
 
