@@ -147,7 +147,7 @@ static int try_open(rift_client_call *call) {
     }
     call->cs = cs;
     if (call->kind == RIFT_CALL_PUBLISHER) {
-        rift_client_pub_attach(call->pub, cs);
+        call->attach(call->owner, cs);
         call->cs = NULL;
         rift_client_call_finish(call, 0, NULL);
         return 0;
@@ -324,7 +324,7 @@ void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
         if (rc == 0) {
             /* From here on the stream delivers MESSAGE frames, possibly
              * in the very chunk that carried this OK. */
-            rift_client_sub_attach(call->sub, cs);
+            call->attach(call->owner, cs);
             call->cs = NULL;
         }
         rift_client_call_finish(call, rc, &e);

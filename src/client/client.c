@@ -1,13 +1,12 @@
 /*
- * client.c — the Rift client's connection (client layer): settings,
- * address resolution, the client thread and its loop, connect and AUTH,
- * the QUIC callbacks that route stream events to calls, publishers and
- * subscriptions, and teardown. See client_internal.h for the threading
- * and lifetime rules.
+ * client.c — the Rift client's connection lifecycle (client layer):
+ * settings, address resolution, connect (the loop, the QUIC endpoint, the
+ * client thread, waiting for AUTH), close and teardown. What the
+ * transport reports is handled in client_events.c, the common ground in
+ * client_base.c. See client_internal.h for the threading and lifetime
+ * rules.
  */
 #include "client/client_internal.h"
-
-#include "common/dlist.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -15,423 +14,11 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- Small helpers ---- */
-
-int rift_client_cond_init(pthread_cond_t *cond) {
-    pthread_condattr_t a;
-    int rc = pthread_condattr_init(&a);
-    if (rc != 0) {
-        return -rc;
-    }
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(cond, &a);
-    pthread_condattr_destroy(&a);
-    return -rc;
-}
-
-void rift_client_deadline_ts(struct timespec *ts, uint64_t timeout_ns) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    uint64_t ns = (uint64_t)ts->tv_nsec + timeout_ns % 1000000000u;
-    ts->tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-    ts->tv_nsec = (long)(ns % 1000000000u);
-}
-
 void rift_client_settings_default(rift_client_settings *s) {
     memset(s, 0, sizeof(*s));
     s->connect_timeout_ms = 30000;
     s->op_timeout_ms = 30000;
 }
-
-/* ---- References ---- */
-
-void rift_client_ref(rift_client *c) {
-    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
-}
-
-static void client_destroy(rift_client *c) {
-    /* The thread was joined by rift_client_close (or never started), so
-     * nothing runs on the loop any more; no posts can be queued because
-     * the closing flag stopped them before the teardown post. */
-    rift_loop_del(c->loop);
-    rift_client_pool_free(c);
-    pthread_mutex_destroy(&c->pool_mu);
-    rift_msgpool_close(c->msgs);
-    if (c->token != NULL) {
-        explicit_bzero(c->token, c->token_len);
-        rift_free(c->mem, c->token);
-    }
-    pthread_cond_destroy(&c->connect_cond);
-    pthread_mutex_destroy(&c->mu);
-    pthread_mutex_destroy(&c->shared_mu);
-    rift_free(c->mem, c);
-}
-
-void rift_client_unref(rift_client *c) {
-    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
-        client_destroy(c);
-    }
-}
-
-/* ---- Cross-thread posting ---- */
-
-/* Under c->mu: why operations cannot run. */
-static int dead_error_locked(rift_client *c, rift_error *err) {
-    if (c->closing) {
-        return rift_error_set(err, RIFT_ERR_CONNECTION, "%s",
-                              RIFT_CLIENT_ERR_SHUTDOWN);
-    }
-    rift_error_copy(err, &c->conn_err);
-    return c->conn_err.code;
-}
-
-int rift_client_dead_error(rift_client *c, rift_error *err) {
-    pthread_mutex_lock(&c->mu);
-    int rc = dead_error_locked(c, err);
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-}
-
-int rift_client_post(rift_client *c, rift_post_cb cb, void *arg,
-                     rift_error *err) {
-    int rc;
-    pthread_mutex_lock(&c->mu);
-    if (c->closing || c->conn_dead) {
-        rc = dead_error_locked(c, err);
-    } else if ((rc = rift_loop_post(c->loop, cb, arg)) != 0) {
-        rift_error_set(err, rc, "out of memory");
-    }
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-}
-
-/* ---- Streams ---- */
-
-int rift_client_stream_open(rift_client *c, rift_cs_kind kind, void *owner,
-                            rift_client_stream **pcs) {
-    if (c->dead || c->conn == NULL || (kind != RIFT_CS_AUTH && !c->authed)) {
-        return RIFT_ERR_CLOSED;
-    }
-    rift_client_stream *cs = rift_calloc(c->mem, 1, sizeof(*cs));
-    if (cs == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    cs->c = c;
-    cs->kind = kind;
-    cs->u.call = owner;
-    rift_frame_reader_init(&cs->rd, RIFT_FRAME_MAX_BYTES, c->mem);
-    int rc = rift_quic_conn_open_stream(c->conn, cs, &cs->qs);
-    if (rc != 0) {
-        rift_free(c->mem, cs);
-        return rc;
-    }
-    RIFT_DLIST_PUSH(c->streams, cs, prev, next);
-    *pcs = cs;
-    return 0;
-}
-
-static void stream_free(rift_client_stream *cs) {
-    rift_client *c = cs->c;
-    RIFT_DLIST_REMOVE(c->streams, cs, prev, next);
-    rift_frame_reader_free(&cs->rd);
-    rift_free(c->mem, cs);
-}
-
-void rift_client_stream_abort(rift_client_stream *cs) {
-    if (cs->qs != NULL) {
-        rift_quic_stream_shutdown_write(cs->qs, 0);
-        rift_quic_stream_shutdown_read(cs->qs, 0);
-    }
-    cs->kind = RIFT_CS_NONE;
-    cs->u.call = NULL;
-}
-
-void rift_client_stream_credit(rift_client_stream *cs, uint64_t n) {
-    if (cs->qs != NULL && n > 0) {
-        rift_quic_stream_consumed(cs->qs, n);
-    }
-}
-
-/* ---- Connect ---- */
-
-static void connect_complete(rift_client *c, int rc, const rift_error *e) {
-    pthread_mutex_lock(&c->mu);
-    if (!c->connect_done) {
-        c->connect_done = true;
-        c->connect_rc = rc;
-        if (rc != 0) {
-            rift_error_copy(&c->connect_err, e);
-        }
-        pthread_cond_signal(&c->connect_cond);
-    }
-    pthread_mutex_unlock(&c->mu);
-    rift_timer_stop(&c->connect_timer);
-}
-
-static void connect_timeout(rift_timer *t, void *arg) {
-    rift_client *c = arg;
-    (void)t;
-    rift_error e;
-    rift_error_set(&e, RIFT_ERR_TIMEOUT, "%s", RIFT_CLIENT_ERR_TIMEOUT);
-    connect_complete(c, e.code, &e);
-    if (c->conn != NULL && !c->dead) {
-        rift_quic_conn_close(c->conn, 0, RIFT_CLIENT_ERR_SHUTDOWN,
-                             strlen(RIFT_CLIENT_ERR_SHUTDOWN));
-    }
-}
-
-static void on_handshake(rift_quic_conn *conn, void *ud) {
-    rift_client *c = ud;
-    rift_client_stream *cs;
-    rift_error e;
-    (void)conn;
-    int rc = rift_client_stream_open(c, RIFT_CS_AUTH, NULL, &cs);
-    if (rc != 0) {
-        rift_error_set(&e, RIFT_ERR_CONNECTION, "cannot open the auth stream");
-        connect_complete(c, e.code, &e);
-        return;
-    }
-    uint8_t buf[RIFT_FRAME_AUTH_MAX_BYTES + RIFT_FRAME_PREFIX_BYTES];
-    rift_ssize n =
-        rift_frame_encode_auth(buf, sizeof(buf), c->token, c->token_len);
-    explicit_bzero(c->token, c->token_len);
-    rift_quic_chunk ch = {buf, n > 0 ? (size_t)n : 0, NULL, NULL};
-    rc = n < 0 ? (int)n : rift_quic_stream_write(cs->qs, &ch, 1, true);
-    explicit_bzero(buf, sizeof(buf));
-    if (rc != 0) {
-        rift_error_set(&e, RIFT_ERR_CLOSED, "%s", RIFT_CLIENT_ERR_CLOSED);
-        connect_complete(c, e.code, &e);
-    }
-}
-
-static void auth_frame(rift_client_stream *cs, const uint8_t *body,
-                       size_t len) {
-    rift_client *c = cs->c;
-    rift_error e;
-    int rc = rift_client_expect_ok(body, len, &e);
-    cs->kind = RIFT_CS_NONE; /* the auth stream is done either way */
-    if (rc == 0) {
-        c->authed = true;
-    }
-    connect_complete(c, rc, &e);
-}
-
-/* ---- QUIC callbacks ---- */
-
-static void fail_owner(rift_client_stream *cs, const rift_error *e) {
-    switch (cs->kind) {
-    case RIFT_CS_AUTH:
-        cs->kind = RIFT_CS_NONE;
-        connect_complete(cs->c, e->code, e);
-        break;
-    case RIFT_CS_CALL:
-        rift_client_call_finish(cs->u.call, e->code, e);
-        break;
-    case RIFT_CS_PUB:
-        rift_client_pub_fail(cs->u.pub, e, true);
-        break;
-    case RIFT_CS_SUB:
-        rift_client_sub_fail(cs->u.sub, e, true);
-        break;
-    case RIFT_CS_NONE:
-        break;
-    }
-    cs->kind = RIFT_CS_NONE;
-}
-
-static void closed_error(rift_error *e) {
-    rift_error_set(e, RIFT_ERR_CLOSED, "%s", RIFT_CLIENT_ERR_CLOSED);
-}
-
-/* Hands one complete frame to the stream's owner. Returns true when the
- * owner keeps the frame's flow-control bytes (a queued subscription
- * message); they are credited back when the application takes it. */
-static bool dispatch(rift_client_stream *cs, const rift_frame_body *b) {
-    switch (cs->kind) {
-    case RIFT_CS_AUTH:
-        auth_frame(cs, b->data, b->len);
-        return false;
-    case RIFT_CS_CALL:
-        rift_client_call_frame(cs, b);
-        return false;
-    case RIFT_CS_PUB:
-        rift_client_pub_frame(cs, b->data, b->len);
-        return false;
-    case RIFT_CS_SUB:
-        return rift_client_sub_frame(cs, b);
-    case RIFT_CS_NONE:
-        break;
-    }
-    return false;
-}
-
-static void on_stream_data(rift_quic_stream *s, const uint8_t *data, size_t len,
-                           bool fin, void *ud) {
-    rift_client_stream *cs = ud;
-    (void)s;
-    uint64_t credit = 0;
-    size_t off = 0;
-    while (off < len && cs->kind != RIFT_CS_NONE) {
-        rift_frame_body b;
-        rift_error e;
-        rift_ssize n =
-            rift_frame_reader_feed(&cs->rd, data + off, len - off, &b, &e);
-        if (n < 0) {
-            fail_owner(cs, &e);
-            break;
-        }
-        off += (size_t)n;
-        if (b.data != NULL && !dispatch(cs, &b)) {
-            credit += RIFT_FRAME_PREFIX_BYTES + b.len;
-        }
-    }
-    if (cs->kind == RIFT_CS_SUB) {
-        rift_client_sub_flush(cs->u.sub);
-    }
-    /* Bytes of a detached stream (and the tail after a failure) are not
-     * anybody's: give them back at once. The transport never credits more
-     * than it delivered. */
-    credit += len - off;
-    rift_client_stream_credit(cs, credit);
-    if (fin) {
-        cs->fin = cs->read_end = true;
-        if (cs->kind != RIFT_CS_NONE) {
-            rift_error e;
-            closed_error(&e);
-            fail_owner(cs, &e);
-        }
-    }
-}
-
-static void on_stream_reset(rift_quic_stream *s, uint64_t code, void *ud) {
-    rift_client_stream *cs = ud;
-    (void)s;
-    (void)code;
-    cs->read_end = true;
-    if (cs->kind == RIFT_CS_PUB) {
-        rift_client_pub_read_end(cs, true);
-    } else if (cs->kind != RIFT_CS_NONE) {
-        rift_error e;
-        closed_error(&e);
-        fail_owner(cs, &e);
-    }
-}
-
-static void on_stream_stopped(rift_quic_stream *s, void *ud) {
-    rift_client_stream *cs = ud;
-    (void)s;
-    /* Calls and subscriptions learn the outcome from the read side (the
-     * server writes ERROR and FIN before it stops a stream). */
-    if (cs->kind == RIFT_CS_PUB) {
-        rift_client_pub_stopped(cs);
-    }
-}
-
-static void on_stream_acked(rift_quic_stream *s, uint64_t unacked, void *ud) {
-    rift_client_stream *cs = ud;
-    (void)s;
-    if (cs->kind == RIFT_CS_PUB) {
-        rift_client_pub_acked(cs, unacked);
-    }
-}
-
-static void on_stream_close(rift_quic_stream *s, bool code_set, uint64_t code,
-                            void *ud) {
-    rift_client_stream *cs = ud;
-    rift_client *c = cs->c;
-    (void)s;
-    (void)code_set;
-    (void)code;
-    cs->qs = NULL;
-    if (cs->kind != RIFT_CS_NONE && c->conn != NULL &&
-        !rift_quic_conn_is_established(c->conn)) {
-        /* The connection is ending: conn_closed follows with the reason,
-         * which is what the owner should report. */
-        return;
-    }
-    if (cs->kind != RIFT_CS_NONE) {
-        rift_error e;
-        closed_error(&e);
-        fail_owner(cs, &e);
-    }
-    stream_free(cs);
-}
-
-static void close_error(const rift_quic_close_info *ci, rift_error *e) {
-    const char *reason = (const char *)ci->reason;
-    int len = (int)RIFT_MIN(ci->reason_len, (size_t)RIFT_ERROR_TEXT_MAX);
-    switch (ci->kind) {
-    case RIFT_QUIC_CLOSE_PEER_APP:
-        if (len > 0) {
-            rift_error_set(
-                e, ci->code == 1 ? RIFT_ERR_PERMISSION : RIFT_ERR_CONNECTION,
-                "%.*s", len, reason);
-        } else {
-            rift_error_set(
-                e, ci->code == 1 ? RIFT_ERR_PERMISSION : RIFT_ERR_CONNECTION,
-                "%s", ci->detail);
-        }
-        break;
-    case RIFT_QUIC_CLOSE_LOCAL_APP:
-        if (len > 0) {
-            rift_error_set(e, RIFT_ERR_CONNECTION, "%.*s", len, reason);
-        } else {
-            rift_error_set(e, RIFT_ERR_CONNECTION, "%s",
-                           RIFT_CLIENT_ERR_SHUTDOWN);
-        }
-        break;
-    default:
-        rift_error_set(e, ci->error != 0 ? ci->error : RIFT_ERR_CONNECTION,
-                       "%s", ci->detail);
-        break;
-    }
-}
-
-/* Client thread: fails everything still attached and every call waiting
- * for a stream, with |e|. Streams must have no QUIC handle any more. */
-static void fail_all(rift_client *c, const rift_error *e) {
-    while (c->streams != NULL) {
-        rift_client_stream *cs = c->streams;
-        cs->qs = NULL;
-        fail_owner(cs, e);
-        stream_free(cs);
-    }
-    while (c->open_head != NULL) {
-        rift_client_call_finish(c->open_head, e->code, e);
-    }
-}
-
-static void on_conn_closed(rift_quic_conn *conn, const rift_quic_close_info *ci,
-                           void *ud) {
-    rift_client *c = ud;
-    (void)conn;
-    rift_error e;
-    close_error(ci, &e);
-    c->dead = true;
-    /* Dead before anyone waiting hears about it: a caller woken by the
-     * failure below must see rift_client_is_connected false. */
-    pthread_mutex_lock(&c->mu);
-    c->conn_dead = true;
-    rift_error_copy(&c->conn_err, &e);
-    pthread_mutex_unlock(&c->mu);
-    fail_all(c, &e);
-    connect_complete(c, e.code, &e);
-}
-
-static void on_streams_available(rift_quic_conn *conn, void *ud) {
-    (void)conn;
-    rift_client_calls_retry_open(ud);
-}
-
-static const rift_quic_callbacks client_cbs = {
-    .handshake_done = on_handshake,
-    .conn_closed = on_conn_closed,
-    .stream_data = on_stream_data,
-    .stream_reset = on_stream_reset,
-    .stream_stopped = on_stream_stopped,
-    .stream_acked = on_stream_acked,
-    .stream_close = on_stream_close,
-    .streams_available = on_streams_available,
-};
 
 /* ---- Thread and teardown ---- */
 
@@ -449,17 +36,10 @@ static void teardown(void *arg, int status) {
     (void)status;
     rift_error e;
     rift_error_set(&e, RIFT_ERR_CONNECTION, "%s", RIFT_CLIENT_ERR_SHUTDOWN);
-    connect_complete(c, e.code, &e);
+    rift_client_connect_complete(c, e.code, &e);
     /* Owners reset their streams; the endpoint then goes without further
      * callbacks, so the stream records are freed here. */
-    while (c->streams != NULL) {
-        rift_client_stream *cs = c->streams;
-        fail_owner(cs, &e);
-        stream_free(cs);
-    }
-    while (c->open_head != NULL) {
-        rift_client_call_finish(c->open_head, e.code, &e);
-    }
+    rift_client_fail_all(c, &e, false);
     c->dead = true;
     rift_quic_endpoint_del(c->ep);
     c->ep = NULL;
@@ -559,6 +139,87 @@ bad:
 
 /* ---- Public: connect and close ---- */
 
+/* A client record with its token copy, message pool and loop. A failure
+ * after the record exists releases it. */
+static int client_new(rift_client **pc, const rift_client_settings *s,
+                      size_t token_len, rift_error *err) {
+    rift_client *c = rift_calloc(s->mem, 1, sizeof(*c));
+    if (c == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    c->mem = s->mem;
+    atomic_init(&c->refs, 1);
+    uint32_t op_ms = s->op_timeout_ms ? s->op_timeout_ms : 30000;
+    uint32_t conn_ms = s->connect_timeout_ms ? s->connect_timeout_ms : 30000;
+    c->op_timeout_ns = (uint64_t)op_ms * 1000000u;
+    c->connect_timeout_ns = (uint64_t)conn_ms * 1000000u;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->shared_mu, NULL);
+    pthread_mutex_init(&c->pool_mu, NULL);
+    pthread_cond_init(&c->connect_cond, NULL);
+    c->token = rift_strndup(c->mem, s->token, token_len);
+    c->token_len = token_len;
+    int rc;
+    if (c->token == NULL || rift_msgpool_new(&c->msgs, c->mem) != 0) {
+        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    } else if ((rc = rift_loop_new(&c->loop, c->mem)) != 0) {
+        rift_error_set(err, rc, "cannot create the client loop: %s",
+                       rift_strerror(rc));
+    } else {
+        *pc = c;
+        return 0;
+    }
+    rift_client_unref(c);
+    return rc;
+}
+
+/* The QUIC endpoint and its connection to |addr|, and the connect
+ * deadline. */
+static int open_transport(rift_client *c, const rift_client_settings *s,
+                          const struct sockaddr_storage *addr,
+                          socklen_t addrlen, rift_error *err) {
+    rift_quic_settings qs;
+    rift_quic_settings_default_client(&qs);
+    qs.ca_file = s->ca_file;
+    qs.server_name = s->server_name;
+    /* Our own deadline covers handshake and AUTH; the transport's must
+     * not fire first. */
+    qs.handshake_timeout = c->connect_timeout_ns + 1000000000u;
+    qs.mem = c->mem;
+    int rc =
+        rift_quic_client_new(&c->ep, c->loop, (const struct sockaddr *)addr,
+                             addrlen, &qs, &rift_client_quic_callbacks, c, err);
+    if (rc != 0) {
+        return rc;
+    }
+    c->conn = rift_quic_client_conn(c->ep);
+    rift_quic_endpoint_local_addr(c->ep, &c->local, &c->local_len);
+    rift_timer_init(c->loop, &c->connect_timer, rift_client_connect_timeout, c);
+    if ((rc = rift_timer_start(&c->connect_timer,
+                               rift_now_ns() + c->connect_timeout_ns)) != 0) {
+        rift_error_set(err, rc, "out of memory");
+        rift_quic_endpoint_del(c->ep);
+        c->ep = NULL;
+    }
+    return rc;
+}
+
+/* Starts the client thread, which must not take the application's
+ * signals. */
+static int start_thread(rift_client *c, rift_error *err) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->thread, NULL, client_thread, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        return rift_error_set(err, -rc, "cannot start the client thread: %s",
+                              strerror(rc));
+    }
+    c->thread_started = true;
+    return 0;
+}
+
 int rift_client_connect(rift_client **pc, const rift_client_settings *s,
                         rift_error *err) {
     if (pc == NULL || s == NULL || s->address == NULL || s->ca_file == NULL ||
@@ -577,70 +238,23 @@ int rift_client_connect(rift_client **pc, const rift_client_settings *s,
     if ((rc = resolve(s->address, &addr, &addrlen, err)) != 0) {
         return rc;
     }
-    rift_client *c = rift_calloc(s->mem, 1, sizeof(*c));
-    if (c == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    rift_client *c = NULL;
+    if ((rc = client_new(&c, s, token_len, err)) != 0) {
+        return rc;
     }
-    c->mem = s->mem;
-    atomic_init(&c->refs, 1);
-    uint32_t op_ms = s->op_timeout_ms ? s->op_timeout_ms : 30000;
-    uint32_t conn_ms = s->connect_timeout_ms ? s->connect_timeout_ms : 30000;
-    c->op_timeout_ns = (uint64_t)op_ms * 1000000u;
-    c->connect_timeout_ns = (uint64_t)conn_ms * 1000000u;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->shared_mu, NULL);
-    pthread_mutex_init(&c->pool_mu, NULL);
-    pthread_cond_init(&c->connect_cond, NULL);
-    c->token = rift_strndup(c->mem, s->token, token_len);
-    c->token_len = token_len;
-    if (c->token == NULL) {
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail_loop;
+    if ((rc = open_transport(c, s, &addr, addrlen, err)) != 0) {
+        c->closing = true;
+        rift_client_unref(c);
+        return rc;
     }
-    if (rift_msgpool_new(&c->msgs, c->mem) != 0) {
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail_loop;
+    if ((rc = start_thread(c, err)) != 0) {
+        rift_timer_stop(&c->connect_timer);
+        rift_quic_endpoint_del(c->ep);
+        c->ep = NULL;
+        c->closing = true;
+        rift_client_unref(c);
+        return rc;
     }
-    if ((rc = rift_loop_new(&c->loop, c->mem)) != 0) {
-        rift_error_set(err, rc, "cannot create the client loop: %s",
-                       rift_strerror(rc));
-        goto fail_loop;
-    }
-
-    rift_quic_settings qs;
-    rift_quic_settings_default_client(&qs);
-    qs.ca_file = s->ca_file;
-    qs.server_name = s->server_name;
-    /* Our own deadline covers handshake and AUTH; the transport's must
-     * not fire first. */
-    qs.handshake_timeout = c->connect_timeout_ns + 1000000000u;
-    qs.mem = c->mem;
-    if ((rc = rift_quic_client_new(&c->ep, c->loop, (struct sockaddr *)&addr,
-                                   addrlen, &qs, &client_cbs, c, err)) != 0) {
-        goto fail_ep;
-    }
-    c->conn = rift_quic_client_conn(c->ep);
-    rift_quic_endpoint_local_addr(c->ep, &c->local, &c->local_len);
-    rift_timer_init(c->loop, &c->connect_timer, connect_timeout, c);
-    if ((rc = rift_timer_start(&c->connect_timer,
-                               rift_now_ns() + c->connect_timeout_ns)) != 0) {
-        rift_error_set(err, rc, "out of memory");
-        goto fail_thread;
-    }
-
-    /* The client thread must not take the application's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&c->thread, NULL, client_thread, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        rc = rift_error_set(err, -rc, "cannot start the client thread: %s",
-                            strerror(rc));
-        goto fail_thread;
-    }
-    c->thread_started = true;
-
     pthread_mutex_lock(&c->mu);
     while (!c->connect_done) {
         pthread_cond_wait(&c->connect_cond, &c->mu);
@@ -655,16 +269,6 @@ int rift_client_connect(rift_client **pc, const rift_client_settings *s,
     }
     *pc = c;
     return 0;
-
-fail_thread:
-    rift_timer_stop(&c->connect_timer);
-    rift_quic_endpoint_del(c->ep);
-    c->ep = NULL;
-fail_ep:
-    c->closing = true;
-fail_loop:
-    rift_client_unref(c);
-    return rc;
 }
 
 void rift_client_close(rift_client *c) {

@@ -4,7 +4,7 @@
  * callbacks, teardown), call.c (one-shot operations: request, stream
  * publish, consumer calls, subscribe and publisher opening),
  * publisher.c (dedicated and shared publishers), subscription.c (receive
- * queues), msg.c (received messages) and check.c (local validation and
+ * queues), received_msg.c (received messages) and check.c (local validation and
  * response decoding).
  *
  * Threads. The client thread runs a rift_loop that owns the QUIC endpoint,
@@ -68,7 +68,7 @@
 typedef struct rift_client_stream rift_client_stream;
 typedef struct rift_client_call rift_client_call;
 
-/* ---- Received messages (msg.c) ---- */
+/* ---- Received messages (received_msg.c) ---- */
 
 /* Recycled storage for received messages (msgpool.c): allocation on the
  * client thread only, release from any thread; it lives until its owner
@@ -206,8 +206,11 @@ struct rift_client_call {
     size_t nmsgs;
     uint32_t limit;
     rift_client_stored stored; /* STREAM_PUBLISH */
-    rift_subscription *sub;    /* SUBSCRIBE: attached on OK */
-    rift_publisher *pub;       /* PUBLISHER: attached on open */
+    /* SUBSCRIBE (on OK) and PUBLISHER (on open): hands the call's stream
+     * to the subscription or publisher that made the call. Set by that
+     * owner, so call.c calls neither. */
+    void (*attach)(void *owner, rift_client_stream *cs);
+    void *owner;
     /* Asynchronous calls live on the heap and complete by callback on
      * the client thread; their frame is an owned copy (frame, moved to
      * the stream once written). */
@@ -297,8 +300,6 @@ void rift_client_pub_acked(rift_client_stream *cs, uint64_t unacked);
 void rift_client_pub_fail(rift_publisher *p, const rift_error *e, bool reset);
 /* Any thread: drops a reference; the last frees. */
 void rift_client_pub_unref(rift_publisher *p);
-/* Attaches a freshly opened stream (client thread). */
-void rift_client_pub_attach(rift_publisher *p, rift_client_stream *cs);
 /* Frees the client's spare blocks (when the client goes). */
 void rift_client_pool_free(rift_client *c);
 
@@ -321,7 +322,6 @@ struct rift_subscription {
     rift_client_ring pend; /* decoded during this callback, not yet queued */
 };
 
-void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs);
 /* Returns true when the frame became a queued message (which keeps its
  * flow-control bytes until the application takes it). */
 bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b);
@@ -407,6 +407,8 @@ int rift_client_stream_open(rift_client *c, rift_cs_kind kind, void *owner,
 void rift_client_stream_abort(rift_client_stream *cs);
 /* Client thread: credits |n| received bytes back. */
 void rift_client_stream_credit(rift_client_stream *cs, uint64_t n);
+/* Client thread: unlinks and frees a stream record. */
+void rift_client_stream_free(rift_client_stream *cs);
 
 void rift_client_ref(rift_client *c);
 void rift_client_unref(rift_client *c);
@@ -415,5 +417,24 @@ void rift_client_unref(rift_client *c);
  * condition variables made by rift_client_cond_init. */
 int rift_client_cond_init(pthread_cond_t *cond);
 void rift_client_deadline_ts(struct timespec *ts, uint64_t timeout_ns);
+
+/* Frees the client's spare publish blocks (pub_block.c; when the client
+ * goes). */
+void rift_client_pool_free(rift_client *c);
+
+/* ---- Transport events (client_events.c) ---- */
+
+/* The callbacks the client's QUIC endpoint reports to. */
+extern const rift_quic_callbacks rift_client_quic_callbacks;
+/* Ends the wait of rift_client_connect with |rc| (once; |e| may be NULL
+ * when rc is 0). */
+void rift_client_connect_complete(rift_client *c, int rc, const rift_error *e);
+/* The connect timer: handshake and AUTH took too long. */
+void rift_client_connect_timeout(rift_timer *t, void *arg);
+/* Client thread: fails every stream's owner and every call waiting for a
+ * stream with |e|, and frees the stream records. |transport_gone|: the
+ * streams have no QUIC handle any more (otherwise owners reset them). */
+void rift_client_fail_all(rift_client *c, const rift_error *e,
+                          bool transport_gone);
 
 #endif /* RIFT_CLIENT_CLIENT_INTERNAL_H */

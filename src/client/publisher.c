@@ -17,7 +17,7 @@
  *
  * Blocks are reference-counted: the chain holds one reference until the
  * client thread has moved past the block, every chunk the stream holds
- * one; the last goes back to a per-client pool. Buffered plus
+ * one; the last goes back to a per-client pool (pub_block.c). Buffered plus
  * unacknowledged bytes are bounded by RIFT_CLIENT_PUB_WINDOW: beyond it
  * publishing threads wait for acknowledgements, and are woken once the
  * window is down to RIFT_CLIENT_PUB_RESUME, so a full window costs a
@@ -35,26 +35,11 @@
  * checks run before any of this and never affect the publisher.
  */
 #include "client/client_internal.h"
+#include "client/pub_block.h"
 
-#include "common/slab.h" /* huge-page chunks for blocks */
 
 #include <errno.h>
 #include <string.h>
-
-struct rift_pub_block {
-    /* The next block of the publisher's chain (publishing threads link
-     * it, release; the client thread follows it, acquire). In the pool:
-     * the next spare. */
-    _Atomic(rift_pub_block *) next;
-    rift_client *c; /* its pool */
-    /* One reference for the chain, one per chunk handed to the stream. */
-    atomic_uint refs;
-    size_t cap;
-    bool carved;             /* part of a chunk, never freed alone */
-    size_t used;             /* bytes written (publishing threads, mu) */
-    atomic_size_t committed; /* bytes the client thread may hand over */
-    uint8_t data[];
-};
 
 struct rift_pub_waiter {
     rift_pub_waiter *next;
@@ -66,133 +51,6 @@ struct rift_pub_waiter {
 
 /* Chunks handed to the stream per write call. */
 #define WRITE_BATCH 32
-/* Spare standard blocks a client keeps for reuse (1 MiB), not counting
- * carved ones, which are always kept. */
-#define POOL_MAX 16u
-/* Standard blocks out before new ones are carved from huge-page chunks:
- * a client that publishes little never maps a 2 MiB chunk. */
-#define CARVE_AFTER 4u
-/* Bytes a carved block takes in its chunk (cache-line multiple). */
-#define CARVE_STRIDE                                                           \
- ((sizeof(rift_pub_block) + RIFT_CLIENT_PUB_BLOCK + 63u) & ~(size_t)63u)
-
-/* A standard block carved from the client's huge-page chunks (pool_mu
- * held), or NULL when their budget is spent or mapping fails. A
- * publisher that outruns the network keeps its whole 8 MiB window
- * buffered, 128 blocks: from malloc that is 2,048 page faults of ~20 us
- * on the benchmark VMs for every process that publishes fast, from
- * chunks 4 to 5. */
-static rift_pub_block *carve(rift_client *c) {
-    if (c->npub_chunks == 0 ||
-        (c->pub_carved + 1) * CARVE_STRIDE > RIFT_SLAB_HUGE) {
-        if (c->npub_chunks == RIFT_CLIENT_PUB_CHUNKS) {
-            return NULL;
-        }
-        void *chunk = rift_slab_map_huge(RIFT_SLAB_HUGE);
-        if (chunk == NULL) {
-            return NULL;
-        }
-        c->pub_chunks[c->npub_chunks++] = chunk;
-        c->pub_carved = 0;
-    }
-    uint8_t *base = c->pub_chunks[c->npub_chunks - 1];
-    rift_pub_block *b =
-        (rift_pub_block *)(base + c->pub_carved++ * CARVE_STRIDE);
-    b->c = c;
-    b->cap = RIFT_CLIENT_PUB_BLOCK;
-    b->carved = true;
-    return b;
-}
-
-/* A block from the client's pool, or a new one; |cap| is at least a
- * standard block. */
-static rift_pub_block *block_get(rift_client *c, size_t cap) {
-    rift_pub_block *b = NULL;
-    bool std = cap == RIFT_CLIENT_PUB_BLOCK;
-    if (std) {
-        /* Steady publishing recycles blocks instead of paying malloc's
-         * page faults: a freed 64 KiB block usually goes back to the
-         * kernel (heap trim) and every reuse faults it in again. */
-        pthread_mutex_lock(&c->pool_mu);
-        b = c->pool;
-        if (b != NULL) {
-            c->pool = atomic_load_explicit(&b->next, memory_order_relaxed);
-            c->npool -= !b->carved;
-        } else if (c->mem == NULL && c->pub_out >= CARVE_AFTER) {
-            b = carve(c);
-        }
-        c->pub_out++;
-        pthread_mutex_unlock(&c->pool_mu);
-    }
-    if (b == NULL) {
-        b = rift_malloc(c->mem, sizeof(*b) + cap);
-        if (b == NULL) {
-            if (std) {
-                pthread_mutex_lock(&c->pool_mu);
-                c->pub_out--;
-                pthread_mutex_unlock(&c->pool_mu);
-            }
-            return NULL;
-        }
-        b->c = c;
-        b->cap = cap;
-        b->carved = false;
-    }
-    atomic_init(&b->next, NULL);
-    atomic_init(&b->refs, 1);
-    atomic_init(&b->committed, 0);
-    b->used = 0;
-    return b;
-}
-
-static void block_unref(void *owner) {
-    rift_pub_block *b = owner;
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) {
-        return;
-    }
-    rift_client *c = b->c;
-    if (b->cap == RIFT_CLIENT_PUB_BLOCK) {
-        pthread_mutex_lock(&c->pool_mu);
-        c->pub_out--;
-        if (b->carved || c->npool < POOL_MAX) {
-            atomic_store_explicit(&b->next, c->pool, memory_order_relaxed);
-            c->pool = b;
-            c->npool += !b->carved;
-            b = NULL;
-        }
-        pthread_mutex_unlock(&c->pool_mu);
-    }
-    if (b != NULL) {
-        rift_free(c->mem, b);
-    }
-}
-
-/* Drops the chain's reference of every block from |b| on. */
-static void chain_free(rift_pub_block *b) {
-    while (b != NULL) {
-        rift_pub_block *next =
-            atomic_load_explicit(&b->next, memory_order_acquire);
-        block_unref(b);
-        b = next;
-    }
-}
-
-void rift_client_pool_free(rift_client *c) {
-    while (c->pool != NULL) {
-        rift_pub_block *b = c->pool;
-        c->pool = atomic_load_explicit(&b->next, memory_order_relaxed);
-        if (!b->carved) {
-            rift_free(c->mem, b);
-        }
-    }
-    c->npool = 0;
-    /* Every block is back by now (the client outlives its blocks). */
-    for (size_t i = 0; i < c->npub_chunks; i++) {
-        rift_slab_unmap_huge(c->pub_chunks[i], RIFT_SLAB_HUGE);
-    }
-    c->npub_chunks = 0;
-}
-
 static void timer_fired(rift_timer *t, void *arg);
 
 /* ---- References ---- */
@@ -234,7 +92,7 @@ void rift_client_pub_unref(rift_publisher *p) {
         return;
     }
     rift_client *c = p->c;
-    chain_free(p->cons != NULL ? p->cons : atomic_load(&p->first));
+    rift_pub_chain_free(p->cons != NULL ? p->cons : atomic_load(&p->first));
     pthread_cond_destroy(&p->room);
     pthread_cond_destroy(&p->done);
     pthread_mutex_destroy(&p->mu);
@@ -292,7 +150,8 @@ static int failed_rc(rift_publisher *p, rift_error *err) {
 
 /* ---- Client thread ---- */
 
-void rift_client_pub_attach(rift_publisher *p, rift_client_stream *cs) {
+static void attach_stream(void *owner, rift_client_stream *cs) {
+    rift_publisher *p = owner;
     cs->kind = RIFT_CS_PUB;
     cs->u.pub = p;
     p->cs = cs;
@@ -377,7 +236,7 @@ static size_t chain_take(rift_publisher *p, rift_quic_chunk *ch, size_t max,
             atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
             ch[n].data = b->data + p->cons_off;
             ch[n].len = end - p->cons_off;
-            ch[n].release = block_unref;
+            ch[n].release = rift_pub_block_unref;
             ch[n].owner = b;
             *bytes += end - p->cons_off;
             n++;
@@ -388,7 +247,7 @@ static size_t chain_take(rift_publisher *p, rift_quic_chunk *ch, size_t max,
         }
         p->cons = next;
         p->cons_off = 0;
-        block_unref(b); /* the chain's reference */
+        rift_pub_block_unref(b); /* the chain's reference */
         b = next;
     }
     return n;
@@ -425,7 +284,7 @@ static void flush_cb(void *arg, int status) {
          * the server's ERROR and FIN on the read side. All or nothing:
          * these chunks' references are still ours. */
         for (size_t i = 0; i < n; i++) {
-            block_unref(ch[i].owner);
+            rift_pub_block_unref(ch[i].owner);
         }
     }
     if (dead) {
@@ -544,7 +403,7 @@ static uint8_t *reserve_locked(rift_publisher *p, size_t need) {
         return b->data + b->used;
     }
     size_t cap = RIFT_MAX(need, (size_t)RIFT_CLIENT_PUB_BLOCK);
-    rift_pub_block *nb = block_get(p->c, cap);
+    rift_pub_block *nb = rift_pub_block_get(p->c, cap);
     if (nb == NULL) {
         return NULL;
     }
@@ -599,6 +458,58 @@ static int wait_room_locked(rift_publisher *p, size_t need, rift_error *err,
     return 0;
 }
 
+/* Encodes PING, or a PUBLISH / PUBLISH_ACK header with its payload copied
+ * behind it, into |dst| (|need| bytes). Negative when a string does not
+ * fit the protocol. */
+static rift_ssize encode_frame(uint8_t *dst, size_t need, uint8_t opcode,
+                               const char *subject, size_t subject_len,
+                               const char *reply, size_t reply_len,
+                               const uint8_t *payload, size_t payload_len) {
+    if (opcode == RIFT_OP_PING) {
+        return rift_frame_encode_ping(dst, need);
+    }
+    rift_ssize n = rift_frame_encode_msg_header(
+        dst, need, opcode, subject, subject_len, reply, reply_len, payload_len);
+    if (n > 0 && payload_len > 0) {
+        memcpy(dst + n, payload, payload_len);
+    }
+    return n;
+}
+
+/* Under p->mu: |w| waits for the OK of the frame just queued (stream
+ * order), until its deadline. */
+static void add_waiter_locked(rift_publisher *p, rift_pub_waiter *w) {
+    w->next = NULL;
+    w->done = false;
+    w->deadline = rift_now_ns() + p->c->op_timeout_ns;
+    if (p->wq_tail != NULL) {
+        p->wq_tail->next = w;
+    } else {
+        p->wq_head = w;
+    }
+    p->wq_tail = w;
+    atomic_fetch_add(&p->nwaiters, 1);
+}
+
+/* Under p->mu, with the kick flag just taken: posts the flush closure.
+ * If the client is gone the publisher fails (completing |w| with the same
+ * error); without a waiter the error is reported here. */
+static int kick_locked(rift_publisher *p, rift_pub_waiter *w, rift_error *err) {
+    pub_ref(p);
+    rift_error e;
+    int rc = rift_client_post(p->c, flush_cb, p, &e);
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&p->refs, 1, memory_order_relaxed);
+        atomic_store(&p->kick, false);
+        fail_locked(p, &e); /* completes |w| with the same error */
+        if (w == NULL) {
+            p->reported = true;
+            rift_error_copy(err, &e);
+        }
+    }
+    return rc;
+}
+
 /* Queues one frame (PUBLISH, PUBLISH_ACK or PING) and, with |w|, waits for
  * its OK. Subjects were validated by the caller. */
 static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
@@ -625,17 +536,8 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    rift_ssize n;
-    if (opcode == RIFT_OP_PING) {
-        n = rift_frame_encode_ping(dst, need);
-    } else {
-        n = rift_frame_encode_msg_header(dst, need, opcode, subject,
-                                         subject_len, reply, reply_len,
-                                         payload_len);
-        if (n > 0 && payload_len > 0) {
-            memcpy(dst + n, payload, payload_len);
-        }
-    }
+    rift_ssize n = encode_frame(dst, need, opcode, subject, subject_len, reply,
+                                reply_len, payload, payload_len);
     if (n < 0) {
         rc = rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT, "%s",
                             RIFT_CLIENT_ERR_STRING);
@@ -645,16 +547,7 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
     tail->used += need;
     atomic_fetch_add_explicit(&p->buffered, need, memory_order_relaxed);
     if (w != NULL) {
-        w->next = NULL;
-        w->done = false;
-        w->deadline = rift_now_ns() + c->op_timeout_ns;
-        if (p->wq_tail != NULL) {
-            p->wq_tail->next = w;
-        } else {
-            p->wq_head = w;
-        }
-        p->wq_tail = w;
-        atomic_fetch_add(&p->nwaiters, 1);
+        add_waiter_locked(p, w);
     }
     atomic_store_explicit(&tail->committed, tail->used, memory_order_release);
     /* Pairs with the fence in flush_cb: either it sees this frame, or
@@ -662,17 +555,7 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
     atomic_thread_fence(memory_order_seq_cst);
     if (!atomic_load_explicit(&p->kick, memory_order_relaxed) &&
         !atomic_exchange(&p->kick, true)) {
-        pub_ref(p);
-        rift_error e;
-        if ((rc = rift_client_post(c, flush_cb, p, &e)) != 0) {
-            atomic_fetch_sub_explicit(&p->refs, 1, memory_order_relaxed);
-            atomic_store(&p->kick, false);
-            fail_locked(p, &e); /* completes |w| with the same error */
-            if (w == NULL) {
-                p->reported = true;
-                rift_error_copy(err, &e);
-            }
-        }
+        rc = kick_locked(p, w, err);
     }
     if (w != NULL) {
         while (!w->done) {
@@ -722,7 +605,8 @@ int rift_client_publisher(rift_client *c, rift_publisher **pp,
     memset(&call, 0, sizeof(call));
     call.c = c;
     call.kind = RIFT_CALL_PUBLISHER;
-    call.pub = p;
+    call.attach = attach_stream;
+    call.owner = p;
     call.timeout_ns = c->op_timeout_ns;
     int rc = rift_client_call_run(&call, err);
     if (rc != 0) {
@@ -809,7 +693,8 @@ static int shared_get(rift_client *c, rift_publisher **pp, rift_error *err) {
         memset(&call, 0, sizeof(call));
         call.c = c;
         call.kind = RIFT_CALL_PUBLISHER;
-        call.pub = p;
+        call.attach = attach_stream;
+        call.owner = p;
         call.timeout_ns = c->op_timeout_ns;
         if ((rc = rift_client_call_run(&call, err)) != 0) {
             rift_client_pub_unref(p);

@@ -64,7 +64,8 @@ static void efd_clear(rift_subscription *s) {
 
 /* ---- Client thread ---- */
 
-void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs) {
+static void attach_stream(void *owner, rift_client_stream *cs) {
+    rift_subscription *s = owner;
     cs->kind = RIFT_CS_SUB;
     cs->u.sub = s;
     s->cs = cs;
@@ -247,7 +248,8 @@ int rift_client_subscribe(rift_client *c, const char *pattern,
     call.kind = RIFT_CALL_SUBSCRIBE;
     call.hdr = hdr;
     call.hdr_len = (size_t)n;
-    call.sub = s;
+    call.attach = attach_stream;
+    call.owner = s;
     call.timeout_ns = c->op_timeout_ns;
     if ((rc = rift_client_call_run(&call, err)) != 0) {
         rift_client_sub_unref(s);

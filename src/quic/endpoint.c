@@ -4,7 +4,7 @@
  * stateless reset and version negotiation; the client side's single
  * connection; the receive loop and the write flush. See quic.h.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include "common/common.h"
 
@@ -54,14 +54,6 @@ static void make_secret(void) {
     rift_random(process_secret, sizeof(process_secret));
 }
 
-int rift_quic_ep_reset_token(rift_quic_endpoint *ep, uint8_t *token,
-                             const ngtcp2_cid *cid) {
-    return ngtcp2_crypto_generate_stateless_reset_token(
-               token, ep->secret, sizeof(ep->secret), cid) == 0
-               ? 0
-               : RIFT_ERR_IO;
-}
-
 /* Retry tokens carry a timestamp; wall-clock time keeps them checkable by
  * a restarted server that shares the secret. */
 static ngtcp2_tstamp wall_ns(void) {
@@ -70,83 +62,11 @@ static ngtcp2_tstamp wall_ns(void) {
     return (uint64_t)ts.tv_sec * NGTCP2_SECONDS + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- Routing ---- */
-
-int rift_quic_ep_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                         const ngtcp2_cid *cid) {
-    if (c->ncids == RIFT_QUIC_MAX_CIDS) {
-        return RIFT_ERR_LIMIT;
-    }
-    int rv = rift_cidmap_put(&ep->map, cid->data, cid->datalen, c);
-    if (rv != 0) {
-        return rv;
-    }
-    c->cids[c->ncids++] = *cid;
-    return 0;
-}
-
-void rift_quic_ep_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                             const ngtcp2_cid *cid) {
-    for (size_t i = 0; i < c->ncids; i++) {
-        if (ngtcp2_cid_eq(&c->cids[i], cid)) {
-            rift_cidmap_del(&ep->map, cid->data, cid->datalen, c);
-            c->cids[i] = c->cids[--c->ncids];
-            return;
-        }
-    }
-}
-
 /* ---- Write scheduling ---- */
 
 static void flush_timer_cb(rift_timer *t, void *arg) {
     (void)t;
-    rift_quic_ep_flush(arg);
-}
-
-void rift_quic_ep_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c) {
-    if (c->dirty) {
-        return;
-    }
-    c->dirty = true;
-    c->dirty_next = NULL;
-    if (ep->dirty_tail) {
-        ep->dirty_tail->dirty_next = c;
-    } else {
-        ep->dirty_head = c;
-    }
-    ep->dirty_tail = c;
-    /* Outside a handler (an app call from a timer or post): flush on the
-     * next iteration, which also batches many calls into one write. */
-    if (!ep->processing && !rift_timer_active(&ep->flush_timer)) {
-        rift_timer_start(&ep->flush_timer, 0);
-    }
-}
-
-static void update_io(rift_quic_endpoint *ep) {
-    unsigned want = RIFT_IO_READ;
-    if (rift_udp_blocked(&ep->udp)) {
-        want |= RIFT_IO_WRITE;
-    }
-    rift_io_update(&ep->io, want);
-}
-
-void rift_quic_ep_flush(rift_quic_endpoint *ep) {
-    bool outer = !ep->processing;
-    ep->processing = true;
-    while (ep->dirty_head) {
-        rift_quic_conn *c = ep->dirty_head;
-        ep->dirty_head = c->dirty_next;
-        if (ep->dirty_head == NULL) {
-            ep->dirty_tail = NULL;
-        }
-        c->dirty = false;
-        rift_quic_conn_write(c);
-    }
-    rift_udp_tx_flush(&ep->udp);
-    update_io(ep);
-    if (outer) {
-        ep->processing = false;
-    }
+    rift_quic_endpoint_flush(arg);
 }
 
 /* Sends one packet built outside a connection (Retry, reset, ...). */
@@ -207,7 +127,7 @@ static void send_stateless_reset(rift_quic_endpoint *ep,
     uint8_t pkt[RIFT_UDP_STATELESS_PKT];
     ngtcp2_cid cid;
     ngtcp2_cid_init(&cid, vc->dcid, vc->dcidlen);
-    if (rift_quic_ep_reset_token(ep, token, &cid) != 0 ||
+    if (rift_quic_endpoint_reset_token(ep, token, &cid) != 0 ||
         rift_random(rnd, randlen) != 0) {
         return;
     }
@@ -328,7 +248,7 @@ static void on_datagram(void *arg, const rift_udp_addr *from,
 static void mark_all_dirty(rift_quic_endpoint *ep) {
     for (rift_quic_conn *c = ep->conns; c; c = c->all_next) {
         if (c->state < CONN_CLOSING) {
-            rift_quic_ep_mark_dirty(ep, c);
+            rift_quic_endpoint_mark_dirty(ep, c);
         }
     }
 }
@@ -362,7 +282,7 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
             if (ep->cbs.rx_batch_done) {
                 ep->cbs.rx_batch_done(ep->user_data);
             }
-            rift_quic_ep_flush(ep);
+            rift_quic_endpoint_flush(ep);
             if (n < RIFT_UDP_RX_BATCH) {
                 /* A short batch drained the socket: another recvmmsg
                  * would only say EAGAIN (a syscall, several µs in a
@@ -372,7 +292,7 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
             }
         }
     }
-    rift_quic_ep_flush(ep);
+    rift_quic_endpoint_flush(ep);
     ep->processing = false;
 }
 
@@ -544,7 +464,7 @@ int rift_quic_client_new(rift_quic_endpoint **pep, rift_loop *loop,
     c->user_data = ud;
     ep->client = c;
     /* The first flight goes out from the loop. */
-    rift_quic_ep_mark_dirty(ep, c);
+    rift_quic_endpoint_mark_dirty(ep, c);
     *pep = ep;
     return 0;
 }

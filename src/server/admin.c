@@ -7,7 +7,7 @@
  * requester"). Both run on the server thread through rift_srv_post_wait,
  * like the statistics.
  */
-#include "server/internal.h"
+#include "server/handlers.h"
 
 #include "subject/name.h"
 

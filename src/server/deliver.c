@@ -21,7 +21,8 @@
  * REQUEST never blocks the loop: a fresh inbox subscription on the same
  * notifier, a publish with that reply, and a loop timer for the timeout.
  */
-#include "server/internal.h"
+#include "server/handlers.h"
+#include "server/stream_record.h"
 
 #include "subject/acl.h"
 #include "subject/name.h"
@@ -36,12 +37,41 @@ static void msg_release(void *msg) {
     rift_msg_unref(msg);
 }
 
+/* ---- Subscriptions in the quota ---- */
+
+/* A broker subscription for |ss|'s identity, counted in the quota
+ * ("subscription limit reached" once its share is used up), and its
+ * close, which gives the unit back. */
+static int sub_open(srv_stream *ss, const char *pattern, size_t len,
+                    const rift_sub_options *opts, rift_sub **psub,
+                    rift_error *err) {
+    srv_conn *c = ss->conn;
+    rift_server *srv = c->srv;
+    size_t slot = srv->quota_slots[c->id_index];
+    int rc = rift_quota_take(srv->quota, slot, RIFT_QUOTA_SUBSCRIPTIONS, err);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = rift_broker_subscribe(srv->broker, pattern, len, opts, psub, err);
+    if (rc != 0) {
+        rift_quota_give(srv->quota, slot, RIFT_QUOTA_SUBSCRIPTIONS);
+    }
+    return rc;
+}
+
+static void sub_close(srv_stream *ss, rift_sub *sub) {
+    srv_conn *c = ss->conn;
+    rift_sub_close(sub);
+    rift_quota_give(c->srv->quota, c->srv->quota_slots[c->id_index],
+                    RIFT_QUOTA_SUBSCRIPTIONS);
+}
+
 /* ---- Dropping ---- */
 
-void rift_srv_delivery_drop(srv_stream *ss) {
+static void delivery_drop(srv_stream *ss) {
     rift_server *srv = ss->conn->srv;
     if (ss->sub != NULL) {
-        rift_srv_sub_close(ss, ss->sub);
+        sub_close(ss, ss->sub);
         ss->sub = NULL;
         ss->sub_ready = false;
         srv->c.subscriptions--;
@@ -51,20 +81,24 @@ void rift_srv_delivery_drop(srv_stream *ss) {
     }
     ss->backlog_pos = ss->backlog_len = 0;
     if (ss->inbox != NULL) {
-        rift_srv_sub_close(ss, ss->inbox);
+        sub_close(ss, ss->inbox);
         ss->inbox = NULL;
         rift_timer_stop(&ss->op_timer);
     }
 }
 
+/* How the stream record lets go of a subscription or a request's inbox
+ * (stream_record.c calls no handler). */
+static const srv_op_hooks delivery_hooks = {delivery_drop, NULL};
+
 /* ---- SUBSCRIBE ---- */
 
-void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len) {
+void rift_srv_subscribe(srv_stream *ss, const srv_frame *frame) {
     srv_conn *c = ss->conn;
     rift_server *srv = c->srv;
     rift_error err;
     rift_frame_subscribe f;
-    if (rift_frame_decode_subscribe(fields, len, &f, &err) != 0 ||
+    if (rift_frame_decode_subscribe(frame->fields, frame->len, &f, &err) != 0 ||
         rift_identity_can_subscribe(c->id, f.pattern, f.pattern_len, &err) !=
             0) {
         rift_srv_fail(ss, err.code, err.text);
@@ -81,13 +115,13 @@ void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len) {
         .user_data = ss,
     };
     rift_sub *sub;
-    if (rift_srv_sub_open(ss, f.pattern, f.pattern_len, &opts, &sub, &err) !=
-        0) {
+    if (sub_open(ss, f.pattern, f.pattern_len, &opts, &sub, &err) != 0) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
     /* The subscription exists before OK goes out (§2.9 SUBSCRIBE 5). */
     ss->sub = sub;
+    ss->op = &delivery_hooks;
     ss->state = SS_DELIVERY;
     srv->c.subscriptions++;
     /* The client cancels with STOP_SENDING (§2.9 SUBSCRIBE 6), possibly
@@ -96,7 +130,7 @@ void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len) {
      * being routed to a subscription nobody reads. */
     rift_quic_stream_watch_stop(ss->qs);
     if (rift_srv_write_ok(ss, false) != 0) {
-        rift_srv_delivery_drop(ss);
+        delivery_drop(ss);
         ss->state = SS_DONE;
         rift_srv_release_permit(ss);
         rift_quic_stream_shutdown_read(ss->qs, 0);
@@ -225,7 +259,7 @@ static bool send_backlog(srv_stream *ss) {
             if (out_flush(ss, &ob, false) == 0) {
                 rift_srv_fail(ss, err.code, err.text);
             } else {
-                rift_srv_delivery_drop(ss);
+                delivery_drop(ss);
             }
             return false;
         }
@@ -235,7 +269,7 @@ static bool send_backlog(srv_stream *ss) {
         }
         if (out_add(ss, &ob, subject, slen, msg) != 0) {
             (void)out_flush(ss, &ob, false);
-            rift_srv_delivery_drop(ss);
+            delivery_drop(ss);
             return false;
         }
         srv->c.msgs_out++;
@@ -243,7 +277,7 @@ static bool send_backlog(srv_stream *ss) {
     }
     if (out_flush(ss, &ob, false) != 0) {
         /* The peer stopped the stream or the connection is closing. */
-        rift_srv_delivery_drop(ss);
+        delivery_drop(ss);
         ss->state = SS_DONE;
         rift_srv_release_permit(ss);
         return false;
@@ -307,12 +341,12 @@ static void request_timeout_cb(rift_timer *t, void *arg) {
     rift_srv_fail(ss, RIFT_ERR_TIMEOUT, text_timed_out);
 }
 
-void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len) {
+void rift_srv_request(srv_stream *ss, const srv_frame *frame) {
     srv_conn *c = ss->conn;
     rift_server *srv = c->srv;
     rift_error err;
     rift_frame_request f;
-    int rc = rift_frame_decode_request(fields, len, &f, &err);
+    int rc = rift_frame_decode_request(frame->fields, frame->len, &f, &err);
     /* The timeout is checked before the subject is even decoded. */
     if (f.decoded >= 1 && (f.timeout_ms == 0 || f.timeout_ms > 120000)) {
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT,
@@ -330,11 +364,12 @@ void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len) {
     }
     rift_sub_options opts = {.notifier = srv->notifier, .user_data = ss};
     if (rift_broker_new_inbox(ss->inbox_name, &err) != 0 ||
-        rift_srv_sub_open(ss, ss->inbox_name, RIFT_INBOX_LEN, &opts, &ss->inbox,
-                          &err) != 0) {
+        sub_open(ss, ss->inbox_name, RIFT_INBOX_LEN, &opts, &ss->inbox, &err) !=
+            0) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
+    ss->op = &delivery_hooks;
     rift_publish_report rep;
     if (rift_broker_publish(srv->broker, f.subject, f.subject_len,
                             ss->inbox_name, RIFT_INBOX_LEN, f.payload,
@@ -370,7 +405,7 @@ static void request_reply(srv_stream *ss) {
         return;
     }
     /* One reply is all a request takes: drop the inbox now. */
-    rift_srv_sub_close(ss, ss->inbox);
+    sub_close(ss, ss->inbox);
     ss->inbox = NULL;
     rift_timer_stop(&ss->op_timer);
     if (ss->qs == NULL) {

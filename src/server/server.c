@@ -8,7 +8,8 @@
  * subscription. Other threads reach it only through rift_loop_post (stop,
  * stats) and the shared fields guarded by |lock|.
  */
-#include "server/internal.h"
+#include "server/handlers.h"
+#include "server/stream_record.h"
 
 #include "broker/broker_face.h"
 
@@ -76,65 +77,8 @@ static int make_identities(const rift_server_settings *s, const rift_mem *mem,
     return 0;
 }
 
-static int cmp_stream(const void *a, const void *b) {
-    const srv_stream_entry *x = a, *y = b;
-    size_t n = RIFT_MIN(x->name_len, y->name_len);
-    int c = memcmp(x->name, y->name, n);
-    if (c != 0) {
-        return c;
-    }
-    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
-}
-
-static int copy_streams(rift_server *srv, const rift_server_settings *s,
-                        rift_error *err) {
-    if (s->stream_count == 0) {
-        return 0;
-    }
-    srv->streams =
-        rift_calloc(srv->mem, s->stream_count, sizeof(*srv->streams));
-    if (srv->streams == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < s->stream_count; i++) {
-        const rift_server_stream *in = &s->streams[i];
-        if (in->name == NULL || in->stream == NULL ||
-            !rift_name_valid(in->name, in->name_len)) {
-            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                                  "invalid stream name");
-        }
-        srv_stream_entry *e = &srv->streams[srv->nstreams];
-        e->name = rift_strndup(srv->mem, in->name, in->name_len);
-        if (e->name == NULL) {
-            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        }
-        e->name_len = in->name_len;
-        e->stream = in->stream;
-        srv->nstreams++;
-    }
-    qsort(srv->streams, srv->nstreams, sizeof(*srv->streams), cmp_stream);
-    for (size_t i = 1; i < srv->nstreams; i++) {
-        if (cmp_stream(&srv->streams[i - 1], &srv->streams[i]) == 0) {
-            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                                  "invalid stream name");
-        }
-    }
-    return 0;
-}
-
-rift_stream *rift_srv_find_stream(const rift_server *srv, const char *name,
-                                  size_t len) {
-    srv_stream_entry key = {(char *)(uintptr_t)name, len, NULL};
-    const srv_stream_entry *e = bsearch(&key, srv->streams, srv->nstreams,
-                                        sizeof(*srv->streams), cmp_stream);
-    return e ? e->stream : NULL;
-}
-
 static void server_free(rift_server *srv) {
-    for (size_t i = 0; i < srv->nstreams; i++) {
-        rift_free(srv->mem, srv->streams[i].name);
-    }
-    rift_free(srv->mem, srv->streams);
+    rift_srv_streams_free(srv);
     rift_auth_table_free(&srv->auth);
     rift_free(srv->mem, srv->quota_slots);
     rift_free(srv->mem, srv->cert_file);
@@ -143,6 +87,91 @@ static void server_free(rift_server *srv) {
     pthread_mutex_destroy(&srv->sig_lock);
     pthread_mutex_destroy(&srv->lock);
     rift_free(srv->mem, srv);
+}
+
+/* Checks the settings in the order of the messages a caller sees first
+ * (identities and limits, served streams, certificate files) and builds
+ * the auth table from the identities. */
+static int validate_and_build_auth(rift_server *srv,
+                                   const rift_server_settings *settings,
+                                   rift_error *err) {
+    const rift_mem *mem = srv->mem;
+    int rc;
+    rift_identity *ids = NULL;
+    if (settings->identity_count > 0) {
+        ids = rift_calloc(mem, settings->identity_count, sizeof(*ids));
+        if (ids == NULL) {
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+    }
+    if ((rc = make_identities(settings, mem, ids, err)) != 0) {
+        goto out;
+    }
+    rift_auth_settings as;
+    rift_auth_settings_default(&as);
+    as.identities = ids;
+    as.nidentities = settings->identity_count;
+    as.max_connections = settings->max_connections;
+    as.max_streams_per_connection = settings->max_streams_per_connection;
+    as.handshake_timeout_ms = settings->handshake_timeout_ms;
+    as.io_timeout_ms = settings->io_timeout_ms;
+    if ((rc = rift_auth_settings_validate(&as, err)) != 0) {
+        goto out;
+    }
+    if ((rc = rift_srv_streams_copy(srv, settings, err)) != 0) {
+        goto out;
+    }
+    if (settings->cert_file == NULL || settings->key_file == NULL) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                            "invalid argument: certificate and private key "
+                            "files are required");
+        goto out;
+    }
+    if ((rc = rift_auth_table_init(&srv->auth, ids, settings->identity_count,
+                                   mem)) != 0) {
+        rift_error_set(err, rc, "%s", rift_strerror(rc));
+    }
+out:
+    if (ids != NULL) {
+        free_identities(ids, settings->identity_count);
+        rift_free(mem, ids);
+    }
+    return rc;
+}
+
+/* The quota slots of the auth entries, the certificate paths and the
+ * scalar settings. */
+static int copy_settings(rift_server *srv, const rift_server_settings *settings,
+                         rift_error *err) {
+    const rift_mem *mem = srv->mem;
+    srv->quota = settings->quota;
+    srv->quota_slots =
+        rift_calloc(mem, srv->auth.count + 1, sizeof(*srv->quota_slots));
+    if (srv->quota_slots == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < srv->auth.count; i++) {
+        const rift_identity *id = &srv->auth.entries[i].identity;
+        srv->quota_slots[i] =
+            rift_quota_find(srv->quota, id->name, id->name_len);
+    }
+    srv->cert_file =
+        rift_strndup(mem, settings->cert_file, strlen(settings->cert_file));
+    srv->key_file =
+        rift_strndup(mem, settings->key_file, strlen(settings->key_file));
+    if (srv->cert_file == NULL || srv->key_file == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    srv->max_connections = settings->max_connections;
+    srv->max_streams = settings->max_streams_per_connection;
+    srv->handshake_ns = settings->handshake_timeout_ms * 1000000u;
+    srv->io_ns = settings->io_timeout_ms * 1000000u;
+    srv->retry = settings->retry;
+    if (settings->static_secret != NULL) {
+        memcpy(srv->secret, settings->static_secret, sizeof(srv->secret));
+        srv->has_secret = true;
+    }
+    return 0;
 }
 
 int rift_server_new(rift_server **psrv, rift_broker *broker,
@@ -164,87 +193,16 @@ int rift_server_new(rift_server **psrv, rift_broker *broker,
     pthread_cond_init(&srv->cond, NULL);
     atomic_init(&srv->store_inflight, 0);
 
-    int rc;
-    rift_identity *ids = NULL;
-    if (settings->identity_count > 0) {
-        ids = rift_calloc(mem, settings->identity_count, sizeof(*ids));
-        if (ids == NULL) {
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
+    int rc = validate_and_build_auth(srv, settings, err);
+    if (rc == 0) {
+        rc = copy_settings(srv, settings, err);
     }
-    if ((rc = make_identities(settings, mem, ids, err)) != 0) {
-        goto fail_ids;
-    }
-    rift_auth_settings as;
-    rift_auth_settings_default(&as);
-    as.identities = ids;
-    as.nidentities = settings->identity_count;
-    as.max_connections = settings->max_connections;
-    as.max_streams_per_connection = settings->max_streams_per_connection;
-    as.handshake_timeout_ms = settings->handshake_timeout_ms;
-    as.io_timeout_ms = settings->io_timeout_ms;
-    if ((rc = rift_auth_settings_validate(&as, err)) != 0) {
-        goto fail_ids;
-    }
-    if ((rc = copy_streams(srv, settings, err)) != 0) {
-        goto fail_ids;
-    }
-    if (settings->cert_file == NULL || settings->key_file == NULL) {
-        rc = rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                            "invalid argument: certificate and private key "
-                            "files are required");
-        goto fail_ids;
-    }
-    if ((rc = rift_auth_table_init(&srv->auth, ids, settings->identity_count,
-                                   mem)) != 0) {
-        rift_error_set(err, rc, "%s", rift_strerror(rc));
-        goto fail_ids;
-    }
-    free_identities(ids, settings->identity_count);
-    rift_free(mem, ids);
-    ids = NULL;
-    srv->quota = settings->quota;
-    srv->quota_slots =
-        rift_calloc(mem, srv->auth.count + 1, sizeof(*srv->quota_slots));
-    if (srv->quota_slots == NULL) {
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < srv->auth.count; i++) {
-        const rift_identity *id = &srv->auth.entries[i].identity;
-        srv->quota_slots[i] =
-            rift_quota_find(srv->quota, id->name, id->name_len);
-    }
-
-    srv->cert_file =
-        rift_strndup(mem, settings->cert_file, strlen(settings->cert_file));
-    srv->key_file =
-        rift_strndup(mem, settings->key_file, strlen(settings->key_file));
-    if (srv->cert_file == NULL || srv->key_file == NULL) {
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    srv->max_connections = settings->max_connections;
-    srv->max_streams = settings->max_streams_per_connection;
-    srv->handshake_ns = settings->handshake_timeout_ms * 1000000u;
-    srv->io_ns = settings->io_timeout_ms * 1000000u;
-    srv->retry = settings->retry;
-    if (settings->static_secret != NULL) {
-        memcpy(srv->secret, settings->static_secret, sizeof(srv->secret));
-        srv->has_secret = true;
+    if (rc != 0) {
+        server_free(srv);
+        return rc;
     }
     *psrv = srv;
     return 0;
-
-fail_ids:
-    if (ids != NULL) {
-        free_identities(ids, settings->identity_count);
-        rift_free(mem, ids);
-    }
-fail:
-    server_free(srv);
-    return rc;
 }
 
 /* ---- Addresses ---- */

@@ -5,7 +5,7 @@
  * and STOP_SENDING in both directions, backpressure when credit is held.
  */
 #include "quic_harness.h"
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 static bool stream_done(void *arg) {
     cli_stream *cs = arg;

@@ -10,7 +10,7 @@
  * actually advertise (§2.1).
  */
 // labels: threads
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 #include "quic_harness.h"
 #include "rawcli.h"
 #include "store_testutil.h"

@@ -1,5 +1,5 @@
 /*
- * msg.c — messages received by the Rift client (client layer): MESSAGE
+ * received_msg.c — messages received by the Rift client (client layer): MESSAGE
  * and DELIVERY bodies become the library's rift_msg, and the growable
  * FIFO that queues them in a subscription.
  *

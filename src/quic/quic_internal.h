@@ -1,12 +1,15 @@
 /*
- * internal.h — private structures shared by the QUIC glue files (quic
- * layer): endpoint.c (socket, routing, accept, Retry, stateless reset),
- * conn.c (ngtcp2 connection, streams, read/write), tls.c (GnuTLS). Nothing
- * outside src/quic includes this.
+ * quic_internal.h — private structures shared by the QUIC glue files (quic
+ * layer): endpoint.c (socket, accept, Retry, stateless reset), the
+ * connection's files (conn_lifecycle.c: creation, receive, timer;
+ * conn_callbacks.c, conn_write.c, conn_close.c, conn_api.c, stream_list.c),
+ * cid_routes.c (routing map entries, reset tokens), tls_session.c (GnuTLS).
+ * Nothing outside src/quic includes this.
  */
-#ifndef RIFT_QUIC_INTERNAL_H
-#define RIFT_QUIC_INTERNAL_H
+#ifndef RIFT_QUIC_QUIC_INTERNAL_H
+#define RIFT_QUIC_QUIC_INTERNAL_H
 
+#include "common/common.h"
 #include "quic/cidmap.h"
 #include "quic/quic.h"
 #include "quic/sendq.h"
@@ -127,7 +130,7 @@ struct rift_quic_conn {
     rift_quic_stream *events; /* pending stream_stopped reports */
     uint64_t conn_credit_pending;
     /* Streams with STREAM_WATCH_STOP, and whether a packet was read since
-     * they were last probed (probe_stops in conn.c). */
+     * they were last probed (probe_stops in conn_write.c). */
     size_t nwatch;
     bool rx_probe;
 
@@ -178,23 +181,78 @@ struct rift_quic_endpoint {
     rift_quic_endpoint_stats stats;
 };
 
-/* ---- endpoint.c ---- */
+/* ---- cid_routes.c ---- */
 
 /* Registers / unregisters a CID of |c| in the routing map. */
-int rift_quic_ep_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                         const ngtcp2_cid *cid);
-void rift_quic_ep_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
-                             const ngtcp2_cid *cid);
+int rift_quic_endpoint_add_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
+                               const ngtcp2_cid *cid);
+void rift_quic_endpoint_remove_cid(rift_quic_endpoint *ep, rift_quic_conn *c,
+                                   const ngtcp2_cid *cid);
+/* Generates a stateless reset token for |cid| from the endpoint secret. */
+int rift_quic_endpoint_reset_token(rift_quic_endpoint *ep, uint8_t *token,
+                                   const ngtcp2_cid *cid);
+
+/* ---- stream_list.c ---- */
+
+/* A new stream record on |c| (linked into c->streams); NULL without
+ * memory. */
+rift_quic_stream *rift_quic_stream_new(rift_quic_conn *c, int64_t id, void *ud);
+/* Unlinks and frees |s|; releases every queued chunk. */
+void rift_quic_stream_free(rift_quic_stream *s);
+/* Has something for writev_stream: data, or a FIN not yet taken. */
+bool rift_quic_stream_wants_write(const rift_quic_stream *s);
+/* Puts |s| at the back of / takes it off the connection's ready list. */
+void rift_quic_ready_add(rift_quic_stream *s);
+void rift_quic_ready_remove(rift_quic_stream *s);
+/* Puts |s| on the list of streams with pending ngtcp2 operations. */
+void rift_quic_ops_add(rift_quic_stream *s);
+
+/* ---- conn_callbacks.c ---- */
+
+/* The ngtcp2 callback table of a server or a client connection. */
+const ngtcp2_callbacks *rift_quic_conn_callbacks(bool server);
+/* ngtcp2's debug log (settings.debug), to stderr. */
+void rift_quic_ngtcp2_log(void *ud, const char *fmt, ...) RIFT_PRINTF(2, 3);
+
+/* ---- conn_close.c ---- */
+
+/* Records why the connection ends (the first reason wins). */
+void rift_quic_conn_set_close_info(rift_quic_conn *c, rift_quic_close_kind kind,
+                                   uint64_t code, int error,
+                                   const char *detail);
+/* Reports the end to the app once: stream_close for every stream left,
+ * then conn_closed. Also releases the connection permit. */
+void rift_quic_conn_terminate(rift_quic_conn *c);
+/* Leaves no state behind: the timer frees the connection (server) or
+ * parks it until rift_quic_endpoint_del (client). */
+void rift_quic_conn_kill(rift_quic_conn *c);
+/* Writes our CONNECTION_CLOSE (from c->ccerr), keeps it for the closing
+ * period, and reports the end. */
+void rift_quic_conn_enter_closing(rift_quic_conn *c);
+/* The peer closed (or reset): its reason, then the draining period. */
+void rift_quic_conn_peer_closed(rift_quic_conn *c);
+/* A local error |rv| from ngtcp2: close with the matching error. */
+void rift_quic_conn_local_error(rift_quic_conn *c, int rv);
+/* Ends the connection from the network side (ICMP error). */
+void rift_quic_conn_network_error(rift_quic_conn *c, int errnum);
+/* Writes a final CONNECTION_CLOSE without callbacks (endpoint_del). */
+void rift_quic_conn_close_now(rift_quic_conn *c, uint64_t code,
+                              const char *reason);
+
+/* ---- conn_write.c ---- */
+
+/* Writes what the connection has to send into the UDP batch (an ACK that
+ * may wait is held, settings.ack_hold). */
+void rift_quic_conn_write(rift_quic_conn *c);
+/* The same without the hold (the connection timer fired). */
+void rift_quic_conn_write_unheld(rift_quic_conn *c);
 /* Puts |c| on the list of connections to write at the end of the current
  * handler (or in a zero-delay timer when no handler is running). */
-void rift_quic_ep_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c);
+void rift_quic_endpoint_mark_dirty(rift_quic_endpoint *ep, rift_quic_conn *c);
 /* Writes every dirty connection and flushes the UDP batch. */
-void rift_quic_ep_flush(rift_quic_endpoint *ep);
-/* Generates a stateless reset token for |cid| from the endpoint secret. */
-int rift_quic_ep_reset_token(rift_quic_endpoint *ep, uint8_t *token,
-                             const ngtcp2_cid *cid);
+void rift_quic_endpoint_flush(rift_quic_endpoint *ep);
 
-/* ---- conn.c ---- */
+/* ---- conn_lifecycle.c ---- */
 
 /* Creates the ngtcp2 connection and its TLS session. Server: |hd| is the
  * first Initial, |odcid|/|retry_scid| non-NULL after a validated Retry
@@ -209,15 +267,8 @@ void rift_quic_conn_free(rift_quic_conn *c);
 void rift_quic_conn_read(rift_quic_conn *c, const rift_udp_addr *local,
                          const rift_udp_addr *remote, const uint8_t *data,
                          size_t len);
-/* Writes what the connection has to send into the UDP batch. */
-void rift_quic_conn_write(rift_quic_conn *c);
-/* Ends the connection from the network side (ICMP error). */
-void rift_quic_conn_network_error(rift_quic_conn *c, int errnum);
-/* Writes a final CONNECTION_CLOSE without callbacks (endpoint_del). */
-void rift_quic_conn_close_now(rift_quic_conn *c, uint64_t code,
-                              const char *reason);
 
-/* ---- tls.c ---- */
+/* ---- tls_session.c ---- */
 
 int rift_quic_tls_server_cred(rift_quic_endpoint *ep, const char *cert,
                               const char *key, rift_error *err);
@@ -230,4 +281,4 @@ bool rift_quic_tls_alpn_ok(rift_quic_conn *c);
  * returns false when verification did not fail. */
 bool rift_quic_tls_verify_failure(rift_quic_conn *c, char *out, size_t cap);
 
-#endif /* RIFT_QUIC_INTERNAL_H */
+#endif /* RIFT_QUIC_QUIC_INTERNAL_H */

@@ -1,5 +1,5 @@
 /*
- * conn.c — connections and authentication of the protocol server (server
+ * session.c — connections and authentication of the protocol server (server
  * layer): the transport callbacks, the AUTH exchange on a connection's
  * first stream (docs/protocol-v1.md §2.6), streams held until it
  * succeeds, and connection bookkeeping.
@@ -15,9 +15,10 @@
  * held (their bytes buffered, not credited) and taken into service in
  * stream ID order once it succeeds.
  */
-#include "server/internal.h"
-
+#include "server/stream_record.h"
 #include "common/dlist.h"
+#include "server/handlers.h"
+#include "server/stream_events.h"
 
 #include <string.h>
 
@@ -35,41 +36,7 @@ void rift_srv_conn_quota_give(srv_conn *c) {
     }
 }
 
-int rift_srv_sub_open(srv_stream *ss, const char *pattern, size_t len,
-                      const rift_sub_options *opts, rift_sub **psub,
-                      rift_error *err) {
-    srv_conn *c = ss->conn;
-    rift_server *srv = c->srv;
-    size_t slot = srv->quota_slots[c->id_index];
-    int rc = rift_quota_take(srv->quota, slot, RIFT_QUOTA_SUBSCRIPTIONS, err);
-    if (rc != 0) {
-        return rc;
-    }
-    rc = rift_broker_subscribe(srv->broker, pattern, len, opts, psub, err);
-    if (rc != 0) {
-        rift_quota_give(srv->quota, slot, RIFT_QUOTA_SUBSCRIPTIONS);
-    }
-    return rc;
-}
-
-void rift_srv_sub_close(srv_stream *ss, rift_sub *sub) {
-    srv_conn *c = ss->conn;
-    rift_sub_close(sub);
-    rift_quota_give(c->srv->quota, c->srv->quota_slots[c->id_index],
-                    RIFT_QUOTA_SUBSCRIPTIONS);
-}
-
 static srv_conn *conn_new(rift_server *srv, rift_quic_conn *qc);
-
-void rift_srv_conn_unref(srv_conn *c) {
-    if (--c->refs > 0) {
-        return;
-    }
-    rift_server *srv = c->srv;
-    rift_timer_stop(&c->auth_timer);
-    RIFT_DLIST_REMOVE(srv->conns, c, prev, next);
-    rift_free(srv->mem, c);
-}
 
 static void close_conn(srv_conn *c) {
     c->close_pending = false;

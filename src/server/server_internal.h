@@ -1,16 +1,17 @@
 /*
- * internal.h — private structures of the protocol server (server layer),
- * shared by server.c (public API, thread, stats), conn.c (connections and
- * authentication), ops.c (operation streams: reading, dispatch, errors,
- * deadlines), deliver.c (subscriptions and request replies) and
- * streams.c (retained-stream opcodes 10–15). Nothing outside src/server
- * includes it.
+ * server_internal.h — private structures of the protocol server (server layer),
+ * shared by every file of src/server: server.c (public API, thread,
+ * stats), admin.c (host queries), session.c (connections and
+ * authentication), stream_events.c (stream events, reading, dispatch), the
+ * handlers publish.c, deliver.c, stream_ops.c (server/handlers.h) and the
+ * primitives they all use, stream_record.c (server/stream_record.h). Nothing
+ * outside src/server includes it.
  *
  * Everything below is owned by the server thread (its rift_loop), except
  * the fields documented as shared.
  */
-#ifndef RIFT_SERVER_INTERNAL_H
-#define RIFT_SERVER_INTERNAL_H
+#ifndef RIFT_SERVER_SERVER_INTERNAL_H
+#define RIFT_SERVER_SERVER_INTERNAL_H
 
 #include "codec/frame.h"
 #include "common/common.h"
@@ -79,6 +80,28 @@ typedef struct srv_store_op srv_store_op;
 
 /* ---- Streams ---- */
 
+/* What an operation attached to a stream record (a subscription, a
+ * request's inbox, a durable-stream operation) and how the record lets go
+ * of it: set by the handler that attached it, so the record's lifetime
+ * (stream_record.c) needs to know no kind of operation. */
+typedef struct srv_op_hooks {
+    /* Lets go of what the operation holds; safe to call again. */
+    void (*drop)(srv_stream *ss);
+    /* True while the operation waits for the store and must outlive the
+     * stream's end (NULL = never). */
+    bool (*in_flight)(const srv_stream *ss);
+} srv_op_hooks;
+
+/* One operation frame as every handler takes it: the opcode, the fields
+ * after it, and whether the reader assembled it from several packets (so
+ * its buffer may be adopted, rift_frame_reader_detach). */
+typedef struct srv_frame {
+    uint8_t opcode;
+    const uint8_t *fields;
+    size_t len;
+    bool assembled;
+} srv_frame;
+
 typedef enum srv_state {
     SS_HELD = 1, /* opened before authentication finished: data buffered */
     SS_AUTH,     /* the connection's first stream: one AUTH frame */
@@ -140,6 +163,9 @@ struct srv_stream {
     rift_timer op_timer;
     /* SS_BUSY: a durable-stream operation in flight. */
     srv_store_op *store_op;
+
+    /* The operation attached to the record (NULL = none). */
+    const srv_op_hooks *op;
 
     /* Server-wide list of live stream records (for shutdown). */
     srv_stream *prev, *next;
@@ -267,103 +293,15 @@ struct rift_server {
     atomic_size_t store_inflight;
 };
 
-/* ---- conn.c ---- */
+/* ---- session.c ---- */
 
 extern const rift_quic_callbacks rift_srv_callbacks;
-
-/* Drops one reference; frees the record when none is left. */
-void rift_srv_conn_unref(srv_conn *c);
 
 /* Gives back the connection's quota unit, once (at its close). */
 void rift_srv_conn_quota_give(srv_conn *c);
 
-/* A broker subscription for |ss|'s identity, counted in the quota
- * ("subscription limit reached" once its share is used up), and its
- * close, which gives the unit back. */
-int rift_srv_sub_open(srv_stream *ss, const char *pattern, size_t len,
-                      const rift_sub_options *opts, rift_sub **psub,
-                      rift_error *err);
-void rift_srv_sub_close(srv_stream *ss, rift_sub *sub);
-
-/* ---- ops.c ---- */
-
-/* A new stream record for |qs| in |state|. NULL on allocation failure. */
-srv_stream *rift_srv_stream_new(srv_conn *c, rift_quic_stream *qs,
-                                srv_state state);
-/* Frees a stream record (its transport stream is gone or never was). */
-void rift_srv_stream_free(srv_stream *ss);
-/* Takes a held or newly opened stream into service after authentication:
- * a permit (or refusal with code 2), the first-frame deadline, and the
- * bytes held so far. */
-void rift_srv_stream_accept(srv_stream *ss);
-/* Bytes of an operation stream (SS_HELD buffers them). */
-void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
-                          bool fin);
-void rift_srv_stream_reset(srv_stream *ss, uint64_t code);
-void rift_srv_stream_stopped(srv_stream *ss);
-void rift_srv_stream_acked(srv_stream *ss, uint64_t unacked);
-/* The transport stream is gone: drop what depends on it. Frees the record
- * unless an asynchronous operation still holds it. */
-void rift_srv_stream_closed(srv_stream *ss);
-
-/* Writes |n| chunks (and FIN); starts the write deadline. Returns 0 or
- * RIFT_ERR_CLOSED / RIFT_ERR_NOMEM (the chunks are then not owned). */
-int rift_srv_write(srv_stream *ss, const rift_quic_chunk *chunks, size_t n,
-                   bool fin);
-/* Writes OK. */
-int rift_srv_write_ok(srv_stream *ss, bool fin);
-/* The error path of §2.7: ERROR (wire code from |code|, text cut to 1,024
- * bytes), FIN, STOP_SENDING(0); the stream is then SS_DONE. */
-void rift_srv_fail(srv_stream *ss, int code, const char *text);
-/* Normal end of a one-shot operation: FIN (after what was written) and
- * STOP_SENDING(0); the stream is then SS_DONE. */
-void rift_srv_finish(srv_stream *ss);
-/* Releases the stream's permit (its operation is over). */
-void rift_srv_release_permit(srv_stream *ss);
-/* Arms the stream timer for |at| unless it fires earlier already. */
-void rift_srv_arm(srv_stream *ss, rift_tstamp at);
-/* Brings the stream's part of its connection's budget up to date (its
- * transport's unacknowledged bytes plus ss->extra). */
-void rift_srv_account(srv_stream *ss);
-/* True when the connection's budget is used up: the stream then waits
- * (its deadline armed) and is resumed once ACKs free room. */
-bool rift_srv_conn_full(srv_stream *ss);
-
-/* ---- deliver.c ---- */
-
-/* SUBSCRIBE (the frame's fields). */
-void rift_srv_subscribe(srv_stream *ss, const uint8_t *fields, size_t len);
-/* REQUEST (the frame's fields). */
-void rift_srv_request(srv_stream *ss, const uint8_t *fields, size_t len);
-/* The notifier fd is readable: drain every ready subscription. */
-void rift_srv_notify_cb(rift_io *io, unsigned events, void *arg);
-/* Drains every ready subscription now. */
-void rift_srv_drain_now(rift_server *srv);
-/* Transport callback: a receive batch is done (drain before its flush). */
-void rift_srv_rx_batch_done(void *ep_ud);
-/* The stream's unacknowledged bytes dropped: resume a throttled drain. */
-void rift_srv_delivery_resume(srv_stream *ss);
-/* Drops the subscription or request inbox of |ss| (and its backlog). */
-void rift_srv_delivery_drop(srv_stream *ss);
-
-/* ---- streams.c ---- */
-
-/* Opcodes 10, 12, 13, 15 (the frame's fields). */
-void rift_srv_stream_op(srv_stream *ss, uint8_t opcode, const uint8_t *fields,
-                        size_t len);
-/* The stream record is done with its operation: one that is still in
- * the store is detached (its completion only cleans up), any other is
- * freed. */
-void rift_srv_store_detach(srv_stream *ss);
-/* True while the stream's operation waits for the store. */
-bool rift_srv_store_in_flight(const srv_stream *ss);
-/* Room on the stream or its connection: a fetch writes on. */
-void rift_srv_fetch_resume(srv_stream *ss);
-
 /* ---- server.c ---- */
 
-rift_stream *rift_srv_find_stream(const rift_server *srv, const char *name,
-                                  size_t len);
 /* Posts |cb| to the running loop and waits until it sets *|done| (under
  * sig_lock, broadcasting cond). Called with |lock| held. Returns
  * RIFT_ERR_CLOSED when the server is not running (|cb| not posted),
@@ -373,4 +311,4 @@ int rift_srv_post_wait(rift_server *srv, rift_post_cb cb, void *arg,
 /* Marks a posted query answered (takes sig_lock, broadcasts). */
 void rift_srv_post_done(rift_server *srv, bool *done);
 
-#endif /* RIFT_SERVER_INTERNAL_H */
+#endif /* RIFT_SERVER_SERVER_INTERNAL_H */

@@ -1,5 +1,5 @@
 /*
- * streams.c — retained-stream opcodes of the protocol server (server
+ * stream_ops.c — retained-stream opcodes of the protocol server (server
  * layer): STREAM_PUBLISH (10), CONSUMER_OPEN (12), CONSUMER_FETCH (13) and
  * ACK (15), each a one-shot operation on its stream.
  *
@@ -24,13 +24,16 @@
  * client that asks for 256 records of 1 MiB and does not read pins about
  * two portions per stream, not 256 MiB read back from disk.
  */
-#include "server/internal.h"
+#include "server/handlers.h"
+#include "server/stream_record.h"
 
 #include "codec/wire.h"
 #include "rift/stream.h"
 #include "subject/acl.h"
+#include "subject/name.h"
 
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -71,7 +74,79 @@ struct srv_store_op {
     bool more;
 };
 
+/* ---- The table of served streams ---- */
+
+static int cmp_stream(const void *a, const void *b) {
+    const srv_stream_entry *x = a, *y = b;
+    size_t n = RIFT_MIN(x->name_len, y->name_len);
+    int c = memcmp(x->name, y->name, n);
+    if (c != 0) {
+        return c;
+    }
+    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+}
+
+int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
+                          rift_error *err) {
+    if (s->stream_count == 0) {
+        return 0;
+    }
+    srv->streams =
+        rift_calloc(srv->mem, s->stream_count, sizeof(*srv->streams));
+    if (srv->streams == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < s->stream_count; i++) {
+        const rift_server_stream *in = &s->streams[i];
+        if (in->name == NULL || in->stream == NULL ||
+            !rift_name_valid(in->name, in->name_len)) {
+            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                  "invalid stream name");
+        }
+        srv_stream_entry *e = &srv->streams[srv->nstreams];
+        e->name = rift_strndup(srv->mem, in->name, in->name_len);
+        if (e->name == NULL) {
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+        e->name_len = in->name_len;
+        e->stream = in->stream;
+        srv->nstreams++;
+    }
+    qsort(srv->streams, srv->nstreams, sizeof(*srv->streams), cmp_stream);
+    for (size_t i = 1; i < srv->nstreams; i++) {
+        if (cmp_stream(&srv->streams[i - 1], &srv->streams[i]) == 0) {
+            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                  "invalid stream name");
+        }
+    }
+    return 0;
+}
+
+static rift_stream *find_stream(const rift_server *srv, const char *name,
+                                size_t len) {
+    srv_stream_entry key = {(char *)(uintptr_t)name, len, NULL};
+    const srv_stream_entry *e = bsearch(&key, srv->streams, srv->nstreams,
+                                        sizeof(*srv->streams), cmp_stream);
+    return e ? e->stream : NULL;
+}
+
+void rift_srv_streams_free(rift_server *srv) {
+    for (size_t i = 0; i < srv->nstreams; i++) {
+        rift_free(srv->mem, srv->streams[i].name);
+    }
+    rift_free(srv->mem, srv->streams);
+    srv->streams = NULL;
+    srv->nstreams = 0;
+}
+
 /* ---- Operation records ---- */
+
+static void store_detach(srv_stream *ss);
+
+/* How the stream record lets go of a durable-stream operation: detached
+ * (freed unless it is in the store, whose completion frees it then). */
+static const srv_op_hooks store_hooks = {store_detach,
+                                         rift_srv_store_in_flight};
 
 static void portion_unref(void *arg) {
     srv_portion *p = arg;
@@ -92,6 +167,7 @@ static srv_store_op *op_new(srv_stream *ss, uint8_t opcode) {
     op->ss = ss;
     op->opcode = opcode;
     ss->store_op = op;
+    ss->op = &store_hooks;
     /* Nothing more is read from the stream; the operation owns it. */
     ss->state = SS_BUSY;
     return op;
@@ -106,7 +182,7 @@ static void op_free(srv_store_op *op) {
     rift_free(op->srv->mem, op);
 }
 
-void rift_srv_store_detach(srv_stream *ss) {
+static void store_detach(srv_stream *ss) {
     srv_store_op *op = ss->store_op;
     if (op == NULL) {
         return;
@@ -138,7 +214,7 @@ static void post_cb(void *arg, int status) {
     if (status != 0) {
         /* The loop is going away: nobody is waiting for an answer. */
         if (op->ss != NULL) {
-            rift_srv_store_detach(op->ss);
+            store_detach(op->ss);
         } else {
             op_free(op);
         }
@@ -300,7 +376,7 @@ static void complete(srv_store_op *op) {
     }
     if (ss->state != SS_BUSY) {
         /* It ended meanwhile (a deadline of an earlier write). */
-        rift_srv_store_detach(ss);
+        store_detach(ss);
         if (ss->qs == NULL) {
             rift_srv_stream_free(ss);
         }
@@ -357,7 +433,7 @@ static int scope_name(srv_stream *ss, unsigned decoded, const char *name,
 }
 
 static rift_stream *lookup(srv_stream *ss, const char *name, size_t len) {
-    rift_stream *st = rift_srv_find_stream(ss->conn->srv, name, len);
+    rift_stream *st = find_stream(ss->conn->srv, name, len);
     if (st == NULL) {
         rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, text_unknown);
     }
@@ -569,9 +645,10 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
     submitted(op, rc, &err);
 }
 
-void rift_srv_stream_op(srv_stream *ss, uint8_t opcode, const uint8_t *fields,
-                        size_t len) {
-    switch (opcode) {
+void rift_srv_stream_op(srv_stream *ss, const srv_frame *f) {
+    const uint8_t *fields = f->fields;
+    size_t len = f->len;
+    switch (f->opcode) {
     case RIFT_OP_STREAM_PUBLISH:
         stream_publish(ss, fields, len);
         break;

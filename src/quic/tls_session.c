@@ -1,9 +1,9 @@
 /*
- * tls.c — GnuTLS set-up for QUIC (quic layer): credentials, the TLS 1.3
+ * tls_session.c — GnuTLS set-up for QUIC (quic layer): credentials, the TLS 1.3
  * priority, ALPN enforcement on both sides, certificate verification
  * against an explicit CA file and server name, no 0-RTT, no tickets.
  */
-#include "quic/internal.h"
+#include "quic/quic_internal.h"
 
 #include "common/common.h"
 

@@ -1,0 +1,51 @@
+/*
+ * handlers.h — the operation handlers of the protocol server (server
+ * layer) and what the layers above them call besides: publish.c
+ * (PUBLISH, PUBLISH_ACK, PING), deliver.c (SUBSCRIBE, REQUEST, MESSAGE
+ * delivery), stream_ops.c (opcodes 10, 12, 13, 15 and the table of served
+ * streams). Every handler takes the same srv_frame (server/server_internal.h);
+ * stream_events.c dispatches to them. They use the primitives of
+ * server/stream_record.h and nothing above.
+ */
+#ifndef RIFT_SERVER_HANDLERS_H
+#define RIFT_SERVER_HANDLERS_H
+
+#include "server/server_internal.h"
+
+/* ---- publish.c ---- */
+
+/* PUBLISH and PUBLISH_ACK (the ACK variant answers OK). */
+void rift_srv_publish(srv_stream *ss, const srv_frame *f);
+/* PING: OK. */
+void rift_srv_ping(srv_stream *ss, const srv_frame *f);
+
+/* ---- deliver.c ---- */
+
+/* SUBSCRIBE: the stream turns into a delivery stream. */
+void rift_srv_subscribe(srv_stream *ss, const srv_frame *f);
+/* REQUEST: an inbox, the publish, one reply or the timeout. */
+void rift_srv_request(srv_stream *ss, const srv_frame *f);
+/* The notifier fd is readable: drain every ready subscription. */
+void rift_srv_notify_cb(rift_io *io, unsigned events, void *arg);
+/* Drains every ready subscription now. */
+void rift_srv_drain_now(rift_server *srv);
+/* Transport callback: a receive batch is done (drain before its flush). */
+void rift_srv_rx_batch_done(void *ep_ud);
+/* The stream's unacknowledged bytes dropped: resume a throttled drain. */
+void rift_srv_delivery_resume(srv_stream *ss);
+
+/* ---- stream_ops.c ---- */
+
+/* Opcodes 10, 12, 13, 15. */
+void rift_srv_stream_op(srv_stream *ss, const srv_frame *f);
+/* True while the stream's operation waits for the store. */
+bool rift_srv_store_in_flight(const srv_stream *ss);
+/* Room on the stream or its connection: a fetch writes on. */
+void rift_srv_fetch_resume(srv_stream *ss);
+/* Copies the settings' streams into the server's sorted table (names
+ * checked, duplicates refused), and frees it. */
+int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
+                          rift_error *err);
+void rift_srv_streams_free(rift_server *srv);
+
+#endif /* RIFT_SERVER_HANDLERS_H */
