@@ -15,7 +15,7 @@
 #ifndef RIFT_DAEMON_CONFIG_LUA_H
 #define RIFT_DAEMON_CONFIG_LUA_H
 
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <lua.h>
 

@@ -2,7 +2,7 @@
  * config_warn.c — warnings about a valid configuration (daemon layer):
  * grants the protocol allows but advises against. See config.h.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include "subject/subject.h"
 

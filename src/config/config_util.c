@@ -3,7 +3,7 @@
  * config pattern rule, listen-address parsing, the revision hash, tokens
  * from the environment, equality for reloads, and release.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include "subject/acl.h"
 

@@ -3,7 +3,7 @@
  * `riftd --check` (daemon layer). Tokens are never printed, only the
  * variables they come from.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <inttypes.h>
 
