@@ -1,5 +1,5 @@
 /*
- * config_util.c — value-level helpers of rift_config (daemon layer): the
+ * config_util.c — value-level helpers of rift_config (config layer): the
  * config pattern rule, listen-address parsing, the revision hash, tokens
  * from the environment, equality for reloads, and release.
  */

@@ -1,5 +1,5 @@
 /*
- * config_warn.c — warnings about a valid configuration (daemon layer):
+ * config_warn.c — warnings about a valid configuration (config layer):
  * grants the protocol allows but advises against. See config.h.
  */
 #include "config/config.h"

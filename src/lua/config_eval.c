@@ -1,15 +1,16 @@
 /*
  * config_eval.c — evaluation of the Lua configuration (lua layer; fills the
- * daemon's rift_config): a fresh Lua 5.4 state per evaluation with a memory
- * budget and an instruction/deadline hook, a restricted environment, the `rift`
- * table (rift.config, rift.on, rift.plugin, rift.publish), then the protected
- * parse into a rift_config.
+ * rift_config of config/config.h): a fresh Lua 5.4 state per evaluation with a
+ * memory budget and an instruction/deadline hook, a restricted environment, the
+ * `rift` table (rift.config, rift.on, rift.plugin, rift.publish), then the
+ * protected parse into a rift_config.
  *
  * The environment offers only what a configuration needs: the base
  * functions that cannot reach files or load code (no load, loadfile,
  * dofile, require, collectgarbage, print), string, table, math, utf8, and
  * os.getenv/os.time/os.clock/os.date. Text chunks only (no bytecode).
  */
+#include "lua/config_eval.h"
 #include "lua/config_lua.h"
 
 #include <errno.h>
