@@ -10,7 +10,7 @@
  * 32), so a Lua error never leaks a subscription or an allocation. Each
  * documents its stack effect as [-pop, +push, errors].
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 #include "lua/on_event.h"
 
 #include "subject/subject.h"

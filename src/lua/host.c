@@ -11,7 +11,7 @@
  * empty to ready, a timer is due or another thread wakes it; other idle
  * workers block on a condition variable.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -14,7 +14,7 @@
  * everything it did not hand over; otherwise the new states go, adopted
  * bindings return, and the old code keeps running everywhere.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <errno.h>
 #include <lauxlib.h>

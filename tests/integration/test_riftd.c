@@ -6,7 +6,7 @@
  */
 #include "config/config.h"
 #include "daemon/files.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 #include "test.h"
 
 #include <fcntl.h>

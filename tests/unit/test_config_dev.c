@@ -7,7 +7,7 @@
 #include "lua/config_eval.h"
 #include "daemon/dev.h"
 #include "daemon/files.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 #include "test.h"
 
 #include <arpa/inet.h>

@@ -6,8 +6,8 @@
  * failed write stopped going again.
  */
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 #include "subjects.h"
 #include "timefmt.h"

@@ -1,5 +1,5 @@
 /*
- * internal.h — shared internals of the Lua plugin host (lua layer): the
+ * host_internal.h — shared internals of the Lua plugin host (lua layer): the
  * sandboxed state with its budgets (vm.c), the rift.* API (api.c,
  * json.c), plugins and their reload (plugin.c), and the worker pool, the
  * poller and timers (host.c).
@@ -13,8 +13,8 @@
  * thread that runs the plugin: a worker (sched == RUNNING) or the apply
  * thread (held > 0 and not RUNNING).
  */
-#ifndef RIFT_LUA_INTERNAL_H
-#define RIFT_LUA_INTERNAL_H
+#ifndef RIFT_LUA_HOST_INTERNAL_H
+#define RIFT_LUA_HOST_INTERNAL_H
 
 #include "common/common.h"
 #include "lua/plugin_host.h"
@@ -351,7 +351,7 @@ void rift_lua_request_free(rift_lua_request *r, bool unref);
 /* Cancels a timer (owner thread); frees it. */
 void rift_lua_timer_free(rift_lua_timer *t, bool unref);
 
-/* ---- json.c, stream.c ---- */
+/* ---- json.c, api_stream.c ---- */
 
 /* Pushes the rift.json table. */
 void rift_lua_open_json(lua_State *L);
@@ -428,4 +428,4 @@ void rift_lua_plugin_run(rift_lua_plugin *p);
 bool rift_lua_plugin_failed(rift_lua_plugin *p, const char *cb,
                             const char *error);
 
-#endif /* RIFT_LUA_INTERNAL_H */
+#endif /* RIFT_LUA_HOST_INTERNAL_H */

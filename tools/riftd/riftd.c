@@ -1,5 +1,5 @@
 /*
- * main.c — riftd, the rift daemon (tools layer): command line, logging
+ * riftd.c — riftd, the rift daemon (tools layer): command line, logging
  * level, `--check`, then the runtime of src/daemon (start-up order, signal
  * loop, shutdown). Exit status: 0 after SIGTERM/SIGINT or a successful
  * check, 1 on a configuration or start-up error (one line on stderr, before
@@ -9,7 +9,7 @@
 #include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dev.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 
 #include <pthread.h>
 #include <signal.h>
