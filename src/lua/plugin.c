@@ -15,6 +15,7 @@
  * bindings return, and the old code keeps running everywhere.
  */
 #include "lua/host_internal.h"
+#include "subject/name.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -548,21 +549,6 @@ static void plugin_commit(rift_lua_plugin *p, rift_lua_vm *vm) {
 
 /* ---- Plugin objects ---- */
 
-static bool plugin_name_valid(const char *s) {
-    size_t len = s != NULL ? strlen(s) : 0;
-    if (len == 0 || len > 128) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '-')) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static void plugin_free(rift_lua_plugin *p) {
     rift_lua_host *h = p->host;
     rift_lua_vm_del(p->vm);
@@ -738,7 +724,9 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
         for (size_t j = 0; j < i; j++) {
             dup = dup || strcmp(specs[i].name, specs[j].name) == 0;
         }
-        if (!plugin_name_valid(specs[i].name) || dup) {
+        if (specs[i].name == NULL ||
+            !rift_plugin_name_valid(specs[i].name, strlen(specs[i].name)) ||
+            dup) {
             return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                                   "plugins: names must be unique and contain "
                                   "1..=128 letters, digits, underscores or "
