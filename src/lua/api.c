@@ -311,7 +311,7 @@ static rift_lua_binding *find_adoptable(rift_lua_vm *old, const char *pattern,
 
 static int l_subscribe(lua_State *L) {
     rift_lua_vm *vm = rift_lua_vm_of(L);
-    rift_lua_host *h = vm->host;
+    rift_plugin_host *h = vm->host;
     size_t plen, qlen = 0;
     const char *pattern = luaL_checklstring(L, 1, &plen);
     const char *queue = NULL;
@@ -421,7 +421,7 @@ static int l_unsubscribe(lua_State *L) {
 
 static int l_request(lua_State *L) {
     rift_lua_vm *vm = rift_lua_vm_of(L);
-    rift_lua_host *h = vm->host;
+    rift_plugin_host *h = vm->host;
     if (!vm->runtime) {
         return luaL_error(L, "rift.request " RIFT_LUA_TEXT_NOT_RUNTIME);
     }

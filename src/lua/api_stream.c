@@ -42,7 +42,7 @@ typedef struct consumer_ud {
 static rift_stream *lookup(lua_State *L, const char *fn, int idx) {
     rift_lua_vm *vm = rift_lua_vm_of(L);
     const char *name = luaL_checkstring(L, idx);
-    rift_lua_host *h = vm->host;
+    rift_plugin_host *h = vm->host;
     rift_stream *s =
         h->settings.stream_lookup != NULL
             ? h->settings.stream_lookup(h->settings.stream_ud, name)

@@ -64,7 +64,6 @@ typedef struct rift_lua_binding rift_lua_binding;
 typedef struct rift_lua_timer rift_lua_timer;
 typedef struct rift_lua_request rift_lua_request;
 typedef struct rift_lua_conf rift_lua_conf;
-typedef rift_plugin_host rift_lua_host;
 
 enum rift_lua_bind_kind {
     RIFT_LUA_BIND_SUB,    /* rift.subscribe */
@@ -138,7 +137,7 @@ enum rift_lua_stop {
 struct rift_lua_vm {
     lua_State *L;
     rift_lua_plugin *plugin;
-    rift_lua_host *host;
+    rift_plugin_host *host;
     rift_lua_conf *conf; /* owned */
     const rift_mem *mem;
     /* Memory budget (the lua_Alloc). */
@@ -196,7 +195,7 @@ struct rift_lua_conf {
 };
 
 struct rift_lua_plugin {
-    rift_lua_host *host;
+    rift_plugin_host *host;
     char *name;
     bool is_compat;    /* the configuration's root handlers */
     rift_lua_vm *vm;   /* NULL when disabled */
@@ -361,61 +360,62 @@ void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm);
 
 /* ---- host.c: scheduling and timers ---- */
 
-void rift_plugin_host_lock(rift_lua_host *h);
-void rift_plugin_host_unlock(rift_lua_host *h);
+void rift_plugin_host_lock(rift_plugin_host *h);
+void rift_plugin_host_unlock(rift_plugin_host *h);
 
 /* Makes a sleeping poller run one more turn. */
-void rift_plugin_host_wake(rift_lua_host *h);
+void rift_plugin_host_wake(rift_plugin_host *h);
 
 /* Work of a plugin, taken by the thread running it (each takes the lock).
  * NULL when there is none. */
-rift_lua_binding *rift_plugin_host_pop_ready(rift_lua_host *h,
+rift_lua_binding *rift_plugin_host_pop_ready(rift_plugin_host *h,
                                              rift_lua_plugin *p);
-rift_lua_timer *rift_plugin_host_pop_due(rift_lua_host *h, rift_lua_plugin *p);
-rift_msg *rift_plugin_host_pop_compat(rift_lua_host *h, rift_lua_plugin *p);
+rift_lua_timer *rift_plugin_host_pop_due(rift_plugin_host *h,
+                                         rift_lua_plugin *p);
+rift_msg *rift_plugin_host_pop_compat(rift_plugin_host *h, rift_lua_plugin *p);
 
 /* Puts a binding that still holds messages back on its plugin's list. */
-void rift_plugin_host_push_ready(rift_lua_host *h, rift_lua_binding *b);
+void rift_plugin_host_push_ready(rift_plugin_host *h, rift_lua_binding *b);
 
 /* Drops the compatibility messages queued for |p|. */
-void rift_plugin_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p);
+void rift_plugin_host_compat_flush(rift_plugin_host *h, rift_lua_plugin *p);
 
 /* The slow-consumer rule of Lua subscriptions: log the original's text,
  * close, subscribe again. */
-void rift_plugin_host_resubscribe(rift_lua_host *h, rift_lua_binding *b);
+void rift_plugin_host_resubscribe(rift_plugin_host *h, rift_lua_binding *b);
 
 /* rift.on("message") at run time: false when there are no compatibility
  * subscriptions to feed it. */
-bool rift_plugin_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm);
+bool rift_plugin_host_add_compat_target(rift_plugin_host *h, rift_lua_vm *vm);
 
 /* Frees every plugin and compatibility subscription (threads stopped). */
-void rift_plugin_host_remove_all(rift_lua_host *h);
+void rift_plugin_host_remove_all(rift_plugin_host *h);
 
 /* Adds |t| to the timer heap (takes host->lock, wakes a sleeping poller
  * when |t| is the earliest). */
-void rift_plugin_host_arm_timer(rift_lua_host *h, rift_lua_timer *t);
+void rift_plugin_host_arm_timer(rift_plugin_host *h, rift_lua_timer *t);
 
 /* Removes |t| from the heap and the due list (takes host->lock). */
-void rift_plugin_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t);
+void rift_plugin_host_disarm_timer(rift_plugin_host *h, rift_lua_timer *t);
 
 /* Closes a subscription under host->lock and unlinks the binding from its
  * plugin's ready list. */
-void rift_plugin_host_close_sub(rift_lua_host *h, rift_lua_binding *b);
+void rift_plugin_host_close_sub(rift_plugin_host *h, rift_lua_binding *b);
 
 /*
  * rift_plugin_host_subscribe subscribes |b| (its pattern and queue) with the
  * host's notifier, storing the subscription in b->sub.
  */
-int rift_plugin_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
+int rift_plugin_host_subscribe(rift_plugin_host *h, rift_lua_binding *b,
                                rift_error *err);
 
 /* Waits until |p| is not running and keeps workers off it until
  * rift_plugin_host_release. */
-void rift_plugin_host_hold(rift_lua_host *h, rift_lua_plugin *p);
-void rift_plugin_host_release(rift_lua_host *h, rift_lua_plugin *p);
+void rift_plugin_host_hold(rift_plugin_host *h, rift_lua_plugin *p);
+void rift_plugin_host_release(rift_plugin_host *h, rift_lua_plugin *p);
 
 /* Publishes a rift.events.plugin event {"plugin","state","error"?}. */
-void rift_plugin_host_event(rift_lua_host *h, const rift_lua_plugin *p,
+void rift_plugin_host_event(rift_plugin_host *h, const rift_lua_plugin *p,
                             const char *state, const char *error);
 
 /* ---- plugin.c ---- */

@@ -33,7 +33,7 @@ enum drain_result {
 
 static void set_last_error(rift_lua_plugin *p, const char *cb,
                            const char *error) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     size_t n = strlen(cb) + strlen(error) + 3;
     char *s = rift_malloc(h->mem, n);
     if (s != NULL) {
@@ -48,7 +48,7 @@ static void set_last_error(rift_lua_plugin *p, const char *cb,
 /* Disables |p| (owner thread): its state and everything it created go;
  * reload brings it back. */
 static void disable(rift_lua_plugin *p, const char *error) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     rift_lua_vm *vm = p->vm;
     rift_plugin_host_lock(h);
     p->vm = NULL;
@@ -197,7 +197,7 @@ static int drain_inbox(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_binding *b,
 /* Handles up to *budget messages of one ready subscription. */
 static int drain(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_binding *b,
                  int *budget, char *errtext) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     if (b->kind == RIFT_LUA_BIND_INBOX) {
         return drain_inbox(p, vm, b, budget, errtext);
     }
@@ -253,7 +253,7 @@ static int drain(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_binding *b,
 }
 
 void rift_lua_plugin_run(rift_lua_plugin *p) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     rift_lua_vm *vm = p->vm;
     char errtext[RIFT_LUA_ERROR_MAX + 1];
     if (vm == NULL) {
@@ -311,7 +311,7 @@ static void set_budgets(rift_lua_conf *c, size_t mem, uint64_t instr,
 }
 
 /* A plugin's configuration from its spec. */
-static int conf_from_spec(rift_lua_host *h, const rift_plugin_spec *s,
+static int conf_from_spec(rift_plugin_host *h, const rift_plugin_spec *s,
                           rift_lua_conf **pc, rift_error *err) {
     rift_lua_conf *c = rift_calloc(h->mem, 1, sizeof(*c));
     if (c == NULL) {
@@ -351,7 +351,7 @@ static int conf_from_spec(rift_lua_host *h, const rift_plugin_spec *s,
 }
 
 /* The configuration state's: its source and the handlers' budgets. */
-static int conf_from_compat(rift_lua_host *h, const rift_plugin_compat *cc,
+static int conf_from_compat(rift_plugin_host *h, const rift_plugin_compat *cc,
                             rift_lua_conf **pc, rift_error *err) {
     rift_lua_conf *c = rift_calloc(h->mem, 1, sizeof(*c));
     if (c == NULL) {
@@ -496,7 +496,7 @@ static void adoption_commit(rift_lua_vm *vm) {
  */
 static int plugin_prepare(rift_lua_plugin *p, rift_lua_conf *conf,
                           rift_lua_vm **pvm, rift_error *err) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     rift_lua_vm *vm = NULL;
     int rc = rift_lua_vm_new(&vm, p, conf, err);
     if (rc != 0) {
@@ -528,7 +528,7 @@ static void plugin_discard(rift_lua_vm *vm) {
 /* Makes |vm| the plugin's state and closes the previous one with
  * everything it did not hand over. */
 static void plugin_commit(rift_lua_plugin *p, rift_lua_vm *vm) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     rift_lua_vm *old = p->vm;
     bool was_running = old != NULL;
     adoption_commit(vm);
@@ -550,7 +550,7 @@ static void plugin_commit(rift_lua_plugin *p, rift_lua_vm *vm) {
 /* ---- Plugin objects ---- */
 
 static void plugin_free(rift_lua_plugin *p) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     rift_lua_vm_del(p->vm);
     p->vm = NULL;
     if (p->cq != NULL) {
@@ -562,7 +562,7 @@ static void plugin_free(rift_lua_plugin *p) {
     rift_free(h->mem, p);
 }
 
-static rift_lua_plugin *plugin_new(rift_lua_host *h, const char *name,
+static rift_lua_plugin *plugin_new(rift_plugin_host *h, const char *name,
                                    bool compat) {
     rift_lua_plugin *p = rift_calloc(h->mem, 1, sizeof(*p));
     if (p == NULL) {
@@ -587,7 +587,7 @@ static bool same_str(const char *a, const char *b) {
            (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-static void compat_binding_free(rift_lua_host *h, rift_lua_binding *b) {
+static void compat_binding_free(rift_plugin_host *h, rift_lua_binding *b) {
     rift_plugin_host_close_sub(h, b);
     rift_free(h->mem, b->pattern);
     rift_free(h->mem, b->queue);
@@ -596,8 +596,9 @@ static void compat_binding_free(rift_lua_host *h, rift_lua_binding *b) {
 }
 
 /* Makes h->compat exactly |subs|; unchanged entries keep their queue. */
-static int compat_apply(rift_lua_host *h, const rift_plugin_subscription *subs,
-                        size_t n, rift_error *err) {
+static int compat_apply(rift_plugin_host *h,
+                        const rift_plugin_subscription *subs, size_t n,
+                        rift_error *err) {
     int rc = 0;
     rift_lua_binding **next = NULL;
     if (n > 0) {
@@ -675,7 +676,7 @@ static int compat_apply(rift_lua_host *h, const rift_plugin_subscription *subs,
 
 /* ---- apply ---- */
 
-static rift_lua_plugin *find_plugin(rift_lua_host *h, const char *name,
+static rift_lua_plugin *find_plugin(rift_plugin_host *h, const char *name,
                                     bool compat) {
     for (rift_lua_plugin *p = h->plugins; p != NULL; p = p->next) {
         if (p->is_compat == compat && (compat || strcmp(p->name, name) == 0)) {
@@ -711,7 +712,7 @@ static int stage(staged *st, rift_lua_plugin *p, bool fresh,
 }
 
 /* Takes |p| out of the host and frees it (apply thread). */
-static void plugin_remove(rift_lua_host *h, rift_lua_plugin *p) {
+static void plugin_remove(rift_plugin_host *h, rift_lua_plugin *p) {
     rift_plugin_host_hold(h, p);
     plugin_free(p);
 }
@@ -875,7 +876,7 @@ fail:
     return rc;
 }
 
-void rift_plugin_host_remove_all(rift_lua_host *h) {
+void rift_plugin_host_remove_all(rift_plugin_host *h) {
     rift_lua_plugin *p = h->plugins;
     h->plugins = NULL;
     while (p != NULL) {
