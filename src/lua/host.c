@@ -11,7 +11,7 @@
  * empty to ready, a timer is due or another thread wakes it; other idle
  * workers block on a condition variable.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include "common/dlist.h"
 
@@ -33,17 +33,17 @@ static bool has_work(const rift_lua_plugin *p) {
            (p->ready_head != NULL || p->due_head != NULL || p->cq_len > 0);
 }
 
-static void wake_poller(rift_lua_host *h);
+static void wake_poller(rift_plugin_host *h);
 
 /* Appends |p| to the run queue (host->lock held). */
-static void enqueue(rift_lua_host *h, rift_lua_plugin *p) {
+static void enqueue(rift_plugin_host *h, rift_lua_plugin *p) {
     p->sched = RIFT_LUA_QUEUED;
     RIFT_DLIST_APPEND(h->rq_head, h->rq_tail, p, rq_prev, rq_next);
 }
 
 /* Makes sure a worker will run |p|: an idle one, or the poller, which is
  * woken from ppoll when it sleeps there (host->lock held). */
-static void schedule(rift_lua_host *h, rift_lua_plugin *p) {
+static void schedule(rift_plugin_host *h, rift_lua_plugin *p) {
     if (p->held > 0 || p->sched != RIFT_LUA_IDLE || p->vm == NULL) {
         return;
     }
@@ -55,20 +55,20 @@ static void schedule(rift_lua_host *h, rift_lua_plugin *p) {
     }
 }
 
-static void unqueue(rift_lua_host *h, rift_lua_plugin *p) {
+static void unqueue(rift_plugin_host *h, rift_lua_plugin *p) {
     RIFT_DLIST_REMOVE_TAILED(h->rq_head, h->rq_tail, p, rq_prev, rq_next);
     p->sched = RIFT_LUA_IDLE;
 }
 
-void rift_lua_host_lock(rift_lua_host *h) {
+void rift_plugin_host_lock(rift_plugin_host *h) {
     pthread_mutex_lock(&h->lock);
 }
 
-void rift_lua_host_unlock(rift_lua_host *h) {
+void rift_plugin_host_unlock(rift_plugin_host *h) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_hold(rift_lua_host *h, rift_lua_plugin *p) {
+void rift_plugin_host_hold(rift_plugin_host *h, rift_lua_plugin *p) {
     atomic_fetch_add_explicit(&p->hold_pending, 1, memory_order_relaxed);
     pthread_mutex_lock(&h->lock);
     p->held++;
@@ -82,7 +82,7 @@ void rift_lua_host_hold(rift_lua_host *h, rift_lua_plugin *p) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_release(rift_lua_host *h, rift_lua_plugin *p) {
+void rift_plugin_host_release(rift_plugin_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     p->held--;
     if (p->held == 0 && has_work(p)) {
@@ -124,8 +124,8 @@ static void ready_remove(rift_lua_plugin *p, rift_lua_binding *b) {
     b->ready_next = NULL;
 }
 
-rift_lua_binding *rift_lua_host_pop_ready(rift_lua_host *h,
-                                          rift_lua_plugin *p) {
+rift_lua_binding *rift_plugin_host_pop_ready(rift_plugin_host *h,
+                                             rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     rift_lua_binding *b = p->ready_head;
     if (b != NULL) {
@@ -140,7 +140,7 @@ rift_lua_binding *rift_lua_host_pop_ready(rift_lua_host *h,
     return b;
 }
 
-void rift_lua_host_push_ready(rift_lua_host *h, rift_lua_binding *b) {
+void rift_plugin_host_push_ready(rift_plugin_host *h, rift_lua_binding *b) {
     pthread_mutex_lock(&h->lock);
     if (!b->on_ready && !b->closed) {
         ready_push(b->plugin, b);
@@ -168,7 +168,8 @@ static void due_remove(rift_lua_plugin *p, rift_lua_timer *t) {
     t->due_next = NULL;
 }
 
-rift_lua_timer *rift_lua_host_pop_due(rift_lua_host *h, rift_lua_plugin *p) {
+rift_lua_timer *rift_plugin_host_pop_due(rift_plugin_host *h,
+                                         rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     rift_lua_timer *t = p->due_head;
     if (t != NULL) {
@@ -183,7 +184,7 @@ rift_lua_timer *rift_lua_host_pop_due(rift_lua_host *h, rift_lua_plugin *p) {
     return t;
 }
 
-rift_msg *rift_lua_host_pop_compat(rift_lua_host *h, rift_lua_plugin *p) {
+rift_msg *rift_plugin_host_pop_compat(rift_plugin_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     rift_msg *m = NULL;
     if (p->cq_len > 0) {
@@ -209,7 +210,7 @@ static size_t compat_flush(rift_lua_plugin *p) {
     return n;
 }
 
-void rift_lua_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p) {
+void rift_plugin_host_compat_flush(rift_plugin_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     compat_flush(p);
     pthread_mutex_unlock(&h->lock);
@@ -217,12 +218,12 @@ void rift_lua_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p) {
 
 /* ---- Timer heap (host->lock held) ---- */
 
-static void heap_set(rift_lua_host *h, size_t i, rift_lua_timer *t) {
+static void heap_set(rift_plugin_host *h, size_t i, rift_lua_timer *t) {
     h->heap[i] = t;
     t->heap_idx = i;
 }
 
-static void heap_up(rift_lua_host *h, size_t i) {
+static void heap_up(rift_plugin_host *h, size_t i) {
     rift_lua_timer *t = h->heap[i];
     while (i > 0) {
         size_t parent = (i - 1) / 2;
@@ -235,7 +236,7 @@ static void heap_up(rift_lua_host *h, size_t i) {
     heap_set(h, i, t);
 }
 
-static void heap_down(rift_lua_host *h, size_t i) {
+static void heap_down(rift_plugin_host *h, size_t i) {
     rift_lua_timer *t = h->heap[i];
     for (;;) {
         size_t c = 2 * i + 1;
@@ -254,7 +255,7 @@ static void heap_down(rift_lua_host *h, size_t i) {
     heap_set(h, i, t);
 }
 
-static void heap_remove(rift_lua_host *h, rift_lua_timer *t) {
+static void heap_remove(rift_plugin_host *h, rift_lua_timer *t) {
     size_t i = t->heap_idx;
     t->heap_idx = SIZE_MAX;
     h->heap_len--;
@@ -266,11 +267,11 @@ static void heap_remove(rift_lua_host *h, rift_lua_timer *t) {
     heap_down(h, h->heap[i]->heap_idx);
 }
 
-static void wake_poller(rift_lua_host *h) {
+static void wake_poller(rift_plugin_host *h) {
     (void)eventfd_write(h->wake_fd, 1);
 }
 
-void rift_lua_host_wake(rift_lua_host *h) {
+void rift_plugin_host_wake(rift_plugin_host *h) {
     pthread_mutex_lock(&h->lock);
     if (h->in_poll && !h->poll_woken) {
         h->poll_woken = true;
@@ -279,7 +280,7 @@ void rift_lua_host_wake(rift_lua_host *h) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
+void rift_plugin_host_arm_timer(rift_plugin_host *h, rift_lua_timer *t) {
     pthread_mutex_lock(&h->lock);
     if (h->heap_len == h->heap_cap) {
         /* Growth cannot be refused here (timers are capped per plugin, so
@@ -317,7 +318,7 @@ void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t) {
+void rift_plugin_host_disarm_timer(rift_plugin_host *h, rift_lua_timer *t) {
     pthread_mutex_lock(&h->lock);
     if (t->heap_idx != SIZE_MAX) {
         heap_remove(h, t);
@@ -330,7 +331,7 @@ void rift_lua_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t) {
 
 /* ---- Subscriptions ---- */
 
-void rift_lua_host_close_sub(rift_lua_host *h, rift_lua_binding *b) {
+void rift_plugin_host_close_sub(rift_plugin_host *h, rift_lua_binding *b) {
     pthread_mutex_lock(&h->lock);
     if (b->sub != NULL) {
         rift_sub_close(b->sub);
@@ -347,7 +348,7 @@ void rift_lua_host_close_sub(rift_lua_host *h, rift_lua_binding *b) {
  * drop what was queued, subscribe again. Lost messages are not replayed.
  * host->lock held: the new subscription is in place before the poller
  * can see it. */
-static void resubscribe_locked(rift_lua_host *h, rift_lua_binding *b) {
+static void resubscribe_locked(rift_plugin_host *h, rift_lua_binding *b) {
     rift_log(RIFT_LOG_WARN,
              "messaging Lua subscription %s exceeded its queue; dropped "
              "pending messages and resubscribing",
@@ -371,7 +372,7 @@ static void resubscribe_locked(rift_lua_host *h, rift_lua_binding *b) {
     }
 }
 
-void rift_lua_host_resubscribe(rift_lua_host *h, rift_lua_binding *b) {
+void rift_plugin_host_resubscribe(rift_plugin_host *h, rift_lua_binding *b) {
     pthread_mutex_lock(&h->lock);
     resubscribe_locked(h, b);
     pthread_mutex_unlock(&h->lock);
@@ -379,8 +380,8 @@ void rift_lua_host_resubscribe(rift_lua_host *h, rift_lua_binding *b) {
 
 /* Subscribes under host->lock, so b->sub is set before the poller can
  * map the new subscription to |b|. */
-int rift_lua_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
-                            rift_error *err) {
+int rift_plugin_host_subscribe(rift_plugin_host *h, rift_lua_binding *b,
+                               rift_error *err) {
     rift_sub_options o = {
         .queue = b->queue,
         .queue_len = b->queue != NULL ? strlen(b->queue) : 0,
@@ -397,7 +398,7 @@ int rift_lua_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
     return rc;
 }
 
-bool rift_lua_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm) {
+bool rift_plugin_host_add_compat_target(rift_plugin_host *h, rift_lua_vm *vm) {
     pthread_mutex_lock(&h->lock);
     bool ok = h->n_compat > 0;
     rift_lua_plugin *p = vm->plugin;
@@ -419,7 +420,7 @@ bool rift_lua_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm) {
  * message handlers (host->lock held). A full queue is the plugin's slow
  * consumer: its pending messages are dropped, as the original drops a
  * slow subscription's queue. */
-static void compat_deliver(rift_lua_host *h, rift_lua_binding *cb,
+static void compat_deliver(rift_plugin_host *h, rift_lua_binding *cb,
                            rift_msg *msg) {
     for (rift_lua_plugin *p = h->plugins; p != NULL; p = p->next) {
         if (!p->compat_target || p->vm == NULL || p->cq_cap == 0) {
@@ -442,7 +443,7 @@ static void compat_deliver(rift_lua_host *h, rift_lua_binding *cb,
 
 /* Drains up to a quantum of one compatibility subscription (host->lock
  * held). Returns true when it may hold more. */
-static bool compat_drain(rift_lua_host *h, rift_lua_binding *b) {
+static bool compat_drain(rift_plugin_host *h, rift_lua_binding *b) {
     for (int i = 0; i < RIFT_LUA_QUANTUM; i++) {
         if (b->sub == NULL) {
             return false;
@@ -473,7 +474,7 @@ static bool compat_drain(rift_lua_host *h, rift_lua_binding *b) {
     return true;
 }
 
-static void on_ready(rift_lua_host *h, rift_sub *sub) {
+static void on_ready(rift_plugin_host *h, rift_sub *sub) {
     rift_lua_binding *b = rift_sub_user_data(sub);
     if (b == NULL || b->closed || b->on_ready) {
         return;
@@ -486,7 +487,7 @@ static void on_ready(rift_lua_host *h, rift_sub *sub) {
     schedule(h, b->plugin);
 }
 
-static void fire_timers(rift_lua_host *h, rift_tstamp now) {
+static void fire_timers(rift_plugin_host *h, rift_tstamp now) {
     while (h->heap_len > 0 && h->heap[0]->due <= now) {
         rift_lua_timer *t = h->heap[0];
         heap_remove(h, t);
@@ -512,7 +513,7 @@ static void fire_timers(rift_lua_host *h, rift_tstamp now) {
  * thread wakes us; then map what became ready to plugins and schedule
  * them.
  */
-static void poll_turn(rift_lua_host *h) {
+static void poll_turn(rift_plugin_host *h) {
     rift_sub *subs[POLL_BATCH];
     struct pollfd fds[2];
     nfds_t nfds = 0;
@@ -576,7 +577,7 @@ static void poll_turn(rift_lua_host *h) {
  * to take over the polling.
  */
 static void *worker_main(void *arg) {
-    rift_lua_host *h = arg;
+    rift_plugin_host *h = arg;
     bool ran = false;
     pthread_mutex_lock(&h->lock);
     while (!h->stopping) {
@@ -619,8 +620,8 @@ static void *worker_main(void *arg) {
 
 /* ---- Events ---- */
 
-void rift_lua_host_event(rift_lua_host *h, const rift_lua_plugin *p,
-                         const char *state, const char *error) {
+void rift_plugin_host_event(rift_plugin_host *h, const rift_lua_plugin *p,
+                            const char *state, const char *error) {
     if (h->broker == NULL) {
         return;
     }
@@ -778,7 +779,7 @@ void rift_plugin_host_settings_default(rift_plugin_host_settings *s) {
     memset(s, 0, sizeof(*s));
 }
 
-static void stop_threads(rift_lua_host *h) {
+static void stop_threads(rift_plugin_host *h) {
     pthread_mutex_lock(&h->lock);
     h->stopping = true;
     pthread_cond_broadcast(&h->work_cv);
@@ -799,7 +800,7 @@ int rift_plugin_host_new(rift_plugin_host **phost, rift_broker *broker,
         settings = &defaults;
     }
     const rift_mem *mem = settings->mem;
-    rift_lua_host *h = rift_calloc(mem, 1, sizeof(*h));
+    rift_plugin_host *h = rift_calloc(mem, 1, sizeof(*h));
     if (h == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
@@ -867,7 +868,7 @@ void rift_plugin_host_del(rift_plugin_host *h) {
     }
     stop_threads(h);
     /* The threads are gone: this thread owns every plugin now. */
-    rift_lua_host_remove_all(h);
+    rift_plugin_host_remove_all(h);
     rift_notifier_del(h->notifier);
     close(h->wake_fd);
     rift_free(h->mem, h->workers);

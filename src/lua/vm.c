@@ -11,7 +11,7 @@
  * loading and the per-callback body are protected C functions, so a memory
  * error raised while the host builds arguments is caught like any other.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -571,7 +571,7 @@ void rift_lua_conf_free(const rift_mem *mem, rift_lua_conf *c) {
 
 int rift_lua_vm_new(rift_lua_vm **pvm, rift_lua_plugin *p, rift_lua_conf *conf,
                     rift_error *err) {
-    rift_lua_host *h = p->host;
+    rift_plugin_host *h = p->host;
     rift_lua_vm *vm = rift_calloc(h->mem, 1, sizeof(*vm));
     if (vm == NULL) {
         rift_lua_conf_free(h->mem, conf);

@@ -4,8 +4,9 @@
  * bench/compare.sh drives both tools with one argument list (only the
  * connection flags differ), plus the CLI's usual connection flags.
  */
+#include "args.h"
 #include "cmd_bench.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 
 #include <errno.h>
@@ -308,44 +309,52 @@ static int check(bench_cfg *cfg, const char *const *v) {
     return 0;
 }
 
+/* The scenario word (or "help"), the one positional argument. */
+static int take_scenario(void *ud, const char *a) {
+    bench_cfg *cfg = ud;
+    if (strcmp(a, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (cfg->scenario_name != NULL) {
+        fprintf(stderr, "rift bench: unexpected argument '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    for (size_t k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); k++) {
+        if (strcmp(a, scenarios[k].name) == 0) {
+            cfg->scenario = scenarios[k].id;
+            cfg->scenario_name = scenarios[k].name;
+        }
+    }
+    if (cfg->scenario_name == NULL) {
+        fprintf(stderr, "rift bench: unknown scenario '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
 int bench_args_parse(bench_cfg *cfg, int argc, char **argv) {
     const char *v[OPT_COUNT] = {NULL};
+    rift_cli_opt opts[OPT_COUNT + 1];
+    for (int k = 0; k < OPT_COUNT; k++) {
+        opts[k] = (rift_cli_opt){.name = opt_names[k], .value = &v[k]};
+    }
+    opts[OPT_COUNT] = (rift_cli_opt){.name = NULL};
     memset(cfg, 0, sizeof(*cfg));
     rift_cli_conn_init(&cfg->cc);
-    for (int i = 1; i < argc;) {
-        int r = rift_cli_conn_flag(&cfg->cc, "bench", argc, argv, &i);
-        for (int k = 0; r == 0 && k < OPT_COUNT; k++) {
-            r = rift_cli_opt_value("bench", opt_names[k], argc, argv, &i,
-                                   &v[k]);
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *a = argv[i++];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 ||
-            strcmp(a, "help") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (a[0] == '-' || cfg->scenario_name != NULL) {
-            fprintf(stderr, "rift bench: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        for (size_t k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); k++) {
-            if (strcmp(a, scenarios[k].name) == 0) {
-                cfg->scenario = scenarios[k].id;
-                cfg->scenario_name = scenarios[k].name;
-            }
-        }
-        if (cfg->scenario_name == NULL) {
-            fprintf(stderr, "rift bench: unknown scenario '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
+    rift_cli_args args = {.cmd = "bench",
+                          .usage = usage,
+                          .conn = &cfg->cc,
+                          .opts = opts,
+                          .ud = cfg,
+                          .first = 1,
+                          .take_pos = take_scenario};
+    int parsed = rift_cli_parse(&args, argc, argv);
+    if (parsed >= 0) {
+        /* bench_args_parse's 1: the usage was asked for. */
+        return parsed == 0 ? 1 : parsed;
     }
     if (cfg->scenario_name == NULL) {
         usage(stderr);

@@ -6,6 +6,7 @@
  * from the CA already there, so that clients keep trusting it (tools
  * layer).
  */
+#include "args.h"
 #include "cmd.h"
 #include "io.h"
 
@@ -56,54 +57,47 @@ static int ensure_parent(const char *dir) {
     return 0;
 }
 
+/* The --name values, each checked as it comes. */
+typedef struct cert_names {
+    const char *v[MAX_NAMES];
+    size_t n;
+} cert_names;
+
+static int take_name(void *ud, const char *name) {
+    cert_names *names = ud;
+    if (names->n == MAX_NAMES) {
+        fprintf(stderr, "rift certs: at most %d names\n", MAX_NAMES);
+        return 2;
+    }
+    if (!rift_certgen_name_valid(name)) {
+        fprintf(stderr,
+                "rift certs: --name '%s' is neither a DNS name "
+                "(labels of letters, digits and hyphens, such "
+                "as rift.example) nor an IP address\n",
+                name);
+        return 2;
+    }
+    names->v[names->n++] = name;
+    return -1;
+}
+
 static int issue(int argc, char **argv, bool server_only) {
     const char *dir = NULL, *days_s = NULL;
-    const char *names[MAX_NAMES];
-    size_t n_names = 0;
+    cert_names names = {.n = 0};
     bool force = false;
-    for (int i = 2; i < argc;) {
-        const char *name = NULL;
-        int r = rift_cli_opt_value("certs", "--dir", argc, argv, &i, &dir);
-        if (r == 0) {
-            r = rift_cli_opt_value("certs", "--days", argc, argv, &i, &days_s);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("certs", "--name", argc, argv, &i, &name);
-            if (r > 0) {
-                if (n_names == MAX_NAMES) {
-                    fprintf(stderr, "rift certs: at most %d names\n",
-                            MAX_NAMES);
-                    return 2;
-                }
-                if (!rift_certgen_name_valid(name)) {
-                    fprintf(stderr,
-                            "rift certs: --name '%s' is neither a DNS name "
-                            "(labels of letters, digits and hyphens, such "
-                            "as rift.example) nor an IP address\n",
-                            name);
-                    return 2;
-                }
-                names[n_names++] = name;
-            }
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *a = argv[i++];
-        if (strcmp(a, "--force") == 0 && !server_only) {
-            force = true;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        fprintf(stderr, "rift certs: unexpected argument '%s'\n", a);
-        usage(stderr);
-        return 2;
+    const rift_cli_opt opts[] = {
+        {.name = "--dir", .value = &dir},
+        {.name = "--days", .value = &days_s},
+        {.name = "--name", .take = take_name},
+        /* server keeps the CA: nothing to force */
+        {.name = server_only ? NULL : "--force", .flag = &force},
+        {.name = NULL},
+    };
+    rift_cli_args args = {
+        .cmd = "certs", .usage = usage, .opts = opts, .ud = &names, .first = 2};
+    int parsed = rift_cli_parse(&args, argc, argv);
+    if (parsed >= 0) {
+        return parsed;
     }
     rift_certgen_options o;
     rift_certgen_options_default(&o);
@@ -126,8 +120,8 @@ static int issue(int argc, char **argv, bool server_only) {
             return 1;
         }
     }
-    o.names = names;
-    o.n_names = n_names;
+    o.names = names.v;
+    o.n_names = names.n;
     o.validity_days = (unsigned)days;
     o.overwrite = force || server_only;
     rift_error err = {0};
@@ -151,8 +145,8 @@ static int issue(int argc, char **argv, bool server_only) {
                RIFT_CERTGEN_SERVER_CERT, dir, RIFT_CERTGEN_SERVER_KEY);
     }
     printf("server names: localhost, 127.0.0.1, ::1");
-    for (size_t i = 0; i < n_names; i++) {
-        printf(", %s", names[i]);
+    for (size_t i = 0; i < names.n; i++) {
+        printf(", %s", names.v[i]);
     }
     printf("\nvalid for %u days; clients trust %s/%s\n", o.validity_days, dir,
            RIFT_CERTGEN_CA_CERT);

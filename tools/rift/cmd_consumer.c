@@ -7,9 +7,10 @@
  * control commands, which act on the consumer of the identity the CLI
  * authenticated as (or --identity).
  */
+#include "args.h"
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 #include "subjects.h"
 #include "timefmt.h"
@@ -76,53 +77,30 @@ typedef struct consumer_args {
 } consumer_args;
 
 static int parse(consumer_args *a, int argc, char **argv) {
-    static const struct {
-        const char *flag;
-        size_t offset;
-    } opts[] = {
-        {"--filter", offsetof(consumer_args, filter)},
-        {"--start", offsetof(consumer_args, start)},
-        {"--ack-wait", offsetof(consumer_args, ack_wait)},
-        {"--max-pending", offsetof(consumer_args, max_pending)},
-        {"--identity", offsetof(consumer_args, identity)},
-        {"--count", offsetof(consumer_args, count)},
-        {"--wait", offsetof(consumer_args, wait)},
-        {"--sep", offsetof(consumer_args, sep_s)},
+    const rift_cli_opt opts[] = {
+        {.name = "--filter", .value = &a->filter},
+        {.name = "--start", .value = &a->start},
+        {.name = "--ack-wait", .value = &a->ack_wait},
+        {.name = "--max-pending", .value = &a->max_pending},
+        {.name = "--identity", .value = &a->identity},
+        {.name = "--count", .value = &a->count},
+        {.name = "--wait", .value = &a->wait},
+        {.name = "--sep", .value = &a->sep_s},
+        {.name = "--ack", .flag = &a->ack},
+        {.name = "--raw", .flag = &a->raw},
+        {.name = "--json", .flag = &a->json},
+        {.name = NULL},
     };
-    for (int i = 2; i < argc;) {
-        int r = rift_cli_conn_flag(&a->cc, "consumer", argc, argv, &i);
-        for (size_t k = 0; r == 0 && k < sizeof(opts) / sizeof(opts[0]); k++) {
-            const char *v = NULL;
-            r = rift_cli_opt_value("consumer", opts[k].flag, argc, argv, &i,
-                                   &v);
-            if (r > 0) {
-                memcpy((char *)a + opts[k].offset, &v, sizeof(v));
-            }
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *s = argv[i++];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(s, "--ack") == 0 || strcmp(s, "--raw") == 0 ||
-            strcmp(s, "--json") == 0) {
-            *(s[2] == 'a' ? &a->ack : s[2] == 'r' ? &a->raw : &a->json) = true;
-            continue;
-        }
-        if (s[0] == '-' || a->npos == 64) {
-            fprintf(stderr, "rift consumer: unexpected argument '%s'\n", s);
-            usage(stderr);
-            return 2;
-        }
-        a->pos[a->npos++] = s;
-    }
-    return -1;
+    rift_cli_args args = {.cmd = "consumer",
+                          .usage = usage,
+                          .conn = &a->cc,
+                          .opts = opts,
+                          .first = 2,
+                          .pos = a->pos,
+                          .max_pos = 64};
+    int rc = rift_cli_parse(&args, argc, argv);
+    a->npos = args.npos;
+    return rc;
 }
 
 /* ---- open ---- */

@@ -2,8 +2,9 @@
  * cmd_pub.c — `rift pub SUBJECT [DATA|-]`: publish one message and wait
  * until the server has routed it (tools layer).
  */
+#include "args.h"
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 
@@ -22,32 +23,22 @@ int rift_cmd_pub(int argc, char **argv) {
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
     const char *pos[2] = {NULL, NULL};
-    int npos = 0;
     const char *reply = NULL;
-    for (int i = 1; i < argc;) {
-        int r = rift_cli_conn_flag(&cc, "pub", argc, argv, &i);
-        if (r == 0) {
-            r = rift_cli_opt_value("pub", "--reply", argc, argv, &i, &reply);
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *a = argv[i++];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if ((a[0] == '-' && a[1] != '\0') || npos == 2) {
-            fprintf(stderr, "rift pub: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        pos[npos++] = a;
+    const rift_cli_opt opts[] = {{.name = "--reply", .value = &reply},
+                                 {.name = NULL}};
+    rift_cli_args args = {.cmd = "pub",
+                          .usage = usage,
+                          .conn = &cc,
+                          .opts = opts,
+                          .first = 1,
+                          .pos = pos,
+                          .max_pos = 2,
+                          .dash_is_arg = true};
+    int parsed = rift_cli_parse(&args, argc, argv);
+    if (parsed >= 0) {
+        return parsed;
     }
-    if (npos == 0) {
+    if (args.npos == 0) {
         usage(stderr);
         return 2;
     }

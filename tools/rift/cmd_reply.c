@@ -3,8 +3,9 @@
  * subject with fixed data or their own payload, printing each request
  * (tools layer).
  */
+#include "args.h"
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 
@@ -26,46 +27,27 @@ int rift_cmd_reply(int argc, char **argv) {
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
     const char *pos[2] = {NULL, NULL};
-    int npos = 0;
     const char *queue = NULL, *count_s = NULL;
     bool echo = false, raw = false;
-    for (int i = 1; i < argc;) {
-        int r = rift_cli_conn_flag(&cc, "reply", argc, argv, &i);
-        if (r == 0) {
-            r = rift_cli_opt_value("reply", "--queue", argc, argv, &i, &queue);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("reply", "--count", argc, argv, &i,
-                                   &count_s);
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *a = argv[i++];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--echo") == 0) {
-            echo = true;
-            continue;
-        }
-        if (strcmp(a, "--raw") == 0) {
-            raw = true;
-            continue;
-        }
-        if ((a[0] == '-' && a[1] != '\0') || npos == 2) {
-            fprintf(stderr, "rift reply: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        pos[npos++] = a;
+    const rift_cli_opt opts[] = {{.name = "--queue", .value = &queue},
+                                 {.name = "--count", .value = &count_s},
+                                 {.name = "--echo", .flag = &echo},
+                                 {.name = "--raw", .flag = &raw},
+                                 {.name = NULL}};
+    rift_cli_args args = {.cmd = "reply",
+                          .usage = usage,
+                          .conn = &cc,
+                          .opts = opts,
+                          .first = 1,
+                          .pos = pos,
+                          .max_pos = 2,
+                          .dash_is_arg = true};
+    int parsed = rift_cli_parse(&args, argc, argv);
+    if (parsed >= 0) {
+        return parsed;
     }
     uint64_t count = 0;
-    if (npos == 0 || (echo && npos == 2)) {
+    if (args.npos == 0 || (echo && args.npos == 2)) {
         usage(stderr);
         return 2;
     }

@@ -3,9 +3,10 @@
  * readable summary with tables of connections, streams and plugins, or
  * the raw answer with --json (tools layer).
  */
+#include "args.h"
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 
 #include <string.h>
@@ -150,26 +151,13 @@ int rift_cmd_status(int argc, char **argv) {
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
     bool as_json = false;
-    for (int i = 1; i < argc;) {
-        int r = rift_cli_conn_flag(&cc, "status", argc, argv, &i);
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *a = argv[i++];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--json") == 0) {
-            as_json = true;
-            continue;
-        }
-        fprintf(stderr, "rift status: unexpected argument '%s'\n", a);
-        usage(stderr);
-        return 2;
+    const rift_cli_opt opts[] = {{.name = "--json", .flag = &as_json},
+                                 {.name = NULL}};
+    rift_cli_args args = {
+        .cmd = "status", .usage = usage, .conn = &cc, .opts = opts, .first = 1};
+    int parsed = rift_cli_parse(&args, argc, argv);
+    if (parsed >= 0) {
+        return parsed;
     }
     rift_client *c;
     if (rift_cli_connect(&cc, "status", &c) != 0) {

@@ -5,14 +5,15 @@
  * show one, replay its records without a consumer, and get one that a
  * failed write stopped going again.
  */
+#include "args.h"
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 #include "subjects.h"
 #include "timefmt.h"
 
-#include "daemon/base64.h"
+#include "common/base64.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,49 +59,27 @@ typedef struct stream_args {
 
 /* Returns -1 to go on, else an exit code. */
 static int parse(stream_args *a, int argc, char **argv, int max_pos) {
-    for (int i = 2; i < argc;) {
-        int r = rift_cli_conn_flag(&a->cc, "stream", argc, argv, &i);
-        if (r == 0) {
-            r = rift_cli_opt_value("stream", "--reply", argc, argv, &i,
-                                   &a->reply);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("stream", "--from", argc, argv, &i,
-                                   &a->from);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("stream", "--limit", argc, argv, &i,
-                                   &a->limit);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("stream", "--sep", argc, argv, &i,
-                                   &a->sep_s);
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *s = argv[i++];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(s, "--raw") == 0) {
-            a->raw = true;
-            continue;
-        }
-        if (strcmp(s, "--json") == 0) {
-            a->json = true;
-            continue;
-        }
-        if ((s[0] == '-' && s[1] != '\0') || a->npos == max_pos) {
-            fprintf(stderr, "rift stream: unexpected argument '%s'\n", s);
-            usage(stderr);
-            return 2;
-        }
-        a->pos[a->npos++] = s;
+    const rift_cli_opt opts[] = {
+        {.name = "--reply", .value = &a->reply},
+        {.name = "--from", .value = &a->from},
+        {.name = "--limit", .value = &a->limit},
+        {.name = "--sep", .value = &a->sep_s},
+        {.name = "--raw", .flag = &a->raw},
+        {.name = "--json", .flag = &a->json},
+        {.name = NULL},
+    };
+    rift_cli_args args = {.cmd = "stream",
+                          .usage = usage,
+                          .conn = &a->cc,
+                          .opts = opts,
+                          .first = 2,
+                          .pos = a->pos,
+                          .max_pos = max_pos,
+                          .dash_is_arg = true};
+    int rc = rift_cli_parse(&args, argc, argv);
+    a->npos = args.npos;
+    if (rc >= 0) {
+        return rc;
     }
     if (a->sep_s != NULL &&
         !rift_cli_parse_sep("stream", a->sep_s, a->sep, &a->sep_len)) {

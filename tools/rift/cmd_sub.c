@@ -9,8 +9,9 @@
  * token), the way nats-server keeps $SYS out of '>'. The filter is the
  * CLI's: the subscription on the wire is PATTERN unchanged.
  */
+#include "args.h"
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 
@@ -83,42 +84,22 @@ int rift_cmd_sub(int argc, char **argv) {
     rift_cli_conn_init(&cc);
     const char *pattern = NULL, *queue = NULL, *count_s = NULL, *sep_s = NULL;
     bool raw = false, all = false;
-    for (int i = 1; i < argc;) {
-        int r = rift_cli_conn_flag(&cc, "sub", argc, argv, &i);
-        if (r == 0) {
-            r = rift_cli_opt_value("sub", "--queue", argc, argv, &i, &queue);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("sub", "--count", argc, argv, &i, &count_s);
-        }
-        if (r == 0) {
-            r = rift_cli_opt_value("sub", "--sep", argc, argv, &i, &sep_s);
-        }
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        const char *a = argv[i++];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--raw") == 0) {
-            raw = true;
-            continue;
-        }
-        if (strcmp(a, "--all") == 0) {
-            all = true;
-            continue;
-        }
-        if (a[0] == '-' || pattern != NULL) {
-            fprintf(stderr, "rift sub: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        pattern = a;
+    const rift_cli_opt opts[] = {{.name = "--queue", .value = &queue},
+                                 {.name = "--count", .value = &count_s},
+                                 {.name = "--sep", .value = &sep_s},
+                                 {.name = "--raw", .flag = &raw},
+                                 {.name = "--all", .flag = &all},
+                                 {.name = NULL}};
+    rift_cli_args args = {.cmd = "sub",
+                          .usage = usage,
+                          .conn = &cc,
+                          .opts = opts,
+                          .first = 1,
+                          .pos = &pattern,
+                          .max_pos = 1};
+    int parsed = rift_cli_parse(&args, argc, argv);
+    if (parsed >= 0) {
+        return parsed;
     }
     uint64_t count = 0;
     if (pattern == NULL) {

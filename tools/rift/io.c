@@ -54,27 +54,6 @@ int rift_cli_read_data(const char *cmd, const char *arg, uint8_t **pbuf,
     return 0;
 }
 
-int rift_cli_opt_value(const char *cmd, const char *name, int argc, char **argv,
-                       int *i, const char **value) {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '=')) {
-        return 0;
-    }
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        (*i)++;
-        return 1;
-    }
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "rift %s: %s needs a value\n", cmd, name);
-        return -1;
-    }
-    *value = argv[*i + 1];
-    *i += 2;
-    return 1;
-}
-
 bool rift_cli_parse_u64(const char *cmd, const char *opt, const char *s,
                         uint64_t *out) {
     char *end;

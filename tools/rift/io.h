@@ -22,15 +22,6 @@ int rift_cli_read_data(const char *cmd, const char *arg, uint8_t **pbuf,
                        size_t *plen, bool *owned);
 
 /*
- * rift_cli_opt_value consumes option |name| at argv[*i] ("--name VALUE" or
- * "--name=VALUE"), storing the value in *value and advancing *i. Returns 1
- * when consumed, 0 when argv[*i] is another argument, -1 (after printing
- * why) when the value is missing.
- */
-int rift_cli_opt_value(const char *cmd, const char *name, int argc, char **argv,
-                       int *i, const char **value);
-
-/*
  * rift_cli_parse_u64 parses a decimal number for option |opt|; prints why
  * and returns false when it is not one.
  */

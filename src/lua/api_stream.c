@@ -1,5 +1,5 @@
 /*
- * stream.c — durable streams for plugins (lua layer): rift.stream(name)
+ * api_stream.c — durable streams for plugins (lua layer): rift.stream(name)
  * with :publish and :info, and rift.consumer(stream, name, config) with
  * :fetch, :ack and :info, over the store of include/rift/stream.h. The
  * streams are riftd's configured ones, found through the host's lookup
@@ -17,7 +17,7 @@
  * Batches returned by fetch are boxed in a userdata with a finalizer while
  * they are turned into Lua tables, so a memory error leaks nothing.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include "rift/stream.h"
 
@@ -42,7 +42,7 @@ typedef struct consumer_ud {
 static rift_stream *lookup(lua_State *L, const char *fn, int idx) {
     rift_lua_vm *vm = rift_lua_vm_of(L);
     const char *name = luaL_checkstring(L, idx);
-    rift_lua_host *h = vm->host;
+    rift_plugin_host *h = vm->host;
     rift_stream *s =
         h->settings.stream_lookup != NULL
             ? h->settings.stream_lookup(h->settings.stream_ud, name)
