@@ -1,5 +1,5 @@
 /*
- * internal.h — shared internals of the Lua plugin host (lua layer): the
+ * host_internal.h — shared internals of the Lua plugin host (lua layer): the
  * sandboxed state with its budgets (vm.c), the rift.* API (api.c,
  * json.c), plugins and their reload (plugin.c), and the worker pool, the
  * poller and timers (host.c).
@@ -13,8 +13,8 @@
  * thread that runs the plugin: a worker (sched == RUNNING) or the apply
  * thread (held > 0 and not RUNNING).
  */
-#ifndef RIFT_LUA_INTERNAL_H
-#define RIFT_LUA_INTERNAL_H
+#ifndef RIFT_LUA_HOST_INTERNAL_H
+#define RIFT_LUA_HOST_INTERNAL_H
 
 #include "common/common.h"
 #include "lua/plugin_host.h"
@@ -213,7 +213,7 @@ struct rift_lua_plugin {
     bool compat_target;
     char *last_error;
     rift_lua_plugin *next; /* host list */
-    /* Set while someone waits in rift_lua_host_hold: the worker running
+    /* Set while someone waits in rift_plugin_host_hold: the worker running
      * the plugin stops after its current callback. */
     _Atomic unsigned hold_pending;
     /* Counters (relaxed atomics). */
@@ -351,7 +351,7 @@ void rift_lua_request_free(rift_lua_request *r, bool unref);
 /* Cancels a timer (owner thread); frees it. */
 void rift_lua_timer_free(rift_lua_timer *t, bool unref);
 
-/* ---- json.c, stream.c ---- */
+/* ---- json.c, api_stream.c ---- */
 
 /* Pushes the rift.json table. */
 void rift_lua_open_json(lua_State *L);
@@ -361,61 +361,62 @@ void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm);
 
 /* ---- host.c: scheduling and timers ---- */
 
-void rift_lua_host_lock(rift_lua_host *h);
-void rift_lua_host_unlock(rift_lua_host *h);
+void rift_plugin_host_lock(rift_lua_host *h);
+void rift_plugin_host_unlock(rift_lua_host *h);
 
 /* Makes a sleeping poller run one more turn. */
-void rift_lua_host_wake(rift_lua_host *h);
+void rift_plugin_host_wake(rift_lua_host *h);
 
 /* Work of a plugin, taken by the thread running it (each takes the lock).
  * NULL when there is none. */
-rift_lua_binding *rift_lua_host_pop_ready(rift_lua_host *h, rift_lua_plugin *p);
-rift_lua_timer *rift_lua_host_pop_due(rift_lua_host *h, rift_lua_plugin *p);
-rift_msg *rift_lua_host_pop_compat(rift_lua_host *h, rift_lua_plugin *p);
+rift_lua_binding *rift_plugin_host_pop_ready(rift_lua_host *h,
+                                             rift_lua_plugin *p);
+rift_lua_timer *rift_plugin_host_pop_due(rift_lua_host *h, rift_lua_plugin *p);
+rift_msg *rift_plugin_host_pop_compat(rift_lua_host *h, rift_lua_plugin *p);
 
 /* Puts a binding that still holds messages back on its plugin's list. */
-void rift_lua_host_push_ready(rift_lua_host *h, rift_lua_binding *b);
+void rift_plugin_host_push_ready(rift_lua_host *h, rift_lua_binding *b);
 
 /* Drops the compatibility messages queued for |p|. */
-void rift_lua_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p);
+void rift_plugin_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p);
 
 /* The slow-consumer rule of Lua subscriptions: log the original's text,
  * close, subscribe again. */
-void rift_lua_host_resubscribe(rift_lua_host *h, rift_lua_binding *b);
+void rift_plugin_host_resubscribe(rift_lua_host *h, rift_lua_binding *b);
 
 /* rift.on("message") at run time: false when there are no compatibility
  * subscriptions to feed it. */
-bool rift_lua_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm);
+bool rift_plugin_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm);
 
 /* Frees every plugin and compatibility subscription (threads stopped). */
-void rift_lua_host_remove_all(rift_lua_host *h);
+void rift_plugin_host_remove_all(rift_lua_host *h);
 
 /* Adds |t| to the timer heap (takes host->lock, wakes a sleeping poller
  * when |t| is the earliest). */
-void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t);
+void rift_plugin_host_arm_timer(rift_lua_host *h, rift_lua_timer *t);
 
 /* Removes |t| from the heap and the due list (takes host->lock). */
-void rift_lua_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t);
+void rift_plugin_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t);
 
 /* Closes a subscription under host->lock and unlinks the binding from its
  * plugin's ready list. */
-void rift_lua_host_close_sub(rift_lua_host *h, rift_lua_binding *b);
+void rift_plugin_host_close_sub(rift_lua_host *h, rift_lua_binding *b);
 
 /*
- * rift_lua_host_subscribe subscribes |b| (its pattern and queue) with the
+ * rift_plugin_host_subscribe subscribes |b| (its pattern and queue) with the
  * host's notifier, storing the subscription in b->sub.
  */
-int rift_lua_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
-                            rift_error *err);
+int rift_plugin_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
+                               rift_error *err);
 
 /* Waits until |p| is not running and keeps workers off it until
- * rift_lua_host_release. */
-void rift_lua_host_hold(rift_lua_host *h, rift_lua_plugin *p);
-void rift_lua_host_release(rift_lua_host *h, rift_lua_plugin *p);
+ * rift_plugin_host_release. */
+void rift_plugin_host_hold(rift_lua_host *h, rift_lua_plugin *p);
+void rift_plugin_host_release(rift_lua_host *h, rift_lua_plugin *p);
 
 /* Publishes a rift.events.plugin event {"plugin","state","error"?}. */
-void rift_lua_host_event(rift_lua_host *h, const rift_lua_plugin *p,
-                         const char *state, const char *error);
+void rift_plugin_host_event(rift_lua_host *h, const rift_lua_plugin *p,
+                            const char *state, const char *error);
 
 /* ---- plugin.c ---- */
 
@@ -428,4 +429,4 @@ void rift_lua_plugin_run(rift_lua_plugin *p);
 bool rift_lua_plugin_failed(rift_lua_plugin *p, const char *cb,
                             const char *error);
 
-#endif /* RIFT_LUA_INTERNAL_H */
+#endif /* RIFT_LUA_HOST_INTERNAL_H */

@@ -1,11 +1,11 @@
 /*
- * config_nats.h — riftd's `nats` table (daemon layer): the opt-in core
+ * config_nats.h — riftd's `nats` table (config layer): the opt-in core
  * NATS listener (src/nats, docs/nats.md), a top-level key outside
  * `messaging` so that block stays the original's. Parsed by
- * src/lua/config_nats.c; docs/riftd.md is the reference of every key.
+ * src/lua/config_nats_table.c; docs/riftd.md is the reference of every key.
  */
-#ifndef RIFT_DAEMON_CONFIG_NATS_H
-#define RIFT_DAEMON_CONFIG_NATS_H
+#ifndef RIFT_CONFIG_CONFIG_NATS_H
+#define RIFT_CONFIG_CONFIG_NATS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,4 +51,4 @@ bool rift_config_nats_equal(const rift_config_nats *a,
 /* True for 127.0.0.0/8 and ::1. */
 bool rift_config_nats_loopback(const struct sockaddr_storage *ss);
 
-#endif /* RIFT_DAEMON_CONFIG_NATS_H */
+#endif /* RIFT_CONFIG_CONFIG_NATS_H */

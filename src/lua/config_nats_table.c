@@ -1,5 +1,5 @@
 /*
- * config_nats.c — the `nats` table of the Lua configuration (lua layer;
+ * config_nats_table.c — the `nats` table of the Lua configuration (lua layer;
  * fills the daemon's rift_config_nats). Read before `messaging`, so the
  * messaging parser knows a NATS face serves the principals, and finished
  * after it (rift_config_nats_finish): defaults and ceilings that come from

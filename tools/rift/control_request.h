@@ -1,11 +1,11 @@
 /*
- * control.h — riftd's control commands from the rift CLI (tools layer):
+ * control_request.h — riftd's control commands from the rift CLI (tools layer):
  * a REQUEST to rift.control.<command> with a JSON object, the
  * {"ok","data"|"error"} envelope unwrapped, and small JSON accessors for
  * printing the answers. See docs/riftd.md for the commands.
  */
-#ifndef RIFT_TOOLS_CONTROL_H
-#define RIFT_TOOLS_CONTROL_H
+#ifndef RIFT_TOOLS_CONTROL_REQUEST_H
+#define RIFT_TOOLS_CONTROL_REQUEST_H
 
 #include "rift/client.h"
 
@@ -45,4 +45,4 @@ bool rift_cli_json_bool(const json_t *o, const char *key);
 /* Prints |v| as indented JSON with sorted keys and a newline. */
 void rift_cli_json_print(FILE *out, const json_t *v);
 
-#endif /* RIFT_TOOLS_CONTROL_H */
+#endif /* RIFT_TOOLS_CONTROL_REQUEST_H */

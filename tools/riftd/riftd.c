@@ -1,15 +1,15 @@
 /*
- * main.c — riftd, the rift daemon (tools layer): command line, logging
+ * riftd.c — riftd, the rift daemon (tools layer): command line, logging
  * level, `--check`, then the runtime of src/daemon (start-up order, signal
  * loop, shutdown). Exit status: 0 after SIGTERM/SIGINT or a successful
  * check, 1 on a configuration or start-up error (one line on stderr, before
  * anything binds), 2 on a usage error.
  */
 #include "common/common.h"
-#include "daemon/config.h"
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dev.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 
 #include <pthread.h>
 #include <signal.h>

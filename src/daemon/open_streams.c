@@ -1,5 +1,5 @@
 /*
- * streams.c — riftd's durable streams (daemon layer): the configured
+ * open_streams.c — riftd's durable streams (daemon layer): the configured
  * messaging.streams opened with the store (include/rift/stream.h) at
  * start-up, shared with the QUIC server, the Lua host and the control
  * commands, and closed last at shutdown. See components.h.

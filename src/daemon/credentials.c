@@ -1,8 +1,8 @@
 /*
- * tls.c — the start-up check of riftd's TLS credentials and the
- * development certificate generator (daemon layer). See tls.h.
+ * credentials.c — the start-up check of riftd's TLS credentials and the
+ * development certificate generator (daemon layer). See credentials.h.
  */
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 
 #include "daemon/files.h"
 #include "quic/certgen.h"

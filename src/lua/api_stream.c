@@ -1,5 +1,5 @@
 /*
- * stream.c — durable streams for plugins (lua layer): rift.stream(name)
+ * api_stream.c — durable streams for plugins (lua layer): rift.stream(name)
  * with :publish and :info, and rift.consumer(stream, name, config) with
  * :fetch, :ack and :info, over the store of include/rift/stream.h. The
  * streams are riftd's configured ones, found through the host's lookup
@@ -17,7 +17,7 @@
  * Batches returned by fetch are boxed in a userdata with a finalizer while
  * they are turned into Lua tables, so a memory error leaks nothing.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include "rift/stream.h"
 

@@ -1,10 +1,10 @@
 /*
- * tls.h — TLS material for riftd (daemon layer): the start-up check of the
- * configured certificate chain and private key (§5.2 error texts), and the
+ * credentials.h — TLS material for riftd (daemon layer): the start-up check of
+ * the configured certificate chain and private key (§5.2 error texts), and the
  * development CA + server certificate of the built-in dev configuration.
  */
-#ifndef RIFT_DAEMON_TLS_H
-#define RIFT_DAEMON_TLS_H
+#ifndef RIFT_DAEMON_CREDENTIALS_H
+#define RIFT_DAEMON_CREDENTIALS_H
 
 #include "common/common.h"
 
@@ -39,4 +39,4 @@ int rift_daemon_tls_check(const char *cert_path, const char *key_path,
  */
 int rift_daemon_devcert_generate(const char *dir, rift_error *err);
 
-#endif /* RIFT_DAEMON_TLS_H */
+#endif /* RIFT_DAEMON_CREDENTIALS_H */

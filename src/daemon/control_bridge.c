@@ -1,9 +1,9 @@
 /*
- * control.c — the rift.control.* bridge of riftd (daemon layer). See
- * control.h for the rules; this file is the thread, the checks in their
+ * control_bridge.c — the rift.control.* bridge of riftd (daemon layer). See
+ * control_bridge.h for the rules; this file is the thread, the checks in their
  * reference order and the reply/event publication.
  */
-#include "daemon/control.h"
+#include "daemon/control_bridge.h"
 
 #include "common/common.h"
 #include "daemon/events.h"

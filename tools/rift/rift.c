@@ -1,5 +1,5 @@
 /*
- * main.c — the rift command-line tool (tools layer): dispatches to the
+ * rift.c — the rift command-line tool (tools layer): dispatches to the
  * subcommand named by the first argument.
  */
 #include "cmd.h"

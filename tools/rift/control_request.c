@@ -1,8 +1,8 @@
 /*
- * control.c — control requests of the rift CLI (tools layer). See
- * control.h.
+ * control_request.c — control requests of the rift CLI (tools layer). See
+ * control_request.h.
  */
-#include "control.h"
+#include "control_request.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /*
- * conn.c — connection options of the rift CLI (tools layer). See conn.h.
+ * conn_options.c — connection options of the rift CLI (tools layer). See
+ * conn_options.h.
  */
-#include "conn.h"
+#include "conn_options.h"
 
 #include <errno.h>
 #include <stddef.h>

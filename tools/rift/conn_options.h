@@ -1,5 +1,5 @@
 /*
- * conn.h — connection options shared by the rift CLI's client commands
+ * conn_options.h — connection options shared by the rift CLI's client commands
  * (tools layer): the flags --server, --ca, --server-name, --token and
  * --token-env, their environment variables, and the discovery of riftd's
  * development default (./rift-data or $RIFT_HOME).
@@ -10,8 +10,8 @@
  * $RIFT_DEV_LISTEN, riftd's own override), DIR/tls/ca.pem, "localhost" and
  * the token in DIR/dev.token, where DIR is $RIFT_HOME or ./rift-data.
  */
-#ifndef RIFT_TOOLS_CONN_H
-#define RIFT_TOOLS_CONN_H
+#ifndef RIFT_TOOLS_CONN_OPTIONS_H
+#define RIFT_TOOLS_CONN_OPTIONS_H
 
 #include "rift/client.h"
 
@@ -64,4 +64,4 @@ int rift_cli_conn_settings(rift_cli_conn *cc, const char *cmd,
  */
 int rift_cli_connect(rift_cli_conn *cc, const char *cmd, rift_client **pc);
 
-#endif /* RIFT_TOOLS_CONN_H */
+#endif /* RIFT_TOOLS_CONN_OPTIONS_H */

@@ -1,12 +1,12 @@
 /*
- * quic_server.c — riftd's QUIC listener (daemon layer): the protocol
+ * quic_listener.c — riftd's QUIC listener (daemon layer): the protocol
  * server of include/rift/server.h configured from `messaging` (principals
  * with the tokens read at start-up, limits, the open streams), plus the
  * per-identity views the control commands need. See components.h.
  */
 #include "daemon/components.h"
 
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 #include "rift/server.h"
 
 #include <string.h>

@@ -1,8 +1,8 @@
 /*
- * config_nats.c — helpers of riftd's `nats` table (daemon layer): free,
+ * config_nats.c — helpers of riftd's `nats` table (config layer): free,
  * the --check lines, equality for reload. See config_nats.h.
  */
-#include "daemon/config_nats.h"
+#include "config/config_nats.h"
 
 #include "common/common.h"
 

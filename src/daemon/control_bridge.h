@@ -1,5 +1,5 @@
 /*
- * control.h — the control bridge of riftd (daemon layer): request/reply
+ * control_bridge.h — the control bridge of riftd (daemon layer): request/reply
  * administration on rift.control.<command>, docs/protocol-v1.md §7.3.
  *
  * The bridge owns one broker subscription and one thread. It handles
@@ -18,8 +18,8 @@
  * command table (riftd's "stream.info"): the subscription is
  * "rift.control.>" filtered by that rule, still one subscription slot.
  */
-#ifndef RIFT_DAEMON_CONTROL_H
-#define RIFT_DAEMON_CONTROL_H
+#ifndef RIFT_DAEMON_CONTROL_BRIDGE_H
+#define RIFT_DAEMON_CONTROL_BRIDGE_H
 
 #include "rift/broker.h"
 
@@ -76,4 +76,4 @@ int rift_control_start(rift_control **pc, rift_broker *broker,
  * closes the subscription and frees the bridge. NULL is a no-op. */
 void rift_control_stop(rift_control *c);
 
-#endif /* RIFT_DAEMON_CONTROL_H */
+#endif /* RIFT_DAEMON_CONTROL_BRIDGE_H */
