@@ -81,6 +81,21 @@ RIFT_TEST(nats_and_quic_faces_share_the_broker) {
     CHECK(natsraw_expect(n, "MSG x.to-nats 1 9\r\nfrom-quic\r\n", T));
     CHECK_EQ_INT(nats_conns(admin, "worker"), 1);
     CHECK_EQ_INT(nats_conns(admin, "admin"), 0);
+    /* `rift status` shows the NATS face's connections by identity. */
+    char server[128], ca[800];
+    snprintf(server, sizeof(server), "RIFT_SERVER=%s", f.p.address);
+    snprintf(ca, sizeof(ca), "RIFT_CA=%s", f.ca);
+    const char *env[] = {server, ca, "RIFT_TOKEN=" RIFTD_FIX_TOKEN,
+                         "RIFT_SERVER_NAME=localhost", NULL};
+    char *out = NULL, *errs = NULL;
+    int rc =
+        rift_proc_run(rift_proc_cli(), f.dir,
+                      (const char *const[]){"status", NULL}, env, &out, &errs);
+    CHECK_MSG(rc == 0 && out != NULL && strstr(out, "nats         ") != NULL &&
+                  strstr(out, ": 1 connections (admin 0, worker 1)") != NULL,
+              "rift status (%d): %s%s", rc, out ? out : "", errs ? errs : "");
+    free(out);
+    free(errs);
     /* SIGHUP reloads and keeps the NATS connection. */
     CHECK(kill(f.p.pid, SIGHUP) == 0);
     CHECK(rift_proc_wait_text(&f.p, true, "configuration reloaded", T));
