@@ -5,6 +5,7 @@
  * byte-at-a-time control lines, max_connections, and the inbox-isolation
  * attack (identity B trying to read identity A's replies).
  */
+// labels: threads
 #include "natsraw.h"
 #include "test.h"
 

@@ -4,6 +4,7 @@
  * no-responders, permission violations that keep the connection, and the
  * cross-face path to in-process broker subscribers and back.
  */
+// labels: threads
 #include "natsraw.h"
 #include "test.h"
 

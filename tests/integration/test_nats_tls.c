@@ -4,6 +4,7 @@
  * socket verified against the development CA, and the protocol inside
  * it; a client that skips TLS is dropped while others keep being served.
  */
+// labels: threads
 #include "natsraw.h"
 #include "quic/certgen.h"
 #include "test.h"
