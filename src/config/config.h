@@ -17,6 +17,7 @@
 #define RIFT_CONFIG_CONFIG_H
 
 #include "common/common.h"
+#include "config/config_nats.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -161,6 +162,7 @@ typedef struct rift_config {
     rift_config_quic quic;
     rift_config_monitor monitor;
     rift_config_limits limits;
+    rift_config_nats nats;
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */

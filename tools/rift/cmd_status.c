@@ -35,10 +35,7 @@ static void human_uptime(long long ms, char *out, size_t cap) {
     }
 }
 
-static void print_connections(const json_t *data) {
-    const json_t *conns = json_object_get(data, "connections");
-    const json_t *by = json_object_get(conns, "by_identity");
-    printf("connections  %lld", rift_cli_json_int(conns, "total"));
+static void print_by_identity(const json_t *by) {
     if (json_object_size(by) > 0) {
         printf(" (");
         const char *name;
@@ -52,6 +49,20 @@ static void print_connections(const json_t *data) {
         printf(")");
     }
     printf("\n");
+}
+
+static void print_connections(const json_t *data) {
+    const json_t *conns = json_object_get(data, "connections");
+    printf("connections  %lld", rift_cli_json_int(conns, "total"));
+    print_by_identity(json_object_get(conns, "by_identity"));
+    /* The NATS listener's own count (docs/nats.md), when it runs. */
+    const json_t *nats = json_object_get(data, "nats");
+    if (json_is_object(nats)) {
+        printf("nats         %s: %lld connections",
+               rift_cli_json_str(nats, "address"),
+               rift_cli_json_int(nats, "total"));
+        print_by_identity(json_object_get(nats, "by_identity"));
+    }
 }
 
 static void print_counters(const json_t *data) {
