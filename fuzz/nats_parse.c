@@ -1,6 +1,6 @@
 /*
  * nats_parse.c — libFuzzer target for the core NATS parser (src/nats/
- * parse.c).
+ * nats_parse.c).
  *
  * The first input byte picks where the rest is cut into pieces (a cut
  * every 1..256 bytes); the rest is parsed whole and in pieces, with a
@@ -13,7 +13,7 @@
  * - a parse consumes no more than it was given and never returns 0 with
  *   bytes left over.
  */
-#include "nats/parse.h"
+#include "nats/nats_parse.h"
 
 #include <stdio.h>
 #include <stdlib.h>

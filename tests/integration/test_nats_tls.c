@@ -1,5 +1,5 @@
 /*
- * test_nats_tls.c — the NATS listener with TLS (src/nats/conn.c): INFO in
+ * test_nats_tls.c — the NATS listener with TLS (src/nats/nats_conn.c): INFO in
  * the clear with tls_required, then a TLS 1.3 handshake on the same
  * socket verified against the development CA, and the protocol inside
  * it; a client that skips TLS is dropped while others keep being served.

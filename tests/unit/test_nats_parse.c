@@ -1,9 +1,9 @@
 /*
- * test_nats_parse.c — the core NATS protocol parser (src/nats/parse.c):
+ * test_nats_parse.c — the core NATS protocol parser (src/nats/nats_parse.c):
  * every operation, input split at every byte, and the bounds a hostile
  * client runs into (control line, payload, framing, unknown operations).
  */
-#include "nats/parse.h"
+#include "nats/nats_parse.h"
 #include "test.h"
 
 #include <stdio.h>

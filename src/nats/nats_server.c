@@ -1,10 +1,10 @@
 /*
- * server.c — the NATS listener's object and thread (nats layer): settings,
+ * nats_server.c — the NATS listener's object and thread (nats layer): settings,
  * the principals' token table, TLS credentials, the listening socket, the
  * loop thread that owns every connection and the notifier of every NATS
  * subscription, stop, and statistics. See nats.h.
  */
-#include "nats/internal.h"
+#include "nats/nats_internal.h"
 
 #include "broker/broker_face.h"
 

@@ -1,12 +1,12 @@
 /*
- * deliver.c — broker queues to MSG and HMSG (nats layer). Every NATS
+ * nats_deliver.c — broker queues to MSG and HMSG (nats layer). Every NATS
  * subscription reports to the listener's notifier; a drain moves what is
  * queued straight into the connection's outbound buffer, so publishers on
  * any face never wait for a NATS client. A client whose unwritten output
  * would pass max_pending (or whose broker queue overflowed first) gets
  * -ERR 'Slow Consumer' and is closed.
  */
-#include "nats/internal.h"
+#include "nats/nats_internal.h"
 
 #include "broker/msg_ext.h"
 

@@ -1,15 +1,15 @@
 /*
- * internal.h — the NATS listener's structures (nats layer), shared by
- * server.c (thread, accept, stop), conn.c (socket and TLS I/O, timers,
- * close), ops.c (the protocol operations), deliver.c (broker queues to
- * MSG/HMSG) and inbox.c (inbox claims). Everything here belongs to the
- * listener's loop thread except the atomic counters.
+ * nats_internal.h — the NATS listener's structures (nats layer), shared by
+ * nats_server.c (thread, accept, stop), nats_conn.c (socket and TLS I/O,
+ * timers, close), nats_ops.c (the protocol operations), nats_deliver.c (broker
+ * queues to MSG/HMSG) and nats_inbox.c (inbox claims). Everything here belongs
+ * to the listener's loop thread except the atomic counters.
  */
 #ifndef RIFT_NATS_INTERNAL_H
 #define RIFT_NATS_INTERNAL_H
 
 #include "nats/nats.h"
-#include "nats/parse.h"
+#include "nats/nats_parse.h"
 #include "net/loop.h"
 #include "subject/auth.h"
 
@@ -99,7 +99,7 @@ struct rift_nats {
     nats_conn *dirty;
     nats_conn *graveyard; /* closed, freed at the end of the callback */
     uint64_t next_cid;
-    nats_claim **claim_table; /* inbox.c */
+    nats_claim **claim_table; /* nats_inbox.c */
     size_t claim_buckets;
     size_t n_claims;
     uint8_t rbuf[NATS_READ_CHUNK];
@@ -109,7 +109,7 @@ struct rift_nats {
     atomic_uint_fast64_t *by_identity;
 };
 
-/* ---- conn.c ---- */
+/* ---- nats_conn.c ---- */
 
 /* Accepts |fd|: sends INFO, starts TLS and the auth timer. */
 void rift_nats_conn_accept(rift_nats *srv, int fd);
@@ -131,7 +131,7 @@ void rift_nats_reap(rift_nats *srv);
 /* Outbound bytes not yet written. */
 size_t rift_nats_conn_pending(const nats_conn *c);
 
-/* ---- ops.c ---- */
+/* ---- nats_ops.c ---- */
 
 /* Handles one parsed operation; false when the connection was closed. */
 bool rift_nats_handle_op(nats_conn *c, const rift_nats_op *op);
@@ -140,7 +140,7 @@ void rift_nats_sub_end(nats_sub *ns);
 /* Drops every subscription of |c| (when it is reaped). */
 void rift_nats_conn_unsub_all(nats_conn *c);
 
-/* ---- deliver.c ---- */
+/* ---- nats_deliver.c ---- */
 
 /* The notifier is readable, or the loop published: drain ready subs. */
 void rift_nats_drain(rift_nats *srv);
@@ -151,7 +151,7 @@ void rift_nats_no_responders(nats_conn *c, const char *reply, size_t rlen);
  * raw header block. */
 #define NATS_EXT_ORIGIN 8
 
-/* ---- inbox.c ---- */
+/* ---- nats_inbox.c ---- */
 
 /* The claimable prefix token of |subject| ("_INBOX.<token>[.…]"), or
  * NULL when |subject| is not under an unguessable inbox prefix. */

@@ -1,5 +1,5 @@
 /*
- * conn.c — one NATS client connection (nats layer): INFO, the optional
+ * nats_conn.c — one NATS client connection (nats layer): INFO, the optional
  * TLS 1.3 session (GnuTLS straight over the non-blocking socket, started
  * right after INFO as nats-server does with tls_required), reading into
  * the parser, the bounded outbound buffer and its write deadline, the
@@ -9,7 +9,7 @@
  * callback that closed it, so a callback may close any connection while
  * others still hold pointers to it (a drain batch, the dirty list).
  */
-#include "nats/internal.h"
+#include "nats/nats_internal.h"
 
 #include "subject/quota.h"
 

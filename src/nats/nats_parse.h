@@ -1,5 +1,5 @@
 /*
- * parse.h — the core NATS client protocol parser (nats layer): control
+ * nats_parse.h — the core NATS client protocol parser (nats layer): control
  * lines (CONNECT, PUB, HPUB, SUB, UNSUB, PING, PONG, +OK, -ERR) and the
  * payloads that follow PUB and HPUB, fed as a byte stream split anywhere.
  *

@@ -1,5 +1,5 @@
 /*
- * inbox.c — inbox claims (nats layer): request/reply for NATS clients
+ * nats_inbox.c — inbox claims (nats layer): request/reply for NATS clients
  * without a broad `_INBOX.>` grant, and without one identity reading
  * another's replies.
  *
@@ -10,10 +10,10 @@
  * then on it may subscribe there and use replies there without a grant,
  * no other connection may subscribe under it, and NATS subscriptions of
  * other connections whose wildcards reach into it (`_INBOX.>`, `>`) do not
- * get its messages (deliver.c). The claim ends with the connection. The
+ * get its messages (nats_deliver.c). The claim ends with the connection. The
  * rule is docs/riftd.md's "NATS inboxes".
  */
-#include "nats/internal.h"
+#include "nats/nats_internal.h"
 
 #include <string.h>
 

@@ -1,11 +1,11 @@
 /*
- * parse.c — the incremental core NATS protocol parser (nats layer); see
- * parse.h. Operation names are case-insensitive and arguments are
+ * nats_parse.c — the incremental core NATS protocol parser (nats layer); see
+ * nats_parse.h. Operation names are case-insensitive and arguments are
  * separated by spaces or tabs, as nats-server reads them; a control line
  * ends with LF, an optional CR before it is dropped; a payload must be
  * followed by exactly CRLF.
  */
-#include "nats/parse.h"
+#include "nats/nats_parse.h"
 
 #include <string.h>
 #include <strings.h>

@@ -1,12 +1,12 @@
 /*
- * ops.c — the client's operations (nats layer): CONNECT (options and
+ * nats_ops.c — the client's operations (nats layer): CONNECT (options and
  * authentication against the principals), PUB/HPUB into the broker under
  * the identity's ACL, SUB/UNSUB with queue groups, max counts and inbox
  * claims, PING/PONG. Texts and which errors close the connection follow
  * nats-server 2.9: permission violations and invalid subjects keep it
  * open, authorization failures close it.
  */
-#include "nats/internal.h"
+#include "nats/nats_internal.h"
 
 #include "broker/msg_ext.h"
 #include "subject/quota.h"
