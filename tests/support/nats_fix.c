@@ -11,10 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#define ALICE_TOKEN "alice-token-0123456789abcdef0123456789"
-#define BOB_TOKEN   "bob-token-0123456789abcdef0123456789ab"
-#define CAROL_TOKEN "carol-token-0123456789abcdef0123456789"
+#define ALICE_TOKEN NATS_FIX_ALICE_TOKEN
+#define BOB_TOKEN   NATS_FIX_BOB_TOKEN
+#define CAROL_TOKEN NATS_FIX_CAROL_TOKEN
 
 /* Limits both servers get, so that the slow-consumer scenario needs a
  * few MiB, not 64 (nats-server wants max_pending >= max_payload). */
@@ -59,9 +60,10 @@ static bool write_riftd_config(nats_fix *f) {
         "  },\n"
         "  nats = { listen = '%s', max_pending = " MAX_PENDING ",\n"
         "           write_deadline = " WRITE_DEADLINE " },\n"
-        "%s"
+        "%s%s"
         "}\n",
-        listen, f->riftd_extra ? f->riftd_extra : "");
+        listen, f->plugin_init ? "  plugins = { 'ni' },\n" : "",
+        f->riftd_extra ? f->riftd_extra : "");
     return n > 0 && (size_t)n < sizeof(cfg) &&
            rift_proc_write_file(f->dir, "rift.lua", cfg);
 }
@@ -178,10 +180,12 @@ bool nats_fix_start(nats_fix *f) {
     nats_fix_target target = f->target;
     bool token_mode = f->token_mode;
     const char *extra = f->riftd_extra;
+    const char *plugin = f->plugin_init;
     memset(f, 0, sizeof(*f));
     f->target = target;
     f->token_mode = token_mode;
     f->riftd_extra = extra;
+    f->plugin_init = plugin;
     f->dir = rift_test_tmpdir();
     if (f->dir == NULL) {
         return false;
@@ -193,6 +197,16 @@ bool nats_fix_start(nats_fix *f) {
     if (rift_certgen_dev(tls, NULL, &err) != 0) {
         fprintf(stderr, "  certgen: %s\n", err.text);
         return false;
+    }
+    if (f->plugin_init != NULL) {
+        char plugin_dir[700];
+        snprintf(plugin_dir, sizeof(plugin_dir), "%s/plugins/ni", f->dir);
+        char parent[700];
+        snprintf(parent, sizeof(parent), "%s/plugins", f->dir);
+        if (mkdir(parent, 0700) != 0 || mkdir(plugin_dir, 0700) != 0 ||
+            !rift_proc_write_file(plugin_dir, "init.lua", f->plugin_init)) {
+            return false;
+        }
     }
     return start(f);
 }

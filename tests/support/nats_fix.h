@@ -20,6 +20,11 @@
 
 #include <stdbool.h>
 
+/* The principals' tokens (alice's also serves the rift CLI over QUIC). */
+#define NATS_FIX_ALICE_TOKEN "alice-token-0123456789abcdef0123456789"
+#define NATS_FIX_BOB_TOKEN   "bob-token-0123456789abcdef0123456789ab"
+#define NATS_FIX_CAROL_TOKEN "carol-token-0123456789abcdef0123456789"
+
 typedef enum nats_fix_target {
     NATS_FIX_RIFTD,
     NATS_FIX_NATS_SERVER,
@@ -30,8 +35,10 @@ typedef struct nats_fix {
     /* nats-server only: `authorization { token }` instead of the users
      * (it cannot have both); alice then authenticates with the token. */
     bool token_mode;
-    /* riftd only: Lua table fields added to the configuration (plugins). */
+    /* riftd only: Lua table fields added to the configuration. */
     const char *riftd_extra;
+    /* riftd only: init.lua of a plugin "ni" (plugins/ni/), or NULL. */
+    const char *plugin_init;
     char *dir;
     char ca[700];
     rift_proc p;

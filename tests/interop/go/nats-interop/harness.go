@@ -68,3 +68,39 @@ func requestForHarness(e *env) error {
 		time.Sleep(50 * time.Millisecond) // no responder yet: ask again
 	}
 }
+
+// serveForHarness: `serve SUBJECT N` answers N requests with "nats got " +
+// the payload, printing "subscribed" once it is.
+func serveForHarness(e *env) error {
+	if len(os.Args) != 4 {
+		return fmt.Errorf("usage: serve SUBJECT N")
+	}
+	n, err := strconv.Atoi(os.Args[3])
+	if err != nil {
+		return err
+	}
+	nc, err := e.as("alice")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync(os.Args[2])
+	if err != nil {
+		return err
+	}
+	if err := nc.FlushTimeout(wait); err != nil {
+		return err
+	}
+	fmt.Println("subscribed")
+	_ = os.Stdout.Sync()
+	for i := 0; i < n; i++ {
+		m, err := sub.NextMsg(3 * wait)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		if err := m.Respond(append([]byte("nats got "), m.Data...)); err != nil {
+			return err
+		}
+	}
+	return nc.FlushTimeout(wait)
+}

@@ -63,6 +63,7 @@ var scenarios = map[string]scenario{
 	"inbox_isolation": inboxIsolation,
 	"recv":            recvForHarness,
 	"request":         requestForHarness,
+	"serve":           serveForHarness,
 }
 
 func main() {
