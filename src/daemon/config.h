@@ -15,6 +15,7 @@
 #define RIFT_DAEMON_CONFIG_H
 
 #include "common/common.h"
+#include "daemon/config_nats.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -159,6 +160,7 @@ typedef struct rift_config {
     rift_config_quic quic;
     rift_config_monitor monitor;
     rift_config_limits limits;
+    rift_config_nats nats;
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */
