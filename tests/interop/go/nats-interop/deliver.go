@@ -100,6 +100,14 @@ func queueGroups(e *env) error {
 			return err
 		}
 	}
+	// Once the publisher's PING is answered the server has routed every
+	// message; once the subscribers' is, every delivery is in their queues.
+	if err := pub.FlushTimeout(wait); err != nil {
+		return err
+	}
+	if err := nc.FlushTimeout(wait); err != nil {
+		return err
+	}
 	if _, err := drain(plain, n); err != nil {
 		return fmt.Errorf("plain subscriber: %w", err)
 	}
