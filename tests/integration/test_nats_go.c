@@ -173,3 +173,22 @@ RIFT_TEST(go_inbox_isolation_riftd) {
 RIFT_TEST(go_inbox_isolation_nats_server_leaks) {
     scenario(NATS_FIX_NATS_SERVER, false, "inbox_isolation", 1);
 }
+
+/* nats.allow_plaintext on a loopback listener / nats-server without tls. */
+static void plaintext(nats_fix_target target) {
+    nats_fix f = {.target = target, .plaintext = true};
+    const char *go = nats_fix_tool("NI_GO_CLIENT");
+    CHECK(go[0] != '\0');
+    CHECK(nats_fix_start(&f));
+    const char *args[] = {"plaintext", NULL};
+    int rc = nats_fix_client_run(&f, go, args);
+    nats_fix_free(&f);
+    CHECK_EQ_INT(rc, 0);
+}
+
+RIFT_TEST(go_plaintext_riftd) {
+    plaintext(NATS_FIX_RIFTD);
+}
+RIFT_TEST(go_plaintext_nats_server) {
+    plaintext(NATS_FIX_NATS_SERVER);
+}

@@ -59,10 +59,12 @@ static bool write_riftd_config(nats_fix *f) {
         "    },\n"
         "  },\n"
         "  nats = { listen = '%s', max_pending = " MAX_PENDING ",\n"
-        "           write_deadline = " WRITE_DEADLINE " },\n"
+        "           write_deadline = " WRITE_DEADLINE
+        ", allow_plaintext = %s },\n"
         "%s%s"
         "}\n",
-        listen, f->plugin_init ? "  plugins = { 'ni' },\n" : "",
+        listen, f->plaintext ? "true" : "false",
+        f->plugin_init ? "  plugins = { 'ni' },\n" : "",
         f->riftd_extra ? f->riftd_extra : "");
     return n > 0 && (size_t)n < sizeof(cfg) &&
            rift_proc_write_file(f->dir, "rift.lua", cfg);
@@ -82,14 +84,16 @@ static bool write_nats_server_config(nats_fix *f) {
         "  ]\n"
         "}\n";
     const char *token = "authorization { token: \"" ALICE_TOKEN "\" }\n";
+    const char *tls = "tls { cert_file: \"tls/server.pem\", "
+                      "key_file: \"tls/server.key\", timeout: 5 }\n";
     char cfg[2048];
-    int n = snprintf(cfg, sizeof(cfg),
-                     "host: 127.0.0.1\nport: %s\n"
-                     "max_pending: " MAX_PENDING "\n"
-                     "write_deadline: \"" WRITE_DEADLINE "s\"\n"
-                     "tls { cert_file: \"tls/server.pem\", "
-                     "key_file: \"tls/server.key\", timeout: 5 }\n%s",
-                     port, f->token_mode ? token : users);
+    int n =
+        snprintf(cfg, sizeof(cfg),
+                 "host: 127.0.0.1\nport: %s\n"
+                 "max_pending: " MAX_PENDING "\n"
+                 "write_deadline: \"" WRITE_DEADLINE "s\"\n"
+                 "%s%s",
+                 port, f->plaintext ? "" : tls, f->token_mode ? token : users);
     return n > 0 && (size_t)n < sizeof(cfg) &&
            rift_proc_write_file(f->dir, "nats.conf", cfg);
 }
@@ -129,7 +133,8 @@ static bool learn_port(nats_fix *f, const char *key) {
                 nats_fix_name(f), key, log ? log : "(no log)");
     }
     free(log);
-    snprintf(f->url, sizeof(f->url), "tls://127.0.0.1:%d", f->port);
+    snprintf(f->url, sizeof(f->url), "%s://127.0.0.1:%d",
+             f->plaintext ? "nats" : "tls", f->port);
     return ok;
 }
 
@@ -181,7 +186,9 @@ bool nats_fix_start(nats_fix *f) {
     bool token_mode = f->token_mode;
     const char *extra = f->riftd_extra;
     const char *plugin = f->plugin_init;
+    bool plaintext = f->plaintext;
     memset(f, 0, sizeof(*f));
+    f->plaintext = plaintext;
     f->target = target;
     f->token_mode = token_mode;
     f->riftd_extra = extra;
@@ -249,7 +256,8 @@ const char *const *nats_fix_env(const nats_fix *f) {
                                 "NI_CAROL_TOKEN=" CAROL_TOKEN,
                                 NULL};
     snprintf(url, sizeof(url), "NI_URL=%s", f->url);
-    snprintf(ca, sizeof(ca), "NI_CA=%s", f->ca);
+    /* No CA in plaintext: the clients then do not ask for TLS. */
+    snprintf(ca, sizeof(ca), "NI_CA=%s", f->plaintext ? "" : f->ca);
     /* riftd takes both forms at once; nats-server one per config. */
     bool token = f->target == NATS_FIX_RIFTD || f->token_mode;
     snprintf(auth, sizeof(auth), "NI_AUTH=%s", token ? "token" : "user");

@@ -35,6 +35,9 @@ typedef struct nats_fix {
     /* nats-server only: `authorization { token }` instead of the users
      * (it cannot have both); alice then authenticates with the token. */
     bool token_mode;
+    /* Plaintext on loopback (riftd: nats.allow_plaintext; nats-server: no
+     * tls block); the URL is then nats://. */
+    bool plaintext;
     /* riftd only: Lua table fields added to the configuration. */
     const char *riftd_extra;
     /* riftd only: init.lua of a plugin "ni" (plugins/ni/), or NULL. */
@@ -49,8 +52,8 @@ typedef struct nats_fix {
 } nats_fix;
 
 /* Creates the directory and certificates and starts the server; the
- * fields target, token_mode and riftd_extra are set by the caller first
- * (the rest is zeroed). */
+ * fields target, token_mode, plaintext, riftd_extra and plugin_init are
+ * set by the caller first (the rest is zeroed). */
 bool nats_fix_start(nats_fix *f);
 
 /* Stops the server (SIGTERM) and starts it again on the same port. */

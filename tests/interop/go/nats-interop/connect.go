@@ -109,3 +109,16 @@ func badPassword(e *env) error {
 	return refused(nats.Connect(e.url, append(e.base("ni-badpass"),
 		nats.UserInfo("bob", e.alice))...))
 }
+
+// plaintext: a nats:// connection on loopback, no TLS, still authenticated.
+func plaintext(e *env) error {
+	nc, err := e.as("alice")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if _, err := nc.TLSConnectionState(); err == nil {
+		return errors.New("a TLS connection, want plaintext")
+	}
+	return pubSubRoundTrip(nc, "ni.open.plain")
+}

@@ -42,6 +42,7 @@ type scenario func(e *env) error
 
 var scenarios = map[string]scenario{
 	"tls_ca":          tlsWithCA,
+	"plaintext":       plaintext,
 	"missing_ca":      missingCA,
 	"auth_token":      authToken,
 	"auth_userpass":   authUserPass,
