@@ -181,7 +181,7 @@ static bool start(nats_fix *f) {
     return f->target == NATS_FIX_RIFTD ? start_riftd(f) : start_nats_server(f);
 }
 
-bool nats_fix_start(nats_fix *f) {
+static bool set_up(nats_fix *f) {
     nats_fix_target target = f->target;
     bool token_mode = f->token_mode;
     const char *extra = f->riftd_extra;
@@ -216,6 +216,14 @@ bool nats_fix_start(nats_fix *f) {
         }
     }
     return start(f);
+}
+
+bool nats_fix_start(nats_fix *f) {
+    if (set_up(f)) {
+        return true;
+    }
+    nats_fix_free(f);
+    return false;
 }
 
 static void stop(nats_fix *f) {

@@ -51,7 +51,8 @@ typedef struct nats_fix {
     char quic[64]; /* riftd: the QUIC address, for the rift CLI */
 } nats_fix;
 
-/* Creates the directory and certificates and starts the server; the
+/* Creates the directory and certificates and starts the server (on
+ * failure it cleans up, as nats_fix_free); the
  * fields target, token_mode, plaintext, riftd_extra and plugin_init are
  * set by the caller first (the rest is zeroed). */
 bool nats_fix_start(nats_fix *f);
