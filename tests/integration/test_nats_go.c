@@ -192,3 +192,11 @@ RIFT_TEST(go_plaintext_riftd) {
 RIFT_TEST(go_plaintext_nats_server) {
     plaintext(NATS_FIX_NATS_SERVER);
 }
+
+/* The server's max_payload check itself (the client's limit raised). */
+RIFT_TEST(go_max_payload_server_riftd) {
+    riftd("max_payload_server");
+}
+RIFT_TEST(go_max_payload_server_nats_server) {
+    nats_server("max_payload_server");
+}
