@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The address the CLI assumes when nothing else is given (conn.h). */
+/* The address the CLI assumes when nothing else is given
+ * (tools/rift/conn_options.h). */
 #define CLI_DEFAULT_ADDRESS "127.0.0.1:7443"
 
 /* |s| as one shell word: unchanged when it is plain, else single-quoted. */

@@ -1,7 +1,7 @@
 /*
  * components.h — the components riftd composes (daemon layer): the
- * durable streams (src/store, streams.c), the QUIC protocol server
- * (src/server, quic_server.c) and the Lua plugin host (src/lua,
+ * durable streams (src/store, open_streams.c), the QUIC protocol server
+ * (src/server, quic_listener.c) and the Lua plugin host (src/lua,
  * plugins.c).
  *
  * Each component is an opaque handle with start/stop and JSON views for
@@ -12,7 +12,7 @@
 #ifndef RIFT_DAEMON_COMPONENTS_H
 #define RIFT_DAEMON_COMPONENTS_H
 
-#include "daemon/config.h"
+#include "config/config.h"
 #include "rift/broker.h"
 #include "rift/stream.h"
 #include "subject/acl.h"

@@ -7,7 +7,8 @@
 #include "daemon/banner.h"
 #include "daemon/events.h"
 #include "daemon/files.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
+#include "lua/config_eval.h"
 #include "subject/quota.h"
 
 #include <errno.h>

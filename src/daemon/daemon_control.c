@@ -1,9 +1,9 @@
 /*
  * daemon_control.c — riftd's rift.control.* commands for a standalone
  * broker (daemon layer): status, reload and the command table (the stream
- * and consumer commands are in control_streams.c). The bridge (control.c)
- * has already checked size, JSON shape and field names; these functions
- * produce the "data" value or the error text.
+ * and consumer commands are in control_streams.c). The bridge
+ * (control_bridge.c) has already checked size, JSON shape and field names;
+ * these functions produce the "data" value or the error text.
  */
 #include "daemon/daemon_internal.h"
 

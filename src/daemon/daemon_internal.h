@@ -6,7 +6,7 @@
 #define RIFT_DAEMON_DAEMON_INTERNAL_H
 
 #include "daemon/components.h"
-#include "daemon/control.h"
+#include "daemon/control_bridge.h"
 #include "daemon/daemon.h"
 #include "daemon/monitor.h"
 

@@ -5,7 +5,7 @@
 #include "daemon/dev.h"
 
 #include "daemon/files.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  */
 #include "daemon/components.h"
 
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 #include "nats/nats.h"
 
 #include <string.h>

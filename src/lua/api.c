@@ -10,7 +10,8 @@
  * 32), so a Lua error never leaks a subscription or an allocation. Each
  * documents its stack effect as [-pop, +push, errors].
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
+#include "lua/on_event.h"
 
 #include "subject/subject.h"
 
@@ -32,7 +33,7 @@ typedef struct timer_handle {
 
 /* Binding lists change under host->lock: status walks them. */
 static void link_binding(rift_lua_vm *vm, rift_lua_binding *b) {
-    rift_lua_host_lock(vm->host);
+    rift_plugin_host_lock(vm->host);
     b->vm = vm;
     b->prev = NULL;
     b->next = vm->bindings;
@@ -41,12 +42,12 @@ static void link_binding(rift_lua_vm *vm, rift_lua_binding *b) {
     }
     vm->bindings = b;
     vm->n_bindings++;
-    rift_lua_host_unlock(vm->host);
+    rift_plugin_host_unlock(vm->host);
 }
 
 static void unlink_binding(rift_lua_binding *b) {
     rift_lua_vm *vm = b->vm;
-    rift_lua_host_lock(vm->host);
+    rift_plugin_host_lock(vm->host);
     if (b->prev != NULL) {
         b->prev->next = b->next;
     } else {
@@ -57,7 +58,7 @@ static void unlink_binding(rift_lua_binding *b) {
     }
     b->prev = b->next = NULL;
     vm->n_bindings--;
-    rift_lua_host_unlock(vm->host);
+    rift_plugin_host_unlock(vm->host);
 }
 
 void rift_lua_binding_move(rift_lua_binding *b, rift_lua_vm *to) {
@@ -74,7 +75,7 @@ static void free_binding(const rift_mem *mem, rift_lua_binding *b) {
 
 void rift_lua_binding_close(rift_lua_binding *b) {
     rift_lua_vm *vm = b->vm;
-    rift_lua_host_close_sub(vm->host, b);
+    rift_plugin_host_close_sub(vm->host, b);
     unlink_binding(b);
     if (b->fn_ref != LUA_NOREF) {
         luaL_unref(vm->L, LUA_REGISTRYINDEX, b->fn_ref);
@@ -120,7 +121,7 @@ void rift_lua_timer_unlink(rift_lua_timer *t) {
 
 void rift_lua_timer_free(rift_lua_timer *t, bool unref) {
     rift_lua_vm *vm = t->vm;
-    rift_lua_host_disarm_timer(vm->host, t);
+    rift_plugin_host_disarm_timer(vm->host, t);
     rift_lua_timer_unlink(t);
     if (unref && t->fn_ref != LUA_NOREF) {
         luaL_unref(vm->L, LUA_REGISTRYINDEX, t->fn_ref);
@@ -140,7 +141,7 @@ void rift_lua_request_free(rift_lua_request *r, bool unref) {
     }
     if (r->timer != NULL) {
         /* Request timers live outside the vm's timer list. */
-        rift_lua_host_disarm_timer(vm->host, r->timer);
+        rift_plugin_host_disarm_timer(vm->host, r->timer);
         rift_free(vm->mem, r->timer);
     }
     if (unref && r->co_ref != LUA_NOREF) {
@@ -391,7 +392,7 @@ static int l_subscribe(lua_State *L) {
     b->fn_ref = ref;
     b->old_fn_ref = LUA_NOREF;
     rift_error err;
-    if (rift_lua_host_subscribe(h, b, &err) != 0) {
+    if (rift_plugin_host_subscribe(h, b, &err) != 0) {
         free_binding(vm->mem, b);
         luaL_unref(L, LUA_REGISTRYINDEX, ref);
         return luaL_error(L, "%s", err.text);
@@ -469,7 +470,7 @@ static int l_request(lua_State *L) {
     b->kind = RIFT_LUA_BIND_INBOX;
     b->fn_ref = b->old_fn_ref = LUA_NOREF;
     b->req = r;
-    if ((rc = rift_lua_host_subscribe(h, b, &err)) != 0) {
+    if ((rc = rift_plugin_host_subscribe(h, b, &err)) != 0) {
         goto fail;
     }
     rift_publish_report rep;
@@ -477,7 +478,7 @@ static int l_request(lua_State *L) {
                              (const uint8_t *)payload, plen, &rep, &err);
     if (rc != 0 || rep.delivered == 0) {
         /* Closing outside any list: the binding was never linked. */
-        rift_lua_host_close_sub(h, b);
+        rift_plugin_host_close_sub(h, b);
         goto fail;
     }
     atomic_fetch_add_explicit(&vm->plugin->published, 1, memory_order_relaxed);
@@ -498,7 +499,7 @@ static int l_request(lua_State *L) {
     t->req = r;
     t->heap_idx = SIZE_MAX;
     t->due = rift_now_ns() + (uint64_t)ms * 1000000u;
-    rift_lua_host_arm_timer(h, t);
+    rift_plugin_host_arm_timer(h, t);
     vm->yield_req = r;
     /* Resumed with (reply message) or (nil, error) by the worker. */
     return lua_yield(L, 0);
@@ -550,7 +551,7 @@ static int add_timer(lua_State *L, bool every) {
     t->due = rift_now_ns() + (uint64_t)ms * 1000000u;
     t->heap_idx = SIZE_MAX;
     link_timer(vm, t);
-    rift_lua_host_arm_timer(vm->host, t);
+    rift_plugin_host_arm_timer(vm->host, t);
     hd->id = t->id;
     return 1;
 }
@@ -582,15 +583,7 @@ static int l_cancel(lua_State *L) {
 /* ---- rift.on("message", fn) [-0, +0, e] ---- */
 
 static int l_on(lua_State *L) {
-    size_t len;
-    const char *event = luaL_checklstring(L, 1, &len);
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    if (len != 7 || memcmp(event, "message", 7) != 0) {
-        return luaL_error(L,
-                          "rift.on: unknown event \"%s\" (riftd supports "
-                          "\"message\")",
-                          event);
-    }
+    rift_lua_check_on_event(L);
     rift_lua_vm *vm = rift_lua_vm_of(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, vm->handlers_ref);
     lua_pushvalue(L, 2);
@@ -599,7 +592,7 @@ static int l_on(lua_State *L) {
     if (vm->runtime) {
         /* Registered by a running plugin: it starts receiving the
          * messaging.subscriptions messages now, if there are any. */
-        if (!rift_lua_host_add_compat_target(vm->host, vm)) {
+        if (!rift_plugin_host_add_compat_target(vm->host, vm)) {
             return luaL_error(L, RIFT_LUA_TEXT_TOGETHER);
         }
     }

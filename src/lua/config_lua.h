@@ -12,10 +12,10 @@
  * Helpers return 0 or a negative code with |err| filled. A field that is
  * nil counts as absent.
  */
-#ifndef RIFT_DAEMON_CONFIG_LUA_H
-#define RIFT_DAEMON_CONFIG_LUA_H
+#ifndef RIFT_LUA_CONFIG_LUA_H
+#define RIFT_LUA_CONFIG_LUA_H
 
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <lua.h>
 
@@ -94,9 +94,10 @@ int rift_config_parse_messaging(lua_State *L, int root, rift_config *cfg,
                                 rift_error *err);
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
                            rift_config *cfg, rift_error *err);
-/* The `nats` table (config_nats.c): read before messaging, finished after. */
+/* The `nats` table (config_nats_table.c): read before messaging,
+ * finished after. */
 int rift_config_parse_nats(lua_State *L, int root, rift_config *cfg,
                            rift_error *err);
 int rift_config_nats_finish(rift_config *cfg, rift_error *err);
 
-#endif /* RIFT_DAEMON_CONFIG_LUA_H */
+#endif /* RIFT_LUA_CONFIG_LUA_H */

@@ -11,7 +11,7 @@
  * empty to ready, a timer is due or another thread wakes it; other idle
  * workers block on a condition variable.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -75,15 +75,15 @@ static void unqueue(rift_lua_host *h, rift_lua_plugin *p) {
     p->sched = RIFT_LUA_IDLE;
 }
 
-void rift_lua_host_lock(rift_lua_host *h) {
+void rift_plugin_host_lock(rift_lua_host *h) {
     pthread_mutex_lock(&h->lock);
 }
 
-void rift_lua_host_unlock(rift_lua_host *h) {
+void rift_plugin_host_unlock(rift_lua_host *h) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_hold(rift_lua_host *h, rift_lua_plugin *p) {
+void rift_plugin_host_hold(rift_lua_host *h, rift_lua_plugin *p) {
     atomic_fetch_add_explicit(&p->hold_pending, 1, memory_order_relaxed);
     pthread_mutex_lock(&h->lock);
     p->held++;
@@ -97,7 +97,7 @@ void rift_lua_host_hold(rift_lua_host *h, rift_lua_plugin *p) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_release(rift_lua_host *h, rift_lua_plugin *p) {
+void rift_plugin_host_release(rift_lua_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     p->held--;
     if (p->held == 0 && has_work(p)) {
@@ -139,8 +139,8 @@ static void ready_remove(rift_lua_plugin *p, rift_lua_binding *b) {
     b->ready_next = NULL;
 }
 
-rift_lua_binding *rift_lua_host_pop_ready(rift_lua_host *h,
-                                          rift_lua_plugin *p) {
+rift_lua_binding *rift_plugin_host_pop_ready(rift_lua_host *h,
+                                             rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     rift_lua_binding *b = p->ready_head;
     if (b != NULL) {
@@ -155,7 +155,7 @@ rift_lua_binding *rift_lua_host_pop_ready(rift_lua_host *h,
     return b;
 }
 
-void rift_lua_host_push_ready(rift_lua_host *h, rift_lua_binding *b) {
+void rift_plugin_host_push_ready(rift_lua_host *h, rift_lua_binding *b) {
     pthread_mutex_lock(&h->lock);
     if (!b->on_ready && !b->closed) {
         ready_push(b->plugin, b);
@@ -183,7 +183,7 @@ static void due_remove(rift_lua_plugin *p, rift_lua_timer *t) {
     t->due_next = NULL;
 }
 
-rift_lua_timer *rift_lua_host_pop_due(rift_lua_host *h, rift_lua_plugin *p) {
+rift_lua_timer *rift_plugin_host_pop_due(rift_lua_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     rift_lua_timer *t = p->due_head;
     if (t != NULL) {
@@ -198,7 +198,7 @@ rift_lua_timer *rift_lua_host_pop_due(rift_lua_host *h, rift_lua_plugin *p) {
     return t;
 }
 
-rift_msg *rift_lua_host_pop_compat(rift_lua_host *h, rift_lua_plugin *p) {
+rift_msg *rift_plugin_host_pop_compat(rift_lua_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     rift_msg *m = NULL;
     if (p->cq_len > 0) {
@@ -224,7 +224,7 @@ static size_t compat_flush(rift_lua_plugin *p) {
     return n;
 }
 
-void rift_lua_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p) {
+void rift_plugin_host_compat_flush(rift_lua_host *h, rift_lua_plugin *p) {
     pthread_mutex_lock(&h->lock);
     compat_flush(p);
     pthread_mutex_unlock(&h->lock);
@@ -285,7 +285,7 @@ static void wake_poller(rift_lua_host *h) {
     (void)eventfd_write(h->wake_fd, 1);
 }
 
-void rift_lua_host_wake(rift_lua_host *h) {
+void rift_plugin_host_wake(rift_lua_host *h) {
     pthread_mutex_lock(&h->lock);
     if (h->in_poll && !h->poll_woken) {
         h->poll_woken = true;
@@ -294,7 +294,7 @@ void rift_lua_host_wake(rift_lua_host *h) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
+void rift_plugin_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
     pthread_mutex_lock(&h->lock);
     if (h->heap_len == h->heap_cap) {
         /* Growth cannot be refused here (timers are capped per plugin, so
@@ -332,7 +332,7 @@ void rift_lua_host_arm_timer(rift_lua_host *h, rift_lua_timer *t) {
     pthread_mutex_unlock(&h->lock);
 }
 
-void rift_lua_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t) {
+void rift_plugin_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t) {
     pthread_mutex_lock(&h->lock);
     if (t->heap_idx != SIZE_MAX) {
         heap_remove(h, t);
@@ -345,7 +345,7 @@ void rift_lua_host_disarm_timer(rift_lua_host *h, rift_lua_timer *t) {
 
 /* ---- Subscriptions ---- */
 
-void rift_lua_host_close_sub(rift_lua_host *h, rift_lua_binding *b) {
+void rift_plugin_host_close_sub(rift_lua_host *h, rift_lua_binding *b) {
     pthread_mutex_lock(&h->lock);
     if (b->sub != NULL) {
         rift_sub_close(b->sub);
@@ -386,7 +386,7 @@ static void resubscribe_locked(rift_lua_host *h, rift_lua_binding *b) {
     }
 }
 
-void rift_lua_host_resubscribe(rift_lua_host *h, rift_lua_binding *b) {
+void rift_plugin_host_resubscribe(rift_lua_host *h, rift_lua_binding *b) {
     pthread_mutex_lock(&h->lock);
     resubscribe_locked(h, b);
     pthread_mutex_unlock(&h->lock);
@@ -394,8 +394,8 @@ void rift_lua_host_resubscribe(rift_lua_host *h, rift_lua_binding *b) {
 
 /* Subscribes under host->lock, so b->sub is set before the poller can
  * map the new subscription to |b|. */
-int rift_lua_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
-                            rift_error *err) {
+int rift_plugin_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
+                               rift_error *err) {
     rift_sub_options o = {
         .queue = b->queue,
         .queue_len = b->queue != NULL ? strlen(b->queue) : 0,
@@ -412,7 +412,7 @@ int rift_lua_host_subscribe(rift_lua_host *h, rift_lua_binding *b,
     return rc;
 }
 
-bool rift_lua_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm) {
+bool rift_plugin_host_add_compat_target(rift_lua_host *h, rift_lua_vm *vm) {
     pthread_mutex_lock(&h->lock);
     bool ok = h->n_compat > 0;
     rift_lua_plugin *p = vm->plugin;
@@ -634,8 +634,8 @@ static void *worker_main(void *arg) {
 
 /* ---- Events ---- */
 
-void rift_lua_host_event(rift_lua_host *h, const rift_lua_plugin *p,
-                         const char *state, const char *error) {
+void rift_plugin_host_event(rift_lua_host *h, const rift_lua_plugin *p,
+                            const char *state, const char *error) {
     if (h->broker == NULL) {
         return;
     }
@@ -882,7 +882,7 @@ void rift_plugin_host_del(rift_plugin_host *h) {
     }
     stop_threads(h);
     /* The threads are gone: this thread owns every plugin now. */
-    rift_lua_host_remove_all(h);
+    rift_plugin_host_remove_all(h);
     rift_notifier_del(h->notifier);
     close(h->wake_fd);
     rift_free(h->mem, h->workers);

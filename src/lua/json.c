@@ -9,7 +9,7 @@
  * decoder parses with jansson; the parsed tree is held by a userdata with
  * a finalizer for the same reason while it is converted to Lua values.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <jansson.h>
 #include <lauxlib.h>

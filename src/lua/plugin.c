@@ -14,7 +14,7 @@
  * everything it did not hand over; otherwise the new states go, adopted
  * bindings return, and the old code keeps running everywhere.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -38,10 +38,10 @@ static void set_last_error(rift_lua_plugin *p, const char *cb,
     if (s != NULL) {
         snprintf(s, n, "%s: %s", cb, error);
     }
-    rift_lua_host_lock(h);
+    rift_plugin_host_lock(h);
     rift_free(h->mem, p->last_error);
     p->last_error = s;
-    rift_lua_host_unlock(h);
+    rift_plugin_host_unlock(h);
 }
 
 /* Disables |p| (owner thread): its state and everything it created go;
@@ -49,19 +49,19 @@ static void set_last_error(rift_lua_plugin *p, const char *cb,
 static void disable(rift_lua_plugin *p, const char *error) {
     rift_lua_host *h = p->host;
     rift_lua_vm *vm = p->vm;
-    rift_lua_host_lock(h);
+    rift_plugin_host_lock(h);
     p->vm = NULL;
     p->state = RIFT_PLUGIN_DISABLED;
     p->compat_target = false;
-    rift_lua_host_unlock(h);
-    rift_lua_host_compat_flush(h, p);
+    rift_plugin_host_unlock(h);
+    rift_plugin_host_compat_flush(h, p);
     rift_log(RIFT_LOG_ERROR,
              "%s: disabled after %u consecutive failed callbacks; reload "
              "re-enables it",
              p->name, p->failures);
     rift_lua_vm_del(vm);
     atomic_store_explicit(&p->mem_snapshot, 0, memory_order_relaxed);
-    rift_lua_host_event(h, p, "disabled", error);
+    rift_plugin_host_event(h, p, "disabled", error);
 }
 
 bool rift_lua_plugin_failed(rift_lua_plugin *p, const char *cb,
@@ -158,7 +158,7 @@ static bool fire_timer(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_timer *t,
         if (t->due <= now) {
             t->due = now + t->every_ns;
         }
-        rift_lua_host_arm_timer(p->host, t);
+        rift_plugin_host_arm_timer(p->host, t);
     }
     return settle(p, oc, c.cb, errtext);
 }
@@ -209,7 +209,7 @@ static int drain(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_binding *b,
         rift_ssize n = rift_sub_recv_batch(b->sub, 0, batch, want, NULL);
         if (n == RIFT_ERR_SLOW_CONSUMER) {
             atomic_fetch_add_explicit(&p->dropped, 1, memory_order_relaxed);
-            rift_lua_host_resubscribe(h, b);
+            rift_plugin_host_resubscribe(h, b);
             continue;
         }
         if (n <= 0) {
@@ -259,7 +259,7 @@ void rift_lua_plugin_run(rift_lua_plugin *p) {
         return;
     }
     rift_lua_timer *t;
-    while (!yield_wanted(p) && (t = rift_lua_host_pop_due(h, p)) != NULL) {
+    while (!yield_wanted(p) && (t = rift_plugin_host_pop_due(h, p)) != NULL) {
         if (fire_timer(p, vm, t, errtext)) {
             return;
         }
@@ -267,7 +267,7 @@ void rift_lua_plugin_run(rift_lua_plugin *p) {
     int budget = RIFT_LUA_QUANTUM;
     rift_msg *m;
     while (budget > 0 && !yield_wanted(p) &&
-           (m = rift_lua_host_pop_compat(h, p)) != NULL) {
+           (m = rift_plugin_host_pop_compat(h, p)) != NULL) {
         budget--;
         atomic_fetch_add_explicit(&p->messages, 1, memory_order_relaxed);
         rift_lua_call c = {
@@ -285,13 +285,13 @@ void rift_lua_plugin_run(rift_lua_plugin *p) {
     }
     rift_lua_binding *b;
     while (budget > 0 && !yield_wanted(p) &&
-           (b = rift_lua_host_pop_ready(h, p)) != NULL) {
+           (b = rift_plugin_host_pop_ready(h, p)) != NULL) {
         int r = drain(p, vm, b, &budget, errtext);
         if (r == DRAIN_DISABLED) {
             return;
         }
         if (r == DRAIN_MORE) {
-            rift_lua_host_push_ready(h, b);
+            rift_plugin_host_push_ready(h, b);
         }
     }
     atomic_store_explicit(&p->mem_snapshot, vm->mem_used, memory_order_relaxed);
@@ -531,18 +531,18 @@ static void plugin_commit(rift_lua_plugin *p, rift_lua_vm *vm) {
     rift_lua_vm *old = p->vm;
     bool was_running = old != NULL;
     adoption_commit(vm);
-    rift_lua_host_lock(h);
+    rift_plugin_host_lock(h);
     p->vm = vm;
     p->state = RIFT_PLUGIN_RUNNING;
     p->cq_cap = p->cq != NULL ? h->sub_capacity : 0;
-    rift_lua_host_unlock(h);
+    rift_plugin_host_unlock(h);
     p->failures = 0;
     rift_lua_vm_del(old);
     atomic_store_explicit(&p->mem_snapshot, vm->mem_used, memory_order_relaxed);
     if (!p->is_compat || vm->has_handlers) {
         rift_log(RIFT_LOG_INFO, "%s: %s", p->name,
                  was_running ? "reloaded" : "loaded");
-        rift_lua_host_event(h, p, "running", NULL);
+        rift_plugin_host_event(h, p, "running", NULL);
     }
 }
 
@@ -568,7 +568,7 @@ static void plugin_free(rift_lua_plugin *p) {
     rift_lua_vm_del(p->vm);
     p->vm = NULL;
     if (p->cq != NULL) {
-        rift_lua_host_compat_flush(h, p);
+        rift_plugin_host_compat_flush(h, p);
     }
     rift_free(h->mem, p->name);
     rift_free(h->mem, p->cq);
@@ -602,7 +602,7 @@ static bool same_str(const char *a, const char *b) {
 }
 
 static void compat_binding_free(rift_lua_host *h, rift_lua_binding *b) {
-    rift_lua_host_close_sub(h, b);
+    rift_plugin_host_close_sub(h, b);
     rift_free(h->mem, b->pattern);
     rift_free(h->mem, b->queue);
     rift_free(h->mem, b->label);
@@ -656,7 +656,7 @@ static int compat_apply(rift_lua_host *h, const rift_plugin_subscription *subs,
             b->kind = RIFT_LUA_BIND_COMPAT;
             b->fn_ref = b->old_fn_ref = LUA_NOREF;
             rift_error e;
-            int r = h->broker != NULL ? rift_lua_host_subscribe(h, b, &e)
+            int r = h->broker != NULL ? rift_plugin_host_subscribe(h, b, &e)
                                       : rift_error_set(&e, RIFT_ERR_CLOSED,
                                                        RIFT_LUA_TEXT_NO_BROKER);
             if (r != 0) {
@@ -670,13 +670,13 @@ static int compat_apply(rift_lua_host *h, const rift_plugin_subscription *subs,
         }
         next[k++] = b;
     }
-    rift_lua_host_lock(h);
+    rift_plugin_host_lock(h);
     rift_lua_binding **old = h->compat;
     size_t n_old = h->n_compat;
     h->compat = next;
     h->n_compat = k;
-    rift_lua_host_unlock(h);
-    rift_lua_host_wake(h);
+    rift_plugin_host_unlock(h);
+    rift_plugin_host_wake(h);
     for (size_t j = 0; j < n_old; j++) {
         if (!taken[j]) {
             compat_binding_free(h, old[j]);
@@ -726,7 +726,7 @@ static int stage(staged *st, rift_lua_plugin *p, bool fresh,
 
 /* Takes |p| out of the host and frees it (apply thread). */
 static void plugin_remove(rift_lua_host *h, rift_lua_plugin *p) {
-    rift_lua_host_hold(h, p);
+    rift_plugin_host_hold(h, p);
     plugin_free(p);
 }
 
@@ -765,7 +765,7 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
             cp = plugin_new(h, compat->name != NULL ? compat->name : "config",
                             true);
         } else {
-            rift_lua_host_hold(h, cp);
+            rift_plugin_host_hold(h, cp);
         }
         if (cp == NULL) {
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
@@ -785,7 +785,7 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
         if (fresh) {
             p = plugin_new(h, specs[i].name, false);
         } else {
-            rift_lua_host_hold(h, p);
+            rift_plugin_host_hold(h, p);
         }
         if (p == NULL) {
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
@@ -825,14 +825,14 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
         plugin_commit(p, st[i].vm);
         st[n++] = st[i];
     }
-    rift_lua_host_lock(h);
+    rift_plugin_host_lock(h);
     rift_lua_plugin *old = h->plugins;
     h->plugins = NULL;
     for (size_t i = n; i-- > 0;) {
         st[i].p->next = h->plugins;
         h->plugins = st[i].p;
     }
-    rift_lua_host_unlock(h);
+    rift_plugin_host_unlock(h);
     while (old != NULL) {
         rift_lua_plugin *next = old->next;
         bool kept = false;
@@ -848,7 +848,7 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
     /* 4. Compatibility subscriptions, then who receives their messages. */
     rc = compat_apply(h, compat != NULL ? compat->subs : NULL,
                       compat != NULL ? compat->n_subs : 0, err);
-    rift_lua_host_lock(h);
+    rift_plugin_host_lock(h);
     for (rift_lua_plugin *p = h->plugins; p != NULL; p = p->next) {
         p->compat_target =
             p->vm != NULL && p->vm->has_handlers && h->n_compat > 0;
@@ -862,9 +862,9 @@ int rift_plugin_host_apply(rift_plugin_host *h, const rift_plugin_spec *specs,
             }
         }
     }
-    rift_lua_host_unlock(h);
+    rift_plugin_host_unlock(h);
     for (size_t i = 0; i < n; i++) {
-        rift_lua_host_release(h, st[i].p);
+        rift_plugin_host_release(h, st[i].p);
     }
     rift_free(h->mem, st);
     pthread_mutex_unlock(&h->apply_lock);
@@ -879,7 +879,7 @@ fail:
         if (st[i].fresh) {
             plugin_free(st[i].p);
         } else {
-            rift_lua_host_release(h, st[i].p);
+            rift_plugin_host_release(h, st[i].p);
         }
     }
     rift_free(h->mem, st);
@@ -887,7 +887,7 @@ fail:
     return rc;
 }
 
-void rift_lua_host_remove_all(rift_lua_host *h) {
+void rift_plugin_host_remove_all(rift_lua_host *h) {
     rift_lua_plugin *p = h->plugins;
     h->plugins = NULL;
     while (p != NULL) {

@@ -11,7 +11,7 @@
  * loading and the per-callback body are protected C functions, so a memory
  * error raised while the host builds arguments is caught like any other.
  */
-#include "lua/internal.h"
+#include "lua/host_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

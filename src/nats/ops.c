@@ -139,8 +139,9 @@ static bool do_connect(nats_conn *c, const rift_nats_op *op) {
 /* ---- PUB, HPUB ---- */
 
 /* A reply subject the connection may use: inside one of its own claims,
- * or (as for protocol v1) an _INBOX subject it may subscribe to and
- * nobody else claimed. */
+ * or a subject it may subscribe to that nobody else claimed (protocol v1
+ * asks for an _INBOX subject; NATS clients pick their reply subjects
+ * freely, and a responder still answers only where it may publish). */
 static bool reply_allowed(nats_conn *c, const char *r, size_t rlen) {
     rift_error err;
     size_t tlen;
@@ -154,8 +155,7 @@ static bool reply_allowed(nats_conn *c, const char *r, size_t rlen) {
             return false;
         }
     }
-    return rlen > 7 && memcmp(r, "_INBOX.", 7) == 0 &&
-           rift_identity_can_subscribe(c->id, r, rlen, &err) == 0;
+    return rift_identity_can_subscribe(c->id, r, rlen, &err) == 0;
 }
 
 static bool do_pub(nats_conn *c, const rift_nats_op *op) {

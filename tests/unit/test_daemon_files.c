@@ -5,7 +5,7 @@
  * the chmod to run.
  */
 #include "daemon/files.h"
-#include "daemon/tls.h"
+#include "daemon/credentials.h"
 #include "quic/certgen.h"
 #include "test.h"
 

@@ -1,6 +1,6 @@
 /*
  * cmd.h — the rift CLI's command table (tools layer). Each subcommand lives
- * in its own tools/rift/cmd_<name>.c and is listed in main.c.
+ * in its own tools/rift/cmd_<name>.c and is listed in rift.c.
  */
 #ifndef RIFT_TOOLS_CMD_H
 #define RIFT_TOOLS_CMD_H

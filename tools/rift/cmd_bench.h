@@ -18,7 +18,7 @@
 #ifndef RIFT_TOOLS_CMD_BENCH_H
 #define RIFT_TOOLS_CMD_BENCH_H
 
-#include "conn.h"
+#include "conn_options.h"
 
 #include "rift/client.h"
 

@@ -5,7 +5,7 @@
  * connection flags differ), plus the CLI's usual connection flags.
  */
 #include "cmd_bench.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 
 #include <errno.h>

@@ -8,8 +8,8 @@
  * authenticated as (or --identity).
  */
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 #include "subjects.h"
 #include "timefmt.h"

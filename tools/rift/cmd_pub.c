@@ -3,7 +3,7 @@
  * until the server has routed it (tools layer).
  */
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 

@@ -4,7 +4,7 @@
  * (tools layer).
  */
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 

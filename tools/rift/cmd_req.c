@@ -3,7 +3,7 @@
  * reply's payload (tools layer).
  */
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 

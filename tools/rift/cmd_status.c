@@ -4,8 +4,8 @@
  * the raw answer with --json (tools layer).
  */
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 
 #include <string.h>

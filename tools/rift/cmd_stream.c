@@ -6,13 +6,13 @@
  * failed write stopped going again.
  */
 #include "cmd.h"
-#include "conn.h"
-#include "control.h"
+#include "conn_options.h"
+#include "control_request.h"
 #include "io.h"
 #include "subjects.h"
 #include "timefmt.h"
 
-#include "daemon/base64.h"
+#include "common/base64.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
  * CLI's: the subscription on the wire is PATTERN unchanged.
  */
 #include "cmd.h"
-#include "conn.h"
+#include "conn_options.h"
 #include "io.h"
 #include "subjects.h"
 

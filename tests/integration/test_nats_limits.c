@@ -1,0 +1,288 @@
+/*
+ * test_nats_limits.c — the NATS listener (src/nats) against clients that
+ * misbehave or get too much: auth_timeout, stale connections, slow
+ * consumers with the publisher unaffected, max_payload, oversized and
+ * byte-at-a-time control lines, max_connections, and the inbox-isolation
+ * attack (identity B trying to read identity A's replies).
+ */
+#include "natsraw.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T 5000
+
+static void short_auth(rift_nats_settings *s) {
+    s->auth_timeout_ms = 100;
+}
+
+RIFT_TEST(auth_timeout_closes_idle_sockets) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, short_auth));
+    natsraw *c = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(c != NULL);
+    CHECK(natsraw_expect(c, "-ERR 'Authentication Timeout'\r\n", T));
+    CHECK(natsraw_wait_closed(c, T));
+    natsraw_close(c);
+    /* A client that authenticated in time is not affected. */
+    natsraw *d = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(d, NATSRAW_ALICE, ""));
+    natsraw *probe = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_wait_closed(probe, T)); /* > auth_timeout has passed */
+    natsraw_close(probe);
+    CHECK(natsraw_ping(d));
+    natsraw_close(d);
+    natsraw_stop(&f);
+}
+
+static void fast_pings(rift_nats_settings *s) {
+    s->ping_interval_ms = 100;
+    s->max_pings_out = 2;
+}
+
+RIFT_TEST(stale_connection_after_unanswered_pings) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, fast_pings));
+    natsraw *c = natsraw_connect(&f, 0, NULL, 0);
+    natsraw *alive = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(c, NATSRAW_ALICE, ""));
+    CHECK(natsraw_hello(alive, NATSRAW_ALICE, ""));
+    /* |alive| answers every PING; |c| never does. */
+    for (int i = 0; i < 4; i++) {
+        CHECK(natsraw_expect(alive, "PING\r\n", T));
+        CHECK(natsraw_send(alive, "PONG\r\n", 0));
+    }
+    CHECK(natsraw_expect(c, "PING\r\n", T));
+    CHECK(natsraw_expect(c, "PING\r\n", T));
+    CHECK(natsraw_expect(c, "-ERR 'Stale Connection'\r\n", T));
+    CHECK(natsraw_wait_closed(c, T));
+    CHECK(natsraw_ping(alive));
+    natsraw_close(c);
+    natsraw_close(alive);
+    natsraw_stop(&f);
+}
+
+static void small_pending(rift_nats_settings *s) {
+    s->max_payload = 16384;
+    s->max_pending = 256 * 1024;
+}
+
+static bool slow_seen(void *arg) {
+    rift_nats_stats st;
+    if (rift_nats_get_stats(arg, &st) != 0) {
+        return false;
+    }
+    rift_free(NULL, st.by_identity);
+    return st.slow_consumers > 0;
+}
+
+RIFT_TEST(slow_consumer_is_cut_publisher_carries_on) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, small_pending));
+    natsraw *lazy = natsraw_connect(&f, 4096, NULL, 0);
+    natsraw *pub = natsraw_connect(&f, 0, NULL, 0);
+    natsraw *fast = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(lazy, NATSRAW_ALICE, ""));
+    CHECK(natsraw_hello(pub, NATSRAW_ALICE, ""));
+    CHECK(natsraw_hello(fast, NATSRAW_ALICE, ""));
+    CHECK(natsraw_send(lazy, "SUB a.flood 1\r\n", 0));
+    CHECK(natsraw_ping(lazy)); /* from here on |lazy| never reads */
+    CHECK(natsraw_send(fast, "SUB a.tick 1\r\n", 0));
+    CHECK(natsraw_ping(fast));
+    enum {
+        SIZE = 16000
+    };
+    char *msg = malloc(SIZE + 64);
+    int hl = snprintf(msg, 64, "PUB a.flood %d\r\n", SIZE);
+    memset(msg + hl, 'x', SIZE);
+    memcpy(msg + hl + SIZE, "\r\n", 2);
+    /* Well past the socket buffers plus max_pending. */
+    int sent = 0;
+    for (; sent < 4000 && !slow_seen(f.nats); sent++) {
+        CHECK(natsraw_send(pub, msg, (size_t)hl + SIZE + 2));
+    }
+    free(msg);
+    CHECK(rift_test_wait_until(slow_seen, f.nats, T));
+    /* The publisher was never stalled and keeps working. */
+    CHECK(natsraw_send(pub, "PUB a.tick 2\r\nok\r\n", 0));
+    CHECK(natsraw_ping(pub));
+    CHECK(natsraw_expect(fast, "MSG a.tick 1 2\r\nok\r\n", T));
+    /* The lazy one was closed: draining its socket ends in EOF (the
+     * -ERR may or may not have fit in its buffers). */
+    CHECK(natsraw_wait_closed(lazy, T));
+    natsraw_close(lazy);
+    natsraw_close(pub);
+    natsraw_close(fast);
+    natsraw_stop(&f);
+}
+
+RIFT_TEST(max_payload_violation_closes) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, NULL));
+    natsraw *c = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(c, NATSRAW_ALICE, ""));
+    CHECK(natsraw_send(c, "PUB a.big 1048577\r\n", 0));
+    CHECK(natsraw_expect(c, "-ERR 'Maximum Payload Violation'\r\n", T));
+    CHECK(natsraw_wait_closed(c, T));
+    natsraw_close(c);
+    /* Exactly max_payload is fine. */
+    natsraw *d = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(d, NATSRAW_ALICE, ""));
+    size_t n = 1048576;
+    char *big = malloc(n + 64);
+    int hl = snprintf(big, 64, "PUB a.big %zu\r\n", n);
+    memset(big + hl, 'y', n);
+    memcpy(big + hl + n, "\r\n", 2);
+    CHECK(natsraw_send(d, "SUB a.big 1\r\n", 0));
+    CHECK(natsraw_send(d, big, (size_t)hl + n + 2));
+    free(big);
+    CHECK(natsraw_expect(d, "MSG a.big 1 1048576\r\nyyyy", T));
+    CHECK(natsraw_ping(d));
+    natsraw_close(d);
+    natsraw_stop(&f);
+}
+
+RIFT_TEST(hostile_control_lines) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, NULL));
+    /* One byte at a time still works. */
+    natsraw *c = natsraw_connect(&f, 0, NULL, 0);
+    const char *script =
+        "CONNECT {\"verbose\":false,\"auth_token\":\"" NATSRAW_ALICE
+        "\"}\r\nSUB a.s 1\r\nPUB a.s 3\r\nabc\r\nPING\r\n";
+    for (const char *p = script; *p != '\0'; p++) {
+        CHECK(natsraw_send(c, p, 1));
+    }
+    CHECK(natsraw_expect(c, "MSG a.s 1 3\r\nabc\r\nPONG\r\n", T));
+    natsraw_close(c);
+    /* A control line past max_control_line (4 KiB), never terminated. */
+    natsraw *d = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(d, NATSRAW_ALICE, ""));
+    char junk[8192];
+    memset(junk, 'a', sizeof(junk));
+    memcpy(junk, "SUB ", 4);
+    CHECK(natsraw_send(d, junk, sizeof(junk)));
+    CHECK(natsraw_expect(d, "-ERR 'Maximum Control Line Exceeded'\r\n", T));
+    CHECK(natsraw_wait_closed(d, T));
+    natsraw_close(d);
+    /* An unknown operation. */
+    natsraw *e = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(e, NATSRAW_ALICE, ""));
+    CHECK(natsraw_send(e, "FLOOD me\r\n", 0));
+    CHECK(natsraw_expect(e, "-ERR 'Unknown Protocol Operation'\r\n", T));
+    CHECK(natsraw_wait_closed(e, T));
+    natsraw_close(e);
+    /* A CONNECT flood on one connection changes nothing after the first. */
+    natsraw *g = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(g, NATSRAW_ALICE, ""));
+    for (int i = 0; i < 200; i++) {
+        CHECK(natsraw_send(
+            g,
+            "CONNECT {\"verbose\":false,\"auth_token\":\"" NATSRAW_BOB
+            "\"}\r\n",
+            0));
+    }
+    CHECK(natsraw_send(g, "SUB b.x 1\r\n", 0)); /* still alice */
+    CHECK(natsraw_expect(g, "Permissions Violation for Subscription", T));
+    natsraw_close(g);
+    natsraw_stop(&f);
+}
+
+static void two_connections(rift_nats_settings *s) {
+    s->max_connections = 2;
+}
+
+RIFT_TEST(max_connections_refuses_the_next) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, two_connections));
+    natsraw *a = natsraw_connect(&f, 0, NULL, 0);
+    natsraw *b = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(a != NULL && b != NULL);
+    CHECK(natsraw_hello(a, NATSRAW_ALICE, ""));
+    char first[256];
+    natsraw *c = natsraw_connect(&f, 0, first, sizeof(first));
+    /* Refused before INFO: the first line is the -ERR, then EOF. */
+    CHECK(c != NULL);
+    CHECK_EQ_STR(first, "-ERR 'maximum connections exceeded'");
+    CHECK(natsraw_wait_closed(c, T));
+    natsraw_close(c);
+    natsraw_close(b);
+    CHECK(natsraw_ping(a));
+    natsraw_close(a);
+    natsraw_stop(&f);
+}
+
+/*
+ * The inbox rule (docs/riftd.md "NATS inboxes"): alice requests with a
+ * muxed inbox and no _INBOX grant at all; bob, who even holds a broad
+ * "_INBOX.>" subscribe grant, must not read her replies.
+ */
+RIFT_TEST(inbox_isolation_attack_fails) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, NULL));
+    natsraw *alice = natsraw_connect(&f, 0, NULL, 0);
+    natsraw *bob = natsraw_connect(&f, 0, NULL, 0);
+    natsraw *spy = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(alice, NATSRAW_ALICE, ""));
+    CHECK(natsraw_hello(bob, NATSRAW_BOB, ""));
+    CHECK(natsraw_hello(spy, NATSRAW_BOB, ""));
+    const char *inbox = "_INBOX.k3Jv9QpL2mXw8RtY5nBc0d";
+    char line[256];
+    /* The spy subscribes broadly before alice's claim exists. */
+    CHECK(natsraw_send(spy, "SUB _INBOX.> 1\r\nSUB > 2\r\n", 0));
+    CHECK(natsraw_expect(spy, "Permissions Violation for Subscription to \">\"",
+                         T));
+    CHECK(natsraw_ping(spy));
+    CHECK(natsraw_send(bob, "SUB svc.echo 1\r\n", 0));
+    CHECK(natsraw_ping(bob));
+    snprintf(line, sizeof(line),
+             "SUB %s.* 5\r\nPUB svc.echo %s.1 4\r\nping\r\nPING\r\n", inbox,
+             inbox);
+    CHECK(natsraw_send(alice, line, 0));
+    CHECK(natsraw_expect(alice, "PONG\r\n", T));
+    snprintf(line, sizeof(line), "MSG svc.echo 1 %s.1 4\r\nping\r\n", inbox);
+    CHECK(natsraw_expect(bob, line, T));
+    /* Bob tries to subscribe under her inbox, exactly or by wildcard. */
+    snprintf(line, sizeof(line), "SUB %s.* 7\r\nSUB %s.> 8\r\nSUB %s 9\r\n",
+             inbox, inbox, inbox);
+    CHECK(natsraw_send(bob, line, 0));
+    CHECK(
+        natsraw_expect(bob, "-ERR 'Permissions Violation for Subscription", T));
+    CHECK(
+        natsraw_expect(bob, "-ERR 'Permissions Violation for Subscription", T));
+    CHECK(
+        natsraw_expect(bob, "-ERR 'Permissions Violation for Subscription", T));
+    /* Nor can bob use her inbox as his own reply subject. */
+    snprintf(line, sizeof(line), "PUB svc.echo %s.2 1\r\nx\r\n", inbox);
+    CHECK(natsraw_send(bob, line, 0));
+    CHECK(natsraw_expect(bob, "Permissions Violation for Publish", T));
+    /* The reply: bob answers with the publish access he has. */
+    snprintf(line, sizeof(line), "PUB %s.1 4\r\npong\r\n", inbox);
+    CHECK(natsraw_send(bob, line, 0));
+    CHECK(natsraw_ping(bob));
+    snprintf(line, sizeof(line), "MSG %s.1 5 4\r\npong\r\n", inbox);
+    CHECK(natsraw_expect(alice, line, T));
+    /* The spy's "_INBOX.>" saw nothing of it. */
+    CHECK(natsraw_ping(spy));
+    CHECK(!natsraw_has(spy, "MSG"));
+    /* Once alice is gone her prefix is free again. */
+    natsraw_close(alice);
+    snprintf(line, sizeof(line), "SUB %s.* 10\r\nPING\r\n", inbox);
+    bool freed = false;
+    for (int i = 0; i < 100 && !freed; i++) {
+        CHECK(natsraw_send(spy, line, 0));
+        CHECK(natsraw_expect(spy, "PONG\r\n", T));
+        freed = !natsraw_has(spy, "Violation");
+        if (!freed) {
+            natsraw_close(spy);
+            spy = natsraw_connect(&f, 0, NULL, 0);
+            CHECK(natsraw_hello(spy, NATSRAW_BOB, ""));
+        }
+    }
+    CHECK(freed);
+    natsraw_close(bob);
+    natsraw_close(spy);
+    natsraw_stop(&f);
+}
