@@ -471,7 +471,10 @@ run_rift() {
 # Two riftd processes, as nats-server has one per transport: TLS 1.3 with
 # the bench certificate, and plaintext (allowed on loopback only). NATS
 # connections without credentials act as the bench principal (anonymous),
-# since nats-load sends none. Only the core rows: riftd has no JetStream.
+# since nats-load sends none. Its requesters need no _INBOX grant (a
+# connection claims its inbox prefix); its responder answers with its own
+# publish grant, hence `_INBOX.>` there (docs/riftd.md). Only the core
+# rows: riftd has no JetStream.
 declare -A rnats_url rnats_pid
 
 # start_riftd_nats tcp|tls
@@ -489,7 +492,7 @@ return {
     subscription_capacity = 1000000,
     principals = {
       { name = "bench", token_env = "RIFT_BENCH_TOKEN",
-        publish = { "bench.>" }, subscribe = { "bench.>" } },
+        publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
     },
   },
   nats = { listen = "127.0.0.1:0", allow_plaintext = $plain,
