@@ -90,6 +90,8 @@ struct rift_nats {
     rift_io lio;
     rift_notifier *notifier;
     rift_io nio;
+    rift_timer cache_timer; /* trims the message-block cache when idle */
+    uint64_t cache_msgs_in;
     pthread_t thread;
     bool started;
     atomic_bool running;

@@ -198,7 +198,9 @@ static bool do_pub(nats_conn *c, const rift_nats_op *op) {
     }
     rift_publish_report rep = {0};
     if (rc == 0) {
+        /* Receivers take their own references; ours goes here. */
         rc = rift_broker_publish_msg(srv->broker, msg, &rep, &err);
+        rift_msg_unref(msg);
     }
     if (rc != 0) {
         rift_nats_conn_err(c, rc == RIFT_ERR_NOMEM ? "Server Out Of Memory"

@@ -6,6 +6,8 @@
  */
 #include "nats/internal.h"
 
+#include "broker/msg_cache.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -17,6 +19,11 @@
 
 /* Connections accepted per readiness report. */
 #define ACCEPT_BURST 64
+/* The thread's message-block cache (broker/msg_cache.h): NATS publishes are
+ * made here and, without subscribers, dropped at once; the C allocator
+ * would give their memory back and fault it in again for every burst. */
+#define MSG_CACHE_BYTES   (256u * 1024u * 1024u)
+#define MSG_CACHE_IDLE_NS (10ull * 1000000000ull)
 
 void rift_nats_settings_default(rift_nats_settings *s) {
     memset(s, 0, sizeof(*s));
@@ -177,12 +184,29 @@ static void on_notify(rift_io *io, unsigned events, void *arg) {
     after(arg);
 }
 
+/* Unmaps idle cache chunks after a quiet period. */
+static void cache_timer_cb(rift_timer *t, void *arg) {
+    rift_nats *n = arg;
+    uint64_t in = atomic_load(&n->msgs_in);
+    if (in == n->cache_msgs_in) {
+        rift_msg_cache_trim();
+    }
+    n->cache_msgs_in = in;
+    (void)rift_timer_start(t, rift_loop_now(n->loop) + MSG_CACHE_IDLE_NS);
+}
+
 static void *thread_main(void *arg) {
     rift_nats *n = arg;
     rift_notifier_set_owner(n->notifier);
+    rift_msg_cache_enable(MSG_CACHE_BYTES);
+    rift_timer_init(n->loop, &n->cache_timer, cache_timer_cb, n);
+    (void)rift_timer_start(&n->cache_timer,
+                           rift_loop_now(n->loop) + MSG_CACHE_IDLE_NS);
     if (rift_loop_run(n->loop) != 0) {
         rift_log(RIFT_LOG_ERROR, "rift: NATS listener loop failed");
     }
+    rift_timer_stop(&n->cache_timer);
+    rift_msg_cache_disable();
     atomic_store(&n->running, false);
     return NULL;
 }
