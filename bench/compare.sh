@@ -1,6 +1,8 @@
 #!/bin/bash
 # bench/compare.sh — rift (QUIC + TLS 1.3) against nats-server (plain TCP,
-# and TCP + TLS), same workloads, one run on one machine, alternating the
+# and TCP + TLS), and riftd's NATS listener (riftd-nats, TCP + TLS and
+# plaintext on loopback) driven by the same nats-load client as
+# nats-server, same workloads, one run on one machine, alternating the
 # contenders round after round; prints median / min / max per row, the
 # ratio rift/NATS and CPU seconds per million messages, plus the loopback
 # UDP and fdatasync ceilings. docs/performance.md explains every row.
@@ -19,7 +21,8 @@
 #                env.txt beside it)
 #   --out DIR    results directory (default build/compare/<timestamp>)
 #   --no-install do not apt-get missing packages
-#   --no-rift, --no-nats   leave one side out
+#   --no-rift, --no-nats   leave one side out (--no-rift also leaves out
+#                riftd-nats)
 #   --keep       keep the servers' temporary directories
 #   --contention one busy-loop process per CPU (normal priority, pinned like
 #                the contenders) runs during every measurement, for rift and
@@ -464,6 +467,70 @@ run_rift() {
         --label "$id" "${extra[@]}" </dev/null
 }
 
+# ---- riftd-nats side: riftd's NATS listener, the nats-load client -----------
+# Two riftd processes, as nats-server has one per transport: TLS 1.3 with
+# the bench certificate, and plaintext (allowed on loopback only). NATS
+# connections without credentials act as the bench principal (anonymous),
+# since nats-load sends none. Its requesters need no _INBOX grant (a
+# connection claims its inbox prefix); its responder answers with its own
+# publish grant, hence `_INBOX.>` there (docs/riftd.md). Only the core
+# rows: riftd has no JetStream.
+declare -A rnats_url rnats_pid
+
+# start_riftd_nats tcp|tls
+start_riftd_nats() {
+    local t="$1" d="$tmp/riftd-nats-$1" plain=false scheme=tls
+    [ "$t" = tcp ] && plain=true && scheme=nats
+    mkdir -p "$d"
+    cat >"$d/rift.lua" <<EOF
+-- written by bench/compare.sh
+return {
+  messaging = {
+    listen = "127.0.0.1:0",
+    certificate = "$tmp/tls/server-cert.pem",
+    private_key = "$tmp/tls/server-key.pem",
+    subscription_capacity = 1000000,
+    principals = {
+      { name = "bench", token_env = "RIFT_BENCH_TOKEN",
+        publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
+    },
+  },
+  nats = { listen = "127.0.0.1:0", allow_plaintext = $plain,
+           anonymous = "bench", write_deadline = 10 },
+}
+EOF
+    (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
+        >"$d/riftd.log" 2>&1) &
+    rnats_pid[$t]=$!
+    pids+=("${rnats_pid[$t]}")
+    local addr
+    addr=$(wait_log "$d/riftd.log" 'rift: NATS on [0-9.]+:[0-9]+' |
+        sed 's/.* on //') || {
+        echo "compare.sh: riftd-nats-$t did not start: $(tail -3 "$d/riftd.log" | tr '\n' ' ')" >&2
+        return 1
+    }
+    rnats_url[$t]="$scheme://$addr"
+}
+
+# run_riftd_nats TRANSPORT ROWSPEC MSGS — nats-load, unchanged, against
+# riftd; its CSV rows say impl=nats, so they are relabelled riftd-nats.
+run_riftd_nats() {
+    local t="$1" spec="$2" msgs="$3" id args part="$tmp/riftd-nats.csv"
+    local extra=() rc=0
+    id=$(row_field "$spec" 1)
+    args=$(row_field "$spec" 5)
+    [ "$t" = tls ] && extra+=(--ca "$tmp/tls/ca.pem")
+    rm -f "$part"
+    # shellcheck disable=SC2086
+    timeout 600 "${client_pin[@]}" "$gobin/nats-load" $args --msgs "$msgs" \
+        --url "${rnats_url[$t]}" --server-pid "${rnats_pid[$t]}" \
+        --csv "$part" --label "$id" --progress off "${extra[@]}" || rc=$?
+    if [ -f "$part" ]; then
+        grep -v '^impl,' "$part" | sed 's/^nats,/riftd-nats,/' >>"$results"
+    fi
+    return "$rc"
+}
+
 # ---- Ceilings -----------------------------------------------------------------
 run_ceilings() {
     local m
@@ -521,10 +588,15 @@ measure() {
     elif [ "$want_rift" = 1 ]; then
         echo "compare.sh: rift side $rift_status; its columns will read n/a" >&2
     fi
+    local rnats=()
+    if [ "$rift_status" = ok ]; then
+        start_riftd_nats tcp && rnats+=(riftd-nats-tcp)
+        start_riftd_nats tls && rnats+=(riftd-nats-tls)
+    fi
     write_env
 
     local contenders=()
-    [ "$rift_status" = ok ] && contenders+=(rift)
+    [ "$rift_status" = ok ] && contenders+=(rift "${rnats[@]}")
     [ "$want_nats" = 1 ] && contenders+=(nats-tcp nats-tls)
     [ ${#contenders[@]} -gt 0 ] || die "nothing to measure"
 
@@ -541,6 +613,10 @@ measure() {
             # Rotate who goes first so no contender always follows another.
             for i in $(seq 0 $((n - 1))); do
                 c=${contenders[$(((i + r - 1) % n))]}
+                # riftd has no JetStream: riftd-nats runs the core rows.
+                if [[ "$c" == riftd-nats-* ]] && [ "$(row_field "$spec" 3)" != "-" ]; then
+                    continue
+                fi
                 printf '[%d/%d %s round %d/%d] %-8s ' "$k" "$nrows" "$id" \
                     "$r" "$rounds" "$c"
                 {
@@ -552,6 +628,8 @@ measure() {
                 rift) run_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 nats-tcp) run_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 nats-tls) run_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                riftd-nats-tcp) run_riftd_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                riftd-nats-tls) run_riftd_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 esac
                 hog_stop
                 if [ "$rc" != 0 ]; then

@@ -4,7 +4,9 @@
 #
 #   scripts/deps.sh            build + run dependencies
 #   scripts/deps.sh --test     also the test-only tools (clang fuzzer runtime,
-#                              the Quinn interop peer's Rust crates)
+#                              the Quinn interop peer's Rust crates, the NATS
+#                              interop clients: nats-server, nats.c, nats.go
+#                              and, through npm ci in tests/interop/js, nats.js)
 #
 # ngtcp2 1.x comes from bookworm-backports on Debian 12 (Debian 12's own
 # ngtcp2 0.12 has a different API and is unsupported upstream). The
@@ -30,7 +32,8 @@ pkgs="build-essential cmake ninja-build pkg-config git
       libngtcp2-dev libngtcp2-crypto-gnutls-dev"
 test_pkgs="clang libclang-rt-14-dev clang-format man-db
       librust-quinn-dev librust-rustls-pemfile-dev librust-tokio-dev
-      librust-anyhow-dev"
+      librust-anyhow-dev
+      nats-server libnats-dev golang-go golang-github-nats-io-go-nats-dev"
 
 . /etc/os-release
 codename="${VERSION_CODENAME:-}"
@@ -61,13 +64,35 @@ if [ "$want_test" = 1 ]; then
     if ! command -v cargo >/dev/null 2>&1; then
         missing="$missing cargo rustc"
     fi
+    # By command, not package: a machine may have Node.js from elsewhere
+    # (whose nodejs package carries npm and conflicts with Debian's npm).
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        missing="$missing nodejs npm"
+    fi
 fi
+
+# nats.js and node-nats-streaming for the interop tests, at the versions
+# of tests/interop/js/package-lock.json (npm ci; node_modules is not in
+# git). A stamp of the lock file makes a second run a no-op.
+npm_install() {
+    js="$(dirname "$0")/../tests/interop/js"
+    stamp="$js/node_modules/.rift-lock-installed"
+    if [ -f "$stamp" ] && cmp -s "$stamp" "$js/package-lock.json"; then
+        return 0
+    fi
+    echo "deps.sh: npm ci in tests/interop/js" >&2
+    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$js/package-lock.json" "$stamp"
+}
 need_bpo=0
 if [ "$codename" = bookworm ] && ! ngtcp2_is_1x; then
     need_bpo=1
 fi
 
 if [ -z "$missing" ] && [ "$need_bpo" = 0 ]; then
+    if [ "$want_test" = 1 ]; then
+        npm_install
+    fi
     exit 0
 fi
 
@@ -117,4 +142,7 @@ fi
 if ! ngtcp2_is_1x; then
     echo "deps.sh: ngtcp2 1.x is required but not installed" >&2
     exit 1
+fi
+if [ "$want_test" = 1 ]; then
+    npm_install
 fi

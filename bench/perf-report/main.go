@@ -51,8 +51,17 @@ type contender struct{ key, title string }
 
 var knownContenders = []contender{
 	{"rift-quic", "rift QUIC+TLS 1.3"},
+	{"riftd-nats-tcp", "riftd-nats TCP"},
+	{"riftd-nats-tls", "riftd-nats TCP+TLS 1.3"},
 	{"nats-tcp", "NATS TCP"},
 	{"nats-tls", "NATS TCP+TLS 1.3"},
+}
+
+// sameClientPairs are the ratio columns of riftd's NATS listener against
+// nats-server: the same client (nats-load) over the same transport.
+var sameClientPairs = [][2]string{
+	{"riftd-nats-tcp", "nats-tcp"},
+	{"riftd-nats-tls", "nats-tls"},
 }
 
 type stats struct {
@@ -151,7 +160,7 @@ func newReport(runs []run, rows []rowDef) *report {
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
-		if r["impl"] != "rift" && r["impl"] != "nats" {
+		if r["impl"] != "rift" && r["impl"] != "nats" && r["impl"] != "riftd-nats" {
 			continue
 		}
 		k := r["impl"] + "-" + r["transport"]
@@ -172,6 +181,16 @@ func newReport(runs []run, rows []rowDef) *report {
 		rp.contenders = append(rp.contenders, contender{k, k})
 	}
 	return rp
+}
+
+// title is a contender's column title.
+func (rp *report) title(key string) string {
+	for _, c := range rp.contenders {
+		if c.key == key {
+			return c.title
+		}
+	}
+	return key
 }
 
 func (rp *report) values(label, cont, col string) []float64 {
@@ -303,11 +322,17 @@ func (rp *report) markdown(env []string) string {
 	for _, c := range nats {
 		w(" rift / %s |", c.title)
 	}
+	for _, p := range sameClientPairs {
+		w(" %s / %s |", rp.title(p[0]), rp.title(p[1]))
+	}
 	w("\n|---|---|---|")
 	for range rp.contenders {
 		w("---|")
 	}
 	for range nats {
+		w("---|")
+	}
+	for range sameClientPairs {
 		w("---|")
 	}
 	w("\n")
@@ -330,6 +355,11 @@ func (rp *report) markdown(env []string) string {
 		for _, c := range nats {
 			st, ok := summarize(rp.values(ml.row.id, c.key, ml.col))
 			w(" %s |", ratio(rift, st, okR, ok))
+		}
+		for _, p := range sameClientPairs {
+			a, okA := summarize(rp.values(ml.row.id, p[0], ml.col))
+			b, okB := summarize(rp.values(ml.row.id, p[1], ml.col))
+			w(" %s |", ratio(a, b, okA, okB))
 		}
 		w("\n")
 	}
