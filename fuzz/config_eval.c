@@ -3,7 +3,7 @@
  * configuration. Evaluation and validation must never crash, leak or hang
  * whatever the source, and a failure must leave one line of text.
  */
-#include "daemon/config.h"
+#include "lua/config_eval.h"
 
 #include <string.h>
 

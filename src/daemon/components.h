@@ -12,7 +12,7 @@
 #ifndef RIFT_DAEMON_COMPONENTS_H
 #define RIFT_DAEMON_COMPONENTS_H
 
-#include "daemon/config.h"
+#include "config/config.h"
 #include "rift/broker.h"
 #include "rift/stream.h"
 #include "subject/acl.h"

@@ -15,7 +15,7 @@
  */
 #include "daemon/daemon_internal.h"
 
-#include "daemon/base64.h"
+#include "common/base64.h"
 #include "subject/quota.h"
 
 #include <stdlib.h>

@@ -8,6 +8,7 @@
 #include "daemon/events.h"
 #include "daemon/files.h"
 #include "daemon/tls.h"
+#include "lua/config_eval.h"
 #include "subject/quota.h"
 
 #include <errno.h>

@@ -14,7 +14,7 @@
 #ifndef RIFT_DAEMON_DAEMON_H
 #define RIFT_DAEMON_DAEMON_H
 
-#include "daemon/config.h"
+#include "config/config.h"
 #include "daemon/dev.h"
 #include "rift/broker.h"
 

@@ -20,7 +20,7 @@
 #define RIFT_DAEMON_MONITOR_H
 
 #include "common/common.h"
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -11,6 +11,7 @@
  * documents its stack effect as [-pop, +push, errors].
  */
 #include "lua/internal.h"
+#include "lua/on_event.h"
 
 #include "subject/subject.h"
 
@@ -582,15 +583,7 @@ static int l_cancel(lua_State *L) {
 /* ---- rift.on("message", fn) [-0, +0, e] ---- */
 
 static int l_on(lua_State *L) {
-    size_t len;
-    const char *event = luaL_checklstring(L, 1, &len);
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    if (len != 7 || memcmp(event, "message", 7) != 0) {
-        return luaL_error(L,
-                          "rift.on: unknown event \"%s\" (riftd supports "
-                          "\"message\")",
-                          event);
-    }
+    rift_lua_check_on_event(L);
     rift_lua_vm *vm = rift_lua_vm_of(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, vm->handlers_ref);
     lua_pushvalue(L, 2);

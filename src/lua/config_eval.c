@@ -1,16 +1,19 @@
 /*
  * config_eval.c — evaluation of the Lua configuration (lua layer; fills the
- * daemon's rift_config): a fresh Lua 5.4 state per evaluation with a memory
- * budget and an instruction/deadline hook, a restricted environment, the `rift`
- * table (rift.config, rift.on, rift.plugin, rift.publish), then the protected
- * parse into a rift_config.
+ * rift_config of config/config.h): a fresh Lua 5.4 state per evaluation with a
+ * memory budget and an instruction/deadline hook, a restricted environment, the
+ * `rift` table (rift.config, rift.on, rift.plugin, rift.publish), then the
+ * protected parse into a rift_config.
  *
  * The environment offers only what a configuration needs: the base
  * functions that cannot reach files or load code (no load, loadfile,
  * dofile, require, collectgarbage, print), string, table, math, utf8, and
  * os.getenv/os.time/os.clock/os.date. Text chunks only (no bytecode).
  */
+#include "lua/config_eval.h"
 #include "lua/config_lua.h"
+#include "lua/on_event.h"
+#include "subject/name.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,15 +100,7 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
 
 /* rift.on(event, fn): only "message" exists in a standalone broker. */
 static int l_rift_on(lua_State *L) {
-    size_t len;
-    const char *event = luaL_checklstring(L, 1, &len);
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    if (len != 7 || memcmp(event, "message", 7) != 0) {
-        return luaL_error(L,
-                          "rift.on: unknown event \"%s\" (riftd supports "
-                          "\"message\")",
-                          event);
-    }
+    rift_lua_check_on_event(L);
     void *ud;
     lua_getallocf(L, &ud);
     ((eval_state *)ud)->n_message_handlers++;
@@ -117,13 +112,7 @@ static int l_rift_on(lua_State *L) {
 static int l_rift_plugin(lua_State *L) {
     size_t len;
     const char *name = luaL_checklstring(L, 1, &len);
-    bool ok = len >= 1 && len <= 128;
-    for (size_t i = 0; ok && i < len; i++) {
-        char c = name[i];
-        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-             (c >= '0' && c <= '9') || c == '_' || c == '-';
-    }
-    if (!ok) {
+    if (!rift_plugin_name_valid(name, len)) {
         return luaL_error(L, "rift.plugin: names contain 1..=128 letters, "
                              "digits, underscores or hyphens");
     }

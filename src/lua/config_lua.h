@@ -12,10 +12,10 @@
  * Helpers return 0 or a negative code with |err| filled. A field that is
  * nil counts as absent.
  */
-#ifndef RIFT_DAEMON_CONFIG_LUA_H
-#define RIFT_DAEMON_CONFIG_LUA_H
+#ifndef RIFT_LUA_CONFIG_LUA_H
+#define RIFT_LUA_CONFIG_LUA_H
 
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <lua.h>
 
@@ -95,4 +95,4 @@ int rift_config_parse_messaging(lua_State *L, int root, rift_config *cfg,
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
                            rift_config *cfg, rift_error *err);
 
-#endif /* RIFT_DAEMON_CONFIG_LUA_H */
+#endif /* RIFT_LUA_CONFIG_LUA_H */

@@ -11,6 +11,8 @@
  */
 #include "lua/config_lua.h"
 
+#include "subject/name.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,52 +62,6 @@ static const char stream_names_text[] =
     "underscores or hyphens";
 static const char storage_text[] =
     "messaging.streams.storage_path: paths must be nonempty and unique";
-
-/* ---- Character-class rules ---- */
-
-static bool name_char(char c, bool dots) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_' || c == '-' || (dots && c == '.');
-}
-
-static bool valid_name(const char *s, size_t len, size_t max, bool dots) {
-    if (len == 0 || len > max) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (!name_char(s[i], dots)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool valid_env_name(const char *s, size_t len) {
-    if (len == 0 || !((s[0] >= 'a' && s[0] <= 'z') ||
-                      (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) {
-        return false;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if (!name_char(s[i], false) || s[i] == '-') {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Queue rule of the Lua layer: 1..=128 ASCII graphic bytes, no wildcard. */
-static bool valid_queue(const char *s, size_t len) {
-    if (len == 0 || len > 128) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x21 || c > 0x7E || c == '*' || c == '>') {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* ---- Scalars ---- */
 
@@ -246,7 +202,7 @@ static int parse_principal(lua_State *L, int t, rift_config_messaging *m,
     int type = rift_config_push_field(L, t, "name");
     size_t len = 0;
     const char *s = type == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
-    if (s == NULL || !valid_name(s, len, 96, true)) {
+    if (s == NULL || !rift_name_valid(s, len)) {
         lua_pop(L, 1);
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG, "%s", names_text);
     }
@@ -254,7 +210,7 @@ static int parse_principal(lua_State *L, int t, rift_config_messaging *m,
     lua_pop(L, 1);
     type = rift_config_push_field(L, t, "token_env");
     s = type == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
-    if (s == NULL || !valid_env_name(s, len)) {
+    if (s == NULL || !rift_env_name_valid(s, len)) {
         lua_pop(L, 1);
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG, "%s",
                               token_env_text);
@@ -371,7 +327,7 @@ static int parse_subscription(lua_State *L, int t, rift_config_messaging *m,
     type = rift_config_push_field(L, t, "queue");
     if (type != LUA_TNIL) {
         str = type == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
-        if (str == NULL || !valid_queue(str, len)) {
+        if (str == NULL || !rift_queue_name_valid(str, len)) {
             lua_pop(L, 1);
             return rift_error_set(err, RIFT_ERR_INVALID_CONFIG, "%s",
                                   queue_text);
@@ -665,7 +621,7 @@ static int parse_streams(lua_State *L, int t, rift_config_messaging *m,
         const char *s =
             lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &len) : NULL;
         lua_pop(L, 1);
-        if (s == NULL || !valid_name(s, len, 96, false)) {
+        if (s == NULL || !rift_config_stream_name_valid(s, len)) {
             lua_pop(L, 1);
             rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG, "%s",
                                 stream_names_text);

@@ -7,6 +7,8 @@
  */
 #include "lua/config_lua.h"
 
+#include "subject/name.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -40,21 +42,6 @@ static const char plugin_names_text[] =
     "underscores or hyphens";
 
 /* ---- plugins ---- */
-
-/* rift.plugin's rule: 1..=128 letters, digits, '_' or '-'. */
-static bool valid_plugin_name(const char *s, size_t len) {
-    if (len == 0 || len > 128) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '-')) {
-            return false;
-        }
-    }
-    return true;
-}
 
 static int set_plugin_defaults(rift_config_plugin *p, rift_error *err) {
     size_t n = strlen(p->name);
@@ -110,7 +97,7 @@ static int parse_plugin(lua_State *L, int t, const rift_config *cfg,
     size_t len;
     if (lua_type(L, t) == LUA_TSTRING) {
         const char *s = lua_tolstring(L, t, &len);
-        if (!valid_plugin_name(s, len)) {
+        if (!rift_plugin_name_valid(s, len)) {
             return rift_error_set(err, RIFT_ERR_INVALID_CONFIG, "%s",
                                   plugin_names_text);
         }
@@ -128,7 +115,7 @@ static int parse_plugin(lua_State *L, int t, const rift_config *cfg,
     }
     int type = rift_config_push_field(L, t, "name");
     const char *s = type == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
-    if (s == NULL || !valid_plugin_name(s, len)) {
+    if (s == NULL || !rift_plugin_name_valid(s, len)) {
         lua_pop(L, 1);
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG, "%s",
                               plugin_names_text);

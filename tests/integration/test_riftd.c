@@ -4,7 +4,7 @@
  * development configuration from an empty directory, SIGTERM/SIGINT and
  * SIGHUP reloads. Each test runs riftd in its own temporary directory.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 #include "daemon/files.h"
 #include "daemon/tls.h"
 #include "test.h"

@@ -10,7 +10,7 @@
 #include "riftd_fix.h"
 #include "test.h"
 
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

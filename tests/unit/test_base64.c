@@ -3,7 +3,7 @@
  * layer): the RFC 4648 §10 vectors both ways, binary bytes, and
  * rejected input.
  */
-#include "daemon/base64.h"
+#include "common/base64.h"
 #include "test.h"
 
 static const char *const vectors[][2] = {

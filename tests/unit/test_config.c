@@ -3,7 +3,7 @@
  * vector per validation text of docs/protocol-v1.md §5, defaults, the
  * reference's example blocks, tokens at start-up.
  */
-#include "daemon/config.h"
+#include "lua/config_eval.h"
 #include "test.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * dev token, the development certificates, the embedded Lua source and its
  * copy in docs/riftd.md.
  */
-#include "daemon/config.h"
+#include "lua/config_eval.h"
 #include "daemon/dev.h"
 #include "daemon/files.h"
 #include "daemon/tls.h"

@@ -4,7 +4,7 @@
  * rift.config, riftd's own keys (plugins, data_dir, log), the --check
  * summary, files.
  */
-#include "daemon/config.h"
+#include "lua/config_eval.h"
 #include "test.h"
 
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #include "subjects.h"
 #include "timefmt.h"
 
-#include "daemon/base64.h"
+#include "common/base64.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * anything binds), 2 on a usage error.
  */
 #include "common/common.h"
-#include "daemon/config.h"
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dev.h"
 #include "daemon/tls.h"

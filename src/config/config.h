@@ -1,18 +1,20 @@
 /*
- * config.h — riftd's configuration (daemon layer): evaluation of a Lua 5.4
- * configuration file in a restricted environment and its translation into
- * plain C structures, validated exactly as docs/protocol-v1.md §5 says
- * (same keys, defaults, ranges and error texts for `messaging`), plus
- * riftd's own top-level keys (plugins, data_dir, log, quic, monitor).
+ * config.h — riftd's configuration model (config layer): the plain C
+ * structures that a Lua configuration file translates into, validated
+ * exactly as docs/protocol-v1.md §5 says (same keys, defaults, ranges and
+ * error texts for `messaging`), plus riftd's own top-level keys (plugins,
+ * data_dir, log, quic, monitor), and the value-level operations on them:
+ * defaults, comparison for reload, warnings, the `--check` summary.
  *
- * Nothing here binds, opens streams or touches the data directory: a
- * rift_config is a value. Tokens are read from the environment by a
- * separate step (rift_config_load_tokens) because the reference reads them
- * at start-up, not at evaluation. docs/riftd.md is the user-facing
- * reference of every key.
+ * The Lua evaluator that fills a rift_config lives above, in the lua layer
+ * (lua/config_eval.h); the daemon consumes it. Nothing here binds, opens
+ * streams or touches the data directory: a rift_config is a value. Tokens are
+ * read from the environment by a separate step (rift_config_load_tokens)
+ * because the reference reads them at start-up, not at evaluation.
+ * docs/riftd.md is the user-facing reference of every key.
  */
-#ifndef RIFT_DAEMON_CONFIG_H
-#define RIFT_DAEMON_CONFIG_H
+#ifndef RIFT_CONFIG_CONFIG_H
+#define RIFT_CONFIG_CONFIG_H
 
 #include "common/common.h"
 
@@ -183,47 +185,6 @@ void rift_config_limits_resolve(const rift_config *cfg,
 bool rift_config_limits_equal(const rift_config_limits *a,
                               const rift_config_limits *b);
 
-/* ---- Evaluation ---- */
-
-typedef struct rift_config_options {
-    /* Lua memory budget for the evaluation, in bytes. Default 64 MiB. */
-    size_t max_memory;
-    /* Lua VM instructions allowed. Default 100,000,000. */
-    uint64_t max_instructions;
-    /* Absolute rift_now_ns() deadline, 0 = none. Exceeding it fails with
-     * RIFT_ERR_TIMEOUT (the control bridge's 40 s command limit). */
-    rift_tstamp deadline_ns;
-} rift_config_options;
-
-/* Largest configuration source accepted, in bytes. */
-#define RIFT_CONFIG_MAX_SOURCE (1024 * 1024)
-
-void rift_config_options_default(rift_config_options *opts);
-
-/*
- * rift_config_load_file reads and evaluates the Lua file |path| and fills
- * |cfg| (which the caller then releases with rift_config_free, also on
- * failure). |opts| may be NULL for defaults. The revision is the content
- * hash of the file.
- *
- * Errors (text in |err|, one line): RIFT_ERR_INVALID_CONFIG with the §5
- * validation text; RIFT_ERR_LUA for a Lua syntax or runtime error
- * ("<file>:<line>: <message>"); RIFT_ERR_TIMEOUT when the deadline passed;
- * RIFT_ERR_LIMIT for the memory or instruction budget; -errno when the file
- * cannot be read; RIFT_ERR_NOMEM.
- */
-int rift_config_load_file(rift_config *cfg, const char *path,
-                          const rift_config_options *opts, rift_error *err);
-
-/*
- * rift_config_load_string is rift_config_load_file over a source held in
- * memory. |name| labels it in Lua error messages. When |from_file| is false
- * the revision is "runtime". Same errors, without -errno.
- */
-int rift_config_load_string(rift_config *cfg, const char *source, size_t len,
-                            const char *name, bool from_file,
-                            const rift_config_options *opts, rift_error *err);
-
 /* rift_config_free releases everything |cfg| holds (tokens are wiped) and
  * zeroes it. Safe on a zeroed or partly filled config. */
 void rift_config_free(rift_config *cfg);
@@ -298,4 +259,4 @@ bool rift_config_pattern_valid(const char *s, size_t len, size_t max_bytes);
 bool rift_config_parse_listen(const char *s, struct sockaddr_storage *ss,
                               socklen_t *sslen);
 
-#endif /* RIFT_DAEMON_CONFIG_H */
+#endif /* RIFT_CONFIG_CONFIG_H */

@@ -1,9 +1,9 @@
 /*
  * config_print.c — the readable summary of a rift_config printed by
- * `riftd --check` (daemon layer). Tokens are never printed, only the
+ * `riftd --check` (config layer). Tokens are never printed, only the
  * variables they come from.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include <inttypes.h>
 

@@ -1,7 +1,7 @@
 /*
- * base64.c — padded standard base64 (daemon layer). See base64.h.
+ * base64.c — padded standard base64 (common layer). See base64.h.
  */
-#include "daemon/base64.h"
+#include "common/base64.h"
 
 static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -1,10 +1,10 @@
 /*
  * base64.h — standard base64 (RFC 4648 §4, padded) for binary payloads
- * inside riftd's JSON control answers (daemon layer; the rift CLI decodes
+ * inside riftd's JSON control answers (common layer; the rift CLI decodes
  * them with the same functions).
  */
-#ifndef RIFT_DAEMON_BASE64_H
-#define RIFT_DAEMON_BASE64_H
+#ifndef RIFT_COMMON_BASE64_H
+#define RIFT_COMMON_BASE64_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,4 +25,4 @@ void rift_base64_encode(const uint8_t *in, size_t len, char *out);
 bool rift_base64_decode(const char *in, size_t len, uint8_t *out,
                         size_t *outlen);
 
-#endif /* RIFT_DAEMON_BASE64_H */
+#endif /* RIFT_COMMON_BASE64_H */

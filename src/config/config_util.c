@@ -1,9 +1,9 @@
 /*
- * config_util.c — value-level helpers of rift_config (daemon layer): the
+ * config_util.c — value-level helpers of rift_config (config layer): the
  * config pattern rule, listen-address parsing, the revision hash, tokens
  * from the environment, equality for reloads, and release.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include "subject/acl.h"
 

@@ -1,8 +1,8 @@
 /*
- * config_warn.c — warnings about a valid configuration (daemon layer):
+ * config_warn.c — warnings about a valid configuration (config layer):
  * grants the protocol allows but advises against. See config.h.
  */
-#include "daemon/config.h"
+#include "config/config.h"
 
 #include "subject/subject.h"
 
