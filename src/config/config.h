@@ -17,6 +17,7 @@
 #define RIFT_CONFIG_CONFIG_H
 
 #include "common/common.h"
+#include "config/config_streaming.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -164,6 +165,8 @@ typedef struct rift_config {
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */
+    /* NATS Streaming (docs/streaming.md); enabled false without it. */
+    rift_config_streaming streaming;
     bool log_level_set;
     rift_log_level log_level;
     /* Root-level Lua message handlers: on_message and rift.on("message"). */

@@ -9,6 +9,7 @@
 #include "daemon/files.h"
 #include "daemon/tls.h"
 #include "lua/config_eval.h"
+#include "stan/stan.h"
 #include "subject/quota.h"
 
 #include <errno.h>
@@ -173,6 +174,7 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         opts->on_broker(opts->on_broker_ud, d->broker);
     }
     if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
+        (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
                                      d->quota, err)) != 0 ||
@@ -353,6 +355,8 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->lua = NULL;
     rift_daemon_quic_stop(d->quic);
     d->quic = NULL;
+    rift_stan_stop(d->stan);
+    d->stan = NULL;
     rift_daemon_streams_close(d->streams);
     d->streams = NULL;
 }

@@ -58,11 +58,15 @@ char *stan_strdup(rift_stan *svc, rift_stan_str s) {
 }
 
 bool stan_client_id_valid(rift_stan_str id) {
-    if (id.len == 0) {
+    return rift_stan_id_valid(id.p, id.len);
+}
+
+bool rift_stan_id_valid(const char *s, size_t len) {
+    if (len == 0) {
         return false;
     }
-    for (size_t i = 0; i < id.len; i++) {
-        char c = id.p[i];
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                   (c >= '0' && c <= '9') || c == '_' || c == '-';
         if (!ok) {

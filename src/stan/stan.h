@@ -56,6 +56,10 @@ typedef struct rift_stan_settings {
 
 void rift_stan_settings_default(rift_stan_settings *s);
 
+/* rift_stan_id_valid: the original's rule for client and cluster IDs,
+ * ^[a-zA-Z0-9_-]+$. */
+bool rift_stan_id_valid(const char *s, size_t len);
+
 typedef struct rift_stan rift_stan;
 
 /*
