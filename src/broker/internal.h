@@ -51,7 +51,8 @@ struct rift_msg {
     uint32_t subject_len;
     uint32_t reply_len : 31; /* 0 for none */
     uint32_t external : 1;   /* payload owned elsewhere, released on free */
-    char subject[];          /* NUL-terminated */
+    uint32_t ext_len; /* front-end block before the payload (msg_ext.h) */
+    char subject[];   /* NUL-terminated */
 };
 
 /*

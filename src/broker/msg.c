@@ -6,6 +6,7 @@
  */
 #include "broker/internal.h"
 #include "broker/msg_cache.h"
+#include "broker/msg_ext.h"
 #include "broker/slab.h"
 
 #include <stdint.h>
@@ -93,6 +94,7 @@ static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
     atomic_init(&m->refs, refs);
     m->mem = mem;
     m->external = 0;
+    m->ext_len = 0;
     m->subject_len = (uint32_t)subject_len;
     if (subject_len > 0) {
         memcpy(m->subject, subject, subject_len);
@@ -119,6 +121,37 @@ rift_msg *rift_msg_alloc(const rift_mem *mem, size_t refs, const char *subject,
         memcpy((uint8_t *)m->payload, payload, payload_len);
     }
     return m;
+}
+
+int rift_msg_new_ext(rift_msg **pmsg, const char *subject, size_t subject_len,
+                     const char *reply, size_t reply_len, const uint8_t *ext,
+                     size_t ext_len, const uint8_t *payload,
+                     size_t payload_len) {
+    if (ext_len > UINT32_MAX || payload_len > SIZE_MAX - ext_len) {
+        return RIFT_ERR_INVALID_ARGUMENT;
+    }
+    rift_msg *m = msg_make(NULL, 1, subject, subject_len, reply, reply_len,
+                           ext_len + payload_len);
+    if (m == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    uint8_t *tail = (uint8_t *)m->payload;
+    if (ext_len > 0) {
+        memcpy(tail, ext, ext_len);
+    }
+    if (payload_len > 0) {
+        memcpy(tail + ext_len, payload, payload_len);
+    }
+    m->ext_len = (uint32_t)ext_len;
+    m->payload = tail + ext_len;
+    m->payload_len = payload_len;
+    *pmsg = m;
+    return 0;
+}
+
+const uint8_t *rift_msg_ext(const rift_msg *msg, size_t *len) {
+    *len = msg->ext_len;
+    return msg->ext_len > 0 ? msg->payload - msg->ext_len : NULL;
 }
 
 int rift_msg_new(rift_msg **pmsg, const char *subject, size_t subject_len,

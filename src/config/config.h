@@ -18,6 +18,7 @@
 
 #include "common/common.h"
 #include "config/config_streaming.h"
+#include "daemon/config_nats.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -162,6 +163,7 @@ typedef struct rift_config {
     rift_config_quic quic;
     rift_config_monitor monitor;
     rift_config_limits limits;
+    rift_config_nats nats;
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */

@@ -100,6 +100,7 @@ void rift_config_print_summary(const rift_config *cfg, FILE *out) {
             cfg->log_level_set ? level_name(cfg->log_level) : "(default)");
     print_messaging(&cfg->messaging, out);
     fprintf(out, "quic: retry=%s\n", cfg->quic.retry ? "yes" : "no");
+    rift_config_nats_print(&cfg->nats, out);
     if (cfg->monitor.listen != NULL) {
         fprintf(out,
                 "monitor: http://%s (/healthz, /status, /metrics; no "

@@ -296,6 +296,7 @@ void rift_config_free(rift_config *cfg) {
         return;
     }
     rift_config_messaging *m = &cfg->messaging;
+    rift_config_nats_free(&cfg->nats);
     rift_free(NULL, m->listen);
     rift_free(NULL, m->certificate);
     rift_free(NULL, m->private_key);

@@ -132,6 +132,28 @@ const rift_identity *rift_daemon_quic_identity(const rift_daemon_quic *q,
 int rift_daemon_quic_requester(const rift_daemon_quic *q, const char *inbox,
                                size_t len, char name[RIFT_NAME_MAX + 1]);
 
+/* ---- NATS listener (src/nats, docs/nats.md; after the QUIC server) ---- */
+
+typedef struct rift_daemon_nats rift_daemon_nats;
+
+/*
+ * rift_daemon_nats_start checks the TLS files (the same texts as the QUIC
+ * listener's), builds the identities from the principals (tokens already
+ * loaded) and listens on nats.listen; *pn stays NULL without one.
+ */
+int rift_daemon_nats_start(rift_daemon_nats **pn, rift_broker *broker,
+                           const rift_config *cfg, struct rift_quota *quota,
+                           rift_error *err);
+const char *rift_daemon_nats_address(const rift_daemon_nats *n);
+/* Closes every NATS connection and frees |n|. NULL is a no-op. */
+void rift_daemon_nats_stop(rift_daemon_nats *n);
+/* False when the listener thread ended unexpectedly; NULL is alive. */
+bool rift_daemon_nats_alive(const rift_daemon_nats *n);
+/* {"address","total","authenticated","by_identity":{...},"accepted",
+ * "refused","auth_failures","slow_consumers","messages","bytes"}, or
+ * JSON null without a listener. New reference. */
+json_t *rift_daemon_nats_connections(const rift_daemon_nats *n);
+
 /* ---- Lua plugin host (§7.1; step 3) ---- */
 
 typedef struct rift_daemon_lua rift_daemon_lua;

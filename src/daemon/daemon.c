@@ -178,6 +178,8 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
                                      d->quota, err)) != 0 ||
+        (rc = rift_daemon_nats_start(&d->nats, d->broker, &d->cfg, d->quota,
+                                     err)) != 0 ||
         (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,
                                     err)) != 0) {
         goto fail;
@@ -197,6 +199,10 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
          * bench/compare.sh read this line). */
         rift_log(RIFT_LOG_INFO, "rift: messaging QUIC on %s",
                  rift_daemon_quic_address(d->quic));
+    }
+    if (d->nats != NULL) {
+        rift_log(RIFT_LOG_INFO, "rift: NATS on %s",
+                 rift_daemon_nats_address(d->nats));
     }
     rift_events_lifecycle(d->broker, "ready");
     /* The bridge runs from here on, and a reload may replace cfg. */
@@ -238,6 +244,7 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
         }
         changed = key != NULL                            ? path
                   : d->cfg.quic.retry != next.quic.retry ? "quic.retry"
+                  : !rift_config_nats_equal(&d->cfg.nats, &next.nats) ? "nats"
                   : !same_str(d->cfg.monitor.listen, next.monitor.listen)
                       ? "monitor.listen"
                   : !rift_config_limits_equal(&d->cfg.limits, &next.limits)
@@ -315,6 +322,11 @@ int rift_daemon_wait_signals(rift_daemon *d) {
                          "unexpectedly");
                 return 1;
             }
+            if (errno == EAGAIN && !rift_daemon_nats_alive(d->nats)) {
+                rift_log(RIFT_LOG_ERROR,
+                         "rift: NATS listener stopped unexpectedly");
+                return 1;
+            }
             continue;
         }
         if (sig == SIGHUP) {
@@ -353,6 +365,8 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->control = NULL;
     rift_daemon_lua_stop(d->lua);
     d->lua = NULL;
+    rift_daemon_nats_stop(d->nats);
+    d->nats = NULL;
     rift_daemon_quic_stop(d->quic);
     d->quic = NULL;
     rift_stan_stop(d->stan);

@@ -44,6 +44,10 @@ json_t *rift_daemon_status_json(rift_daemon *d) {
         "out", (json_int_t)st.bytes_out, "remote",
         rift_daemon_quic_stats(d->quic), "streams", rift_daemon_streams_json(d),
         "plugins", rift_daemon_lua_plugins(d->lua, &d->cfg));
+    if (o != NULL) {
+        /* The NATS face: its connections by identity (null without it). */
+        json_object_set_new(o, "nats", rift_daemon_nats_connections(d->nats));
+    }
     pthread_mutex_unlock(&d->lock);
     return o;
 }

@@ -266,8 +266,9 @@ static bool table_nonempty(lua_State *L, int idx) {
  * env at 3.
  */
 static bool global_root_key(lua_State *L, const char **key) {
-    static const char *const keys[] = {
-        "messaging", "plugins", "data_dir", "quic", "monitor", "limits", NULL};
+    static const char *const keys[] = {"messaging", "plugins", "data_dir",
+                                       "quic",      "monitor", "limits",
+                                       "nats",      NULL};
     for (size_t i = 0; keys[i] != NULL; i++) {
         lua_pushstring(L, keys[i]);
         int t = lua_rawget(L, 3);

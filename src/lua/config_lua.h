@@ -99,5 +99,9 @@ int rift_config_parse_messaging(lua_State *L, int root, rift_config *cfg,
                                 rift_error *err);
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,
                            rift_config *cfg, rift_error *err);
+/* The `nats` table (config_nats.c): read before messaging, finished after. */
+int rift_config_parse_nats(lua_State *L, int root, rift_config *cfg,
+                           rift_error *err);
+int rift_config_nats_finish(rift_config *cfg, rift_error *err);
 
 #endif /* RIFT_LUA_CONFIG_LUA_H */

@@ -146,7 +146,7 @@ static int parse_scalars(lua_State *L, int t, rift_config_messaging *m,
 
 /* The listener rules of §5.1, checked before the lists are read. */
 static int check_listener(lua_State *L, int t, rift_config_messaging *m,
-                          rift_error *err) {
+                          bool nats_face, rift_error *err) {
     bool principals = false;
     int type = rift_config_push_field(L, t, "principals");
     if (type == LUA_TTABLE) {
@@ -161,7 +161,9 @@ static int check_listener(lua_State *L, int t, rift_config_messaging *m,
     lua_pop(L, 1);
     bool tls = m->certificate != NULL || m->private_key != NULL;
     if (m->listen == NULL) {
-        if (tls || principals) {
+        /* A NATS-only riftd: its listener serves the principals (and may
+         * use messaging's certificate). */
+        if ((tls || principals) && !nats_face) {
             return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
                                   "messaging.listen: required when TLS or "
                                   "principals are configured");
@@ -683,7 +685,7 @@ int rift_config_parse_messaging(lua_State *L, int root, rift_config *cfg,
     if ((rc = rift_config_check_keys(L, t, "messaging", messaging_keys, err)) !=
             0 ||
         (rc = parse_scalars(L, t, m, err)) != 0 ||
-        (rc = check_listener(L, t, m, err)) != 0 ||
+        (rc = check_listener(L, t, m, cfg->nats.listen != NULL, err)) != 0 ||
         (rc = parse_principals(L, t, m, err)) != 0 ||
         (rc = parse_subscriptions(L, t, m, err)) != 0 ||
         (rc = parse_streams(L, t, m, err)) != 0) {

@@ -13,8 +13,8 @@
 #include <string.h>
 
 static const char *const root_keys[] = {
-    "messaging", "plugins", "data_dir", "log",       "on_message",
-    "quic",      "monitor", "limits",   "streaming", NULL,
+    "messaging", "plugins", "data_dir", "log",       "on_message", "quic",
+    "monitor",   "limits",  "nats",     "streaming", NULL,
 };
 
 static const char *const limits_keys[] = {"per_identity", "control_reserve",
@@ -518,7 +518,9 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
                               "on_message: expected a function");
     }
     cfg->has_on_message = type == LUA_TFUNCTION;
-    if ((rc = rift_config_parse_messaging(L, root, cfg, err)) != 0 ||
+    if ((rc = rift_config_parse_nats(L, root, cfg, err)) != 0 ||
+        (rc = rift_config_parse_messaging(L, root, cfg, err)) != 0 ||
+        (rc = rift_config_nats_finish(cfg, err)) != 0 ||
         (rc = parse_plugins(L, root, plugin_names, cfg, err)) != 0 ||
         (rc = parse_data_dir(L, root, cfg, err)) != 0 ||
         (rc = parse_log(L, root, cfg, err)) != 0 ||

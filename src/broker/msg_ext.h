@@ -1,0 +1,28 @@
+/*
+ * msg_ext.h — a front end's own block in a message (broker layer): opaque
+ * bytes stored in the message's allocation just before the payload. The
+ * NATS listener keeps a message's headers and its origin there
+ * (src/nats/); the broker routes the message as any other, and protocol v1,
+ * Lua and in-process subscribers see only the payload
+ * (rift_msg_payload), never the block.
+ */
+#ifndef RIFT_BROKER_MSG_EXT_H
+#define RIFT_BROKER_MSG_EXT_H
+
+#include "rift/broker.h"
+
+/*
+ * rift_msg_new_ext is rift_msg_new with |ext_len| bytes of |ext| kept
+ * before the payload (at most 4 GiB). Errors: RIFT_ERR_NOMEM,
+ * RIFT_ERR_INVALID_ARGUMENT.
+ */
+int rift_msg_new_ext(rift_msg **pmsg, const char *subject, size_t subject_len,
+                     const char *reply, size_t reply_len, const uint8_t *ext,
+                     size_t ext_len, const uint8_t *payload,
+                     size_t payload_len);
+
+/* rift_msg_ext returns the block and its length, or NULL (*len = 0) for a
+ * message made without one. */
+const uint8_t *rift_msg_ext(const rift_msg *msg, size_t *len);
+
+#endif /* RIFT_BROKER_MSG_EXT_H */

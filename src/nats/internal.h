@@ -1,0 +1,170 @@
+/*
+ * internal.h — the NATS listener's structures (nats layer), shared by
+ * server.c (thread, accept, stop), conn.c (socket and TLS I/O, timers,
+ * close), ops.c (the protocol operations), deliver.c (broker queues to
+ * MSG/HMSG) and inbox.c (inbox claims). Everything here belongs to the
+ * listener's loop thread except the atomic counters.
+ */
+#ifndef RIFT_NATS_INTERNAL_H
+#define RIFT_NATS_INTERNAL_H
+
+#include "nats/nats.h"
+#include "nats/parse.h"
+#include "net/loop.h"
+#include "subject/auth.h"
+
+#include <gnutls/gnutls.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Subscriptions one connection may hold. */
+#define NATS_MAX_SUBS 65536
+/* Messages taken from a broker queue at once. */
+#define NATS_BATCH 64
+/* Bytes read from a socket at once. */
+#define NATS_READ_CHUNK 65536
+
+typedef struct nats_conn nats_conn;
+typedef struct nats_claim nats_claim;
+
+/* One SUB of a connection. */
+typedef struct nats_sub {
+    nats_conn *conn;
+    rift_sub *sub;
+    struct nats_sub *next; /* the connection's list */
+    uint64_t max;          /* UNSUB max: 0 = unlimited */
+    uint64_t delivered;
+    bool in_claim;   /* the pattern lies inside one of the conn's claims */
+    const char *sid; /* both in buf */
+    size_t sid_len;
+    const char *pattern;
+    size_t pattern_len;
+    char buf[];
+} nats_sub;
+
+struct nats_conn {
+    rift_nats *srv;
+    nats_conn *prev, *next; /* srv's list */
+    nats_conn *dirty_next;  /* srv's list of connections with output */
+    bool dirty;
+    int fd;
+    uint64_t cid; /* INFO client_id; also the origin tag of messages */
+    rift_io io;
+    rift_timer auth_timer;
+    rift_timer ping_timer;
+    rift_timer write_timer;
+    gnutls_session_t tls;
+    bool handshaking;
+    rift_nats_parser parser;
+    uint8_t *out;
+    size_t out_off, out_len, out_cap;
+    /* Set by CONNECT. */
+    bool connected;
+    bool verbose, pedantic, echo, headers, no_responders;
+    const rift_identity *id;
+    size_t id_index;
+    size_t quota_slot;
+    bool quota_taken;
+    unsigned pings_out;
+    nats_sub *subs;
+    size_t n_subs;
+    nats_claim *claims; /* this connection's inbox prefixes */
+    bool closing;
+};
+
+struct rift_nats {
+    rift_broker *broker;
+    rift_nats_settings s;
+    char *listen_text;
+    char *anonymous;
+    rift_identity *ids; /* copies, tokens included */
+    size_t n_ids;
+    const char **names;
+    rift_auth_table auth;
+    gnutls_certificate_credentials_t cred; /* NULL: plaintext */
+    gnutls_priority_t prio;
+    char server_id[24];
+    char address[64];
+    int lfd;
+    rift_loop *loop;
+    rift_io lio;
+    rift_notifier *notifier;
+    rift_io nio;
+    pthread_t thread;
+    bool started;
+    atomic_bool running;
+    nats_conn *conns;
+    nats_conn *dirty;
+    nats_conn *graveyard; /* closed, freed at the end of the callback */
+    uint64_t next_cid;
+    nats_claim **claim_table; /* inbox.c */
+    size_t claim_buckets;
+    size_t n_claims;
+    uint8_t rbuf[NATS_READ_CHUNK];
+    /* Counters read by rift_nats_get_stats from other threads. */
+    atomic_uint_fast64_t n_conns, n_auth, accepted, refused, auth_failures,
+        slow_consumers, msgs_in, bytes_in, msgs_out, bytes_out;
+    atomic_uint_fast64_t *by_identity;
+};
+
+/* ---- conn.c ---- */
+
+/* Accepts |fd|: sends INFO, starts TLS and the auth timer. */
+void rift_nats_conn_accept(rift_nats *srv, int fd);
+/* Queues bytes for the client (no limit: callers check max_pending). */
+int rift_nats_conn_send(nats_conn *c, const void *data, size_t len);
+/* Room for |n| more output bytes (NULL when out of memory), then the
+ * bytes actually written. */
+uint8_t *rift_nats_conn_reserve(nats_conn *c, size_t n);
+void rift_nats_conn_commit(nats_conn *c, size_t n);
+/* Queues -ERR '<text>'. */
+void rift_nats_conn_err(nats_conn *c, const char *text);
+/* Sends -ERR '<text>' (when |text| is set), flushes what it can and
+ * closes; the struct is freed by rift_nats_reap. */
+void rift_nats_conn_close(nats_conn *c, const char *text);
+/* Writes queued output of every dirty connection. */
+void rift_nats_flush_dirty(rift_nats *srv);
+/* Frees closed connections (end of every loop callback). */
+void rift_nats_reap(rift_nats *srv);
+/* Outbound bytes not yet written. */
+size_t rift_nats_conn_pending(const nats_conn *c);
+
+/* ---- ops.c ---- */
+
+/* Handles one parsed operation; false when the connection was closed. */
+bool rift_nats_handle_op(nats_conn *c, const rift_nats_op *op);
+/* Ends one subscription and frees it. */
+void rift_nats_sub_end(nats_sub *ns);
+/* Drops every subscription of |c| (when it is reaped). */
+void rift_nats_conn_unsub_all(nats_conn *c);
+
+/* ---- deliver.c ---- */
+
+/* The notifier is readable, or the loop published: drain ready subs. */
+void rift_nats_drain(rift_nats *srv);
+/* Queues the no-responders status (503) for a request of |c| on
+ * |reply|, through the connection's subscription that matches it. */
+void rift_nats_no_responders(nats_conn *c, const char *reply, size_t rlen);
+/* The origin block NATS publishes carry (msg_ext.h): client id, then the
+ * raw header block. */
+#define NATS_EXT_ORIGIN 8
+
+/* ---- inbox.c ---- */
+
+/* The claimable prefix token of |subject| ("_INBOX.<token>[.…]"), or
+ * NULL when |subject| is not under an unguessable inbox prefix. */
+const char *rift_nats_inbox_token(const char *subject, size_t len,
+                                  size_t *tlen);
+/* The connection that claimed |token|, or NULL. */
+nats_conn *rift_nats_claim_owner(rift_nats *srv, const char *token,
+                                 size_t tlen);
+/* Claims |token| for |c| (a no-op when already its own). Errors:
+ * RIFT_ERR_PERMISSION (another connection's), RIFT_ERR_LIMIT,
+ * RIFT_ERR_NOMEM. */
+int rift_nats_claim(nats_conn *c, const char *token, size_t tlen);
+/* Ends every claim of |c|. */
+void rift_nats_claims_release(nats_conn *c);
+/* Frees the table (listener shutdown). */
+void rift_nats_claims_free(rift_nats *srv);
+
+#endif /* RIFT_NATS_INTERNAL_H */
