@@ -30,7 +30,8 @@ pkgs="build-essential cmake ninja-build pkg-config git
       libngtcp2-dev libngtcp2-crypto-gnutls-dev"
 test_pkgs="clang libclang-rt-14-dev clang-format man-db
       librust-quinn-dev librust-rustls-pemfile-dev librust-tokio-dev
-      librust-anyhow-dev"
+      librust-anyhow-dev
+      libnats-dev"
 
 . /etc/os-release
 codename="${VERSION_CODENAME:-}"
