@@ -279,6 +279,17 @@ static void remove_dir(const char *path) {
     (void)rmdir(path);
 }
 
+/* An offline durable (or durable queue shadow) keeps its channel. */
+static bool has_durables(rift_stream *st) {
+    rift_stream_info info;
+    if (rift_stream_get_info(st, &info, NULL) != 0) {
+        return true;
+    }
+    bool any = info.consumer_count > 0;
+    rift_stream_info_free(&info);
+    return any;
+}
+
 static void channel_free(rift_stan *svc, stan_channel *ch) {
     rift_stream_close(ch->stream);
     rift_free(svc->s.mem, ch->name);
@@ -291,7 +302,8 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
         rift_stan_limits l =
             limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
         if (!l.max_inactivity_ms || ch->subs || ch->feeds ||
-            now_ms - ch->last_activity_ms < l.max_inactivity_ms) {
+            now_ms - ch->last_activity_ms < l.max_inactivity_ms ||
+            has_durables(ch->stream)) {
             pp = &ch->next;
             continue;
         }
