@@ -70,6 +70,10 @@ struct rift_stan;
 int rift_daemon_stan_start(struct rift_stan **ps, rift_broker *broker,
                            const rift_config *cfg, rift_error *err);
 
+/* The service's entry of `rift status`: {"clients","channels",
+ * "subscriptions"}, or JSON null without the service. New reference. */
+json_t *rift_daemon_stan_json(struct rift_stan *s);
+
 /* ---- Per-identity quotas (limits.c) ---- */
 
 struct rift_quota;

@@ -25,3 +25,14 @@ int rift_daemon_stan_start(rift_stan **ps, rift_broker *broker,
              c->cluster_id, c->file_store ? "file" : "memory");
     return 0;
 }
+
+json_t *rift_daemon_stan_json(rift_stan *s) {
+    if (s == NULL) {
+        return json_null();
+    }
+    rift_stan_counts c;
+    rift_stan_get_counts(s, &c);
+    return json_pack("{sIsIsI}", "clients", (json_int_t)c.clients, "channels",
+                     (json_int_t)c.channels, "subscriptions",
+                     (json_int_t)c.subscriptions);
+}

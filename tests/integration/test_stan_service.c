@@ -153,8 +153,15 @@ RIFT_TEST(publish_subscribe_ack) {
     CHECK_OK(stan_cli_next(&s, STAN_CLI_TIMEOUT_NS, &m));
     CHECK_EQ_STR(m.data, "live");
     CHECK_EQ_U64(m.sequence, 4);
+    rift_stan_counts n;
+    rift_stan_get_counts(fx.svc, &n);
+    CHECK_EQ_INT(n.clients, 1);
+    CHECK_EQ_INT(n.channels, 1);
+    CHECK_EQ_INT(n.subscriptions, 1);
     CHECK_OK(stan_cli_unsubscribe(&c, &s, "orders", false));
     CHECK_OK(stan_cli_close(&c));
+    rift_stan_get_counts(fx.svc, &n);
+    CHECK_EQ_INT(n.clients + n.subscriptions, 0);
     fx_stop(&fx);
 }
 
