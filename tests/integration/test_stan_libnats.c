@@ -209,6 +209,9 @@ RIFT_TEST(publish_sync_async_and_start_positions) {
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
     fx_stop(&fx);
+    /* One test per process: release libnats' global state (threads, and
+     * what LeakSanitizer would report). */
+    nats_CloseAndWait(5000);
 }
 
 RIFT_TEST(durable_resumes_after_close) {
@@ -241,6 +244,9 @@ RIFT_TEST(durable_resumes_after_close) {
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
     fx_stop(&fx);
+    /* One test per process: release libnats' global state (threads, and
+     * what LeakSanitizer would report). */
+    nats_CloseAndWait(5000);
 }
 
 RIFT_TEST(queue_group_and_redelivery) {
@@ -293,4 +299,7 @@ RIFT_TEST(queue_group_and_redelivery) {
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
     fx_stop(&fx);
+    /* One test per process: release libnats' global state (threads, and
+     * what LeakSanitizer would report). */
+    nats_CloseAndWait(5000);
 }

@@ -161,4 +161,5 @@ RIFT_TEST(migration_config_serves_and_persists) {
     stanConnection_Destroy(sc);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
+    nats_CloseAndWait(5000); /* libnats' global state */
 }

@@ -31,7 +31,9 @@ rift_ssize stan_cli_raw(rift_broker *b, const char *subject,
     if (n > cap) {
         n = cap;
     }
-    memcpy(out, p, n);
+    if (n) {
+        memcpy(out, p, n);
+    }
     rift_msg_unref(r);
     return (rift_ssize)n;
 }
