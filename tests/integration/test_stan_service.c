@@ -491,6 +491,7 @@ RIFT_TEST(file_store_survives_restart) {
     /* The ack is asynchronous: a ping round trip orders it before close. */
     CHECK_OK(stan_cli_ping(&c, NULL));
     CHECK_OK(stan_cli_close(&c));
+    rift_sub_close(sub.inbox_sub); /* the client's inbox goes with it */
     fx_stop(&fx);
 
     fixture fx2 = {0};
@@ -514,6 +515,8 @@ RIFT_TEST(file_store_survives_restart) {
         CHECK_OK(stan_cli_next(&all, STAN_CLI_TIMEOUT_NS, &m));
         CHECK_EQ_U64(m.sequence, i);
     }
+    rift_sub_close(sub.inbox_sub);
+    rift_sub_close(all.inbox_sub);
     stan_cli_vanish(&c);
     fx_stop(&fx2);
     rift_test_rmdir(dir);
