@@ -521,3 +521,22 @@ RIFT_TEST(file_store_survives_restart) {
     fx_stop(&fx2);
     rift_test_rmdir(dir);
 }
+
+RIFT_TEST(pings_after_restart_report_the_lost_connection) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stan_cli c;
+    CHECK_OK(stan_cli_connect(&c, fx.broker, CLUSTER, "pinger", false));
+    CHECK_OK(stan_cli_ping(&c, NULL));
+    /* The service restarts on the same broker; registrations are in
+     * memory, so the client's next ping learns it must reconnect. */
+    rift_stan_stop(fx.svc);
+    CHECK_OK(rift_stan_start(&fx.svc, fx.broker, NULL, NULL));
+    CHECK_EQ_INT(stan_cli_ping(&c, NULL), -1);
+    CHECK_EQ_STR(c.error,
+                 "client has been replaced or is no longer registered");
+    CHECK_EQ_INT(stan_cli_publish(&c, "foo", "x"), -1);
+    CHECK_EQ_STR(c.error, "stan: invalid publish request");
+    stan_cli_vanish(&c);
+    fx_stop(&fx);
+}
