@@ -28,6 +28,10 @@ typedef struct rift_config_streaming {
 void rift_config_streaming_settings(const rift_config_streaming *c,
                                     rift_stan_settings *out);
 
+/* Same `streaming` table as written (a change needs a restart). */
+bool rift_config_streaming_equal(const rift_config_streaming *a,
+                                 const rift_config_streaming *b);
+
 void rift_config_streaming_free(rift_config_streaming *c);
 
 #endif /* RIFT_CONFIG_CONFIG_STREAMING_H */

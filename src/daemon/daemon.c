@@ -254,6 +254,10 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
                            strcmp(d->cfg.data_dir, next.data_dir) != 0)
                       ? "data_dir"
                       : NULL;
+        if (changed == NULL &&
+            !rift_config_streaming_equal(&d->cfg.streaming, &next.streaming)) {
+            changed = "streaming";
+        }
         if (changed != NULL) {
             /* The answer's text is the protocol's (§5.2) and names no key:
              * the log says which one. */

@@ -98,3 +98,23 @@ RIFT_TEST(refusals) {
     CHECK_EQ_STR(load_error("return { streaming = 5 }"),
                  "streaming: expected a table");
 }
+
+RIFT_TEST(equality_for_reload) {
+    static const char a[] = "return { streaming = { cluster_id = 'one', "
+                            "limits = { channels = { x = { max_msgs = 5 } } } "
+                            "} }";
+    static const char b[] = "return { streaming = { cluster_id = 'two', "
+                            "limits = { channels = { x = { max_msgs = 5 } } } "
+                            "} }";
+    rift_config c1, c2, c3;
+    CHECK_OK(load(a, &c1, NULL));
+    CHECK_OK(load(a, &c2, NULL));
+    CHECK_OK(load(b, &c3, NULL));
+    bool same = rift_config_streaming_equal(&c1.streaming, &c2.streaming);
+    bool differ = !rift_config_streaming_equal(&c1.streaming, &c3.streaming);
+    rift_config_free(&c1);
+    rift_config_free(&c2);
+    rift_config_free(&c3);
+    CHECK(same);
+    CHECK(differ);
+}
