@@ -18,6 +18,7 @@
 
 #include "common/common.h"
 #include "config/config_nats.h"
+#include "config/config_streaming.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -166,6 +167,8 @@ typedef struct rift_config {
     rift_config_plugin *plugins; /* in declaration order */
     size_t n_plugins;
     char *data_dir; /* NULL = none */
+    /* NATS Streaming (docs/streaming.md); enabled false without it. */
+    rift_config_streaming streaming;
     bool log_level_set;
     rift_log_level log_level;
     /* Root-level Lua message handlers: on_message and rift.on("message"). */

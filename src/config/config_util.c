@@ -346,6 +346,7 @@ void rift_config_free(rift_config *cfg) {
     }
     rift_free(NULL, cfg->plugins);
     rift_free(NULL, cfg->monitor.listen);
+    rift_config_streaming_free(&cfg->streaming);
     rift_free(NULL, cfg->data_dir);
     rift_free(NULL, cfg->source);
     rift_free(NULL, cfg->source_name);

@@ -60,6 +60,20 @@ rift_stream *rift_daemon_streams_at(const rift_daemon_streams *s, size_t i,
 json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
                                    const rift_config_stream *cfg);
 
+/* ---- NATS Streaming (docs/streaming.md; after the streams) ---- */
+
+struct rift_stan;
+
+/* rift_daemon_stan_start starts the service when cfg has a `streaming`
+ * table (*ps stays NULL otherwise); errors read "streaming: <error>".
+ * Stop it with rift_stan_stop (stan/stan.h). */
+int rift_daemon_stan_start(struct rift_stan **ps, rift_broker *broker,
+                           const rift_config *cfg, rift_error *err);
+
+/* The service's entry of `rift status`: {"clients","channels",
+ * "subscriptions"}, or JSON null without the service. New reference. */
+json_t *rift_daemon_stan_json(struct rift_stan *s);
+
 /* ---- Per-identity quotas (limits.c) ---- */
 
 struct rift_quota;

@@ -9,6 +9,7 @@
 #include "daemon/files.h"
 #include "daemon/credentials.h"
 #include "lua/config_eval.h"
+#include "stan/stan.h"
 #include "subject/quota.h"
 
 #include <errno.h>
@@ -173,6 +174,7 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         opts->on_broker(opts->on_broker_ud, d->broker);
     }
     if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
+        (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
                                      d->quota, err)) != 0 ||
@@ -252,6 +254,10 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
                            strcmp(d->cfg.data_dir, next.data_dir) != 0)
                       ? "data_dir"
                       : NULL;
+        if (changed == NULL &&
+            !rift_config_streaming_equal(&d->cfg.streaming, &next.streaming)) {
+            changed = "streaming";
+        }
         if (changed != NULL) {
             /* The answer's text is the protocol's (§5.2) and names no key:
              * the log says which one. */
@@ -367,6 +373,8 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->nats = NULL;
     rift_daemon_quic_stop(d->quic);
     d->quic = NULL;
+    rift_stan_stop(d->stan);
+    d->stan = NULL;
     rift_daemon_streams_close(d->streams);
     d->streams = NULL;
 }

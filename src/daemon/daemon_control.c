@@ -47,6 +47,7 @@ json_t *rift_daemon_status_json(rift_daemon *d) {
     if (o != NULL) {
         /* The NATS face: its connections by identity (null without it). */
         json_object_set_new(o, "nats", rift_daemon_nats_connections(d->nats));
+        json_object_set_new(o, "streaming", rift_daemon_stan_json(d->stan));
     }
     pthread_mutex_unlock(&d->lock);
     return o;

@@ -90,6 +90,11 @@ char *rift_config_strdup(const char *s, size_t len);
 void rift_config_free_strings(char **v, size_t n);
 
 /* Parsers of the two halves of the root table (index |root|). */
+/* rift_config_parse_streaming reads the optional `streaming` table (after
+ * data_dir, which its file store defaults under); config_streaming.c. */
+int rift_config_parse_streaming(lua_State *L, int root, rift_config *cfg,
+                                rift_error *err);
+
 int rift_config_parse_messaging(lua_State *L, int root, rift_config *cfg,
                                 rift_error *err);
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,

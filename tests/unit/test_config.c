@@ -88,9 +88,10 @@ RIFT_TEST(unknown_fields_name_their_path) {
                   "messaging.streams.jobs.max_age: unknown field (expected "
                   "subjects, max_messages, max_bytes, max_payload_bytes, "
                   "max_consumers, sync_on_write, storage_path, max_age_ms)");
-    CHECK_REJECTS("return { listen = '0.0.0.0:1' }",
-                  "listen: unknown field (expected messaging, plugins, "
-                  "data_dir, log, on_message, quic, monitor, limits, nats)");
+    CHECK_REJECTS(
+        "return { listen = '0.0.0.0:1' }",
+        "listen: unknown field (expected messaging, plugins, "
+        "data_dir, log, on_message, quic, monitor, limits, nats, streaming)");
     CHECK_REJECTS("return { messaging = { 1 } }",
                   "messaging[1]: unknown field (expected listen, certificate, "
                   "private_key, principals, subscription_capacity, "
@@ -101,7 +102,7 @@ RIFT_TEST(unknown_fields_name_their_path) {
     /* The lexically smallest unknown key is named, whatever the hash order. */
     CHECK_REJECTS("return { zz = 1, aa = 2, messaging = {} }",
                   "aa: unknown field (expected messaging, plugins, data_dir, "
-                  "log, on_message, quic, monitor, limits, nats)");
+                  "log, on_message, quic, monitor, limits, nats, streaming)");
 }
 
 /* ---- integers ---- */

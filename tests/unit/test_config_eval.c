@@ -165,9 +165,10 @@ RIFT_TEST(script_style_rift_config) {
     CHECK_REJECTS("rift.config.log = 'info' return { data_dir = 'x' }",
                   "config: return a table or assign rift.config fields, not "
                   "both");
-    CHECK_REJECTS("rift.config.bogus = 1",
-                  "bogus: unknown field (expected messaging, plugins, "
-                  "data_dir, log, on_message, quic, monitor, limits, nats)");
+    CHECK_REJECTS(
+        "rift.config.bogus = 1",
+        "bogus: unknown field (expected messaging, plugins, "
+        "data_dir, log, on_message, quic, monitor, limits, nats, streaming)");
 }
 
 /* A root key assigned as a plain global is neither style: refused rather

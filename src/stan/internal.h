@@ -1,0 +1,159 @@
+/*
+ * internal.h — the STAN service's shared state (stan layer, private to
+ * src/stan): clients (clients.c), channels and publishing (channels.c),
+ * subscriptions and delivery (subs.c), the thread and dispatch
+ * (service.c). Everything below is touched by the service thread only,
+ * under |lock| (which status readers take too), except what says
+ * otherwise.
+ */
+#ifndef RIFT_STAN_INTERNAL_H
+#define RIFT_STAN_INTERNAL_H
+
+#include "rift/stream.h"
+#include "stan/proto.h"
+#include "stan/stan.h"
+#include "store/push.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The original's error texts (nats-streaming-server server.go, stores). */
+#define STAN_ERR_INVALID_SUBJECT  "stan: invalid subject"
+#define STAN_ERR_INVALID_START    "stan: invalid start position"
+#define STAN_ERR_INVALID_SEQUENCE "stan: invalid start sequence"
+#define STAN_ERR_INVALID_TIME     "stan: invalid start time"
+#define STAN_ERR_INVALID_SUB      "stan: invalid subscription"
+#define STAN_ERR_DUP_CLIENT       "stan: clientID already registered"
+#define STAN_ERR_MISSING_CLIENT   "stan: clientID missing"
+#define STAN_ERR_INVALID_CLIENT_ID                                             \
+ "stan: invalid clientID: only alphanumeric and `-` or `_` characters allowed"
+#define STAN_ERR_ACK_WAIT     "stan: invalid ack wait time, should be >= 1s"
+#define STAN_ERR_MAX_INFLIGHT "stan: invalid MaxInflight, should be >= 1"
+#define STAN_ERR_CONN_REQ     "stan: invalid connection request"
+#define STAN_ERR_PUB_REQ      "stan: invalid publish request"
+#define STAN_ERR_SUB_REQ      "stan: invalid subscription request"
+#define STAN_ERR_UNSUB_REQ    "stan: invalid unsubscribe request"
+#define STAN_ERR_CLOSE_REQ    "stan: invalid close request"
+#define STAN_ERR_DUP_DURABLE  "stan: duplicate durable registration"
+#define STAN_ERR_DUR_NAME                                                      \
+ "stan: durable name of a durable queue subscriber can't contain the "         \
+ "character ':'"
+#define STAN_ERR_UNKNOWN_CLIENT    "stan: unknown clientID"
+#define STAN_ERR_TOO_MANY_CHANNELS "too many channels"
+#define STAN_ERR_TOO_MANY_SUBS     "too many subscriptions per channel"
+#define STAN_ERR_PING_UNKNOWN                                                  \
+ "client has been replaced or is no longer registered"
+
+typedef struct stan_channel stan_channel;
+typedef struct stan_feed stan_feed;
+typedef struct stan_sub stan_sub;
+
+typedef struct stan_client {
+    struct stan_client *next;
+    char *id;
+    char *hb_inbox;
+    uint8_t *conn_id;
+    size_t conn_id_len;
+    uint64_t serial;   /* names its heartbeat replies */
+    uint32_t hb_fails; /* probes unanswered in a row */
+    bool hb_outstanding;
+} stan_client;
+
+/* A feed is one consumer and its push engine: a plain subscription has
+ * one member, a queue group several. */
+struct stan_feed {
+    stan_feed *next;
+    stan_channel *ch;
+    char *name; /* the consumer's name in the channel's stream */
+    bool durable;
+    rift_consumer *consumer;
+    rift_push *push;
+    size_t members;
+};
+
+struct stan_sub {
+    stan_sub *next;
+    stan_client *client;
+    stan_feed *feed;
+    uint64_t id;
+    char *inbox;
+    char *ack_inbox;
+    char *durable; /* NULL for none */
+};
+
+struct stan_channel {
+    stan_channel *next;
+    struct rift_stan *svc;
+    char *name;
+    rift_stream *stream;
+    stan_feed *feeds;
+    size_t subs;
+    uint64_t last_activity_ms;
+    /* Set by a publish completion on a writer thread. */
+    atomic_bool dirty;
+};
+
+struct rift_stan {
+    rift_stan_settings s;
+    char *cluster_id, *discover_prefix, *dir;
+    rift_broker *broker;
+    rift_notifier *notifier;
+    rift_sub *subs_in[9];
+    size_t nsubs_in;
+    int wake_fd;
+    pthread_t thread;
+    bool running;
+    atomic_bool stop;
+    pthread_mutex_t lock;
+
+    /* Subjects, NUL-terminated. */
+    char *discover, *pub_prefix, *sub_subj, *unsub_subj, *subclose_subj,
+        *close_subj, *ping_subj, *ack_prefix, *hb_prefix;
+
+    stan_client *clients;
+    stan_channel *channels;
+    stan_sub *sub_list;
+    size_t nclients, nchannels, nsubs;
+    uint64_t next_serial;
+    uint64_t last_hb_ms;
+};
+
+/* ---- service.c ---- */
+/* Publishes |len| bytes to |subject| (no reply); errors are logged. */
+void stan_send(rift_stan *svc, const char *subject, size_t subject_len,
+               const uint8_t *p, size_t len);
+void stan_wake(rift_stan *svc);
+uint64_t stan_mono_ms(void);
+char *stan_strdup(rift_stan *svc, rift_stan_str s);
+bool stan_client_id_valid(rift_stan_str id);
+
+/* ---- clients.c ---- */
+void stan_on_connect(rift_stan *svc, const rift_msg *m);
+void stan_on_close(rift_stan *svc, const rift_msg *m);
+void stan_on_ping(rift_stan *svc, const rift_msg *m);
+void stan_on_hb_reply(rift_stan *svc, const rift_msg *m);
+void stan_heartbeat_tick(rift_stan *svc, uint64_t now_ms);
+stan_client *stan_client_find(rift_stan *svc, rift_stan_str id);
+stan_client *stan_client_by_conn(rift_stan *svc, rift_stan_str conn_id);
+void stan_clients_free(rift_stan *svc);
+
+/* ---- channels.c ---- */
+/* stan_channel_get opens (or creates, within max_channels) |name|; on
+ * failure |errtext| is the text for the client. */
+stan_channel *stan_channel_get(rift_stan *svc, rift_stan_str name,
+                               const char **errtext);
+void stan_on_publish(rift_stan *svc, const rift_msg *m);
+void stan_channels_close(rift_stan *svc);
+void stan_channels_expire(rift_stan *svc, uint64_t now_ms);
+
+/* ---- subs.c ---- */
+void stan_on_subscribe(rift_stan *svc, const rift_msg *m);
+void stan_on_unsubscribe(rift_stan *svc, const rift_msg *m, bool close);
+void stan_on_ack(rift_stan *svc, const rift_msg *m);
+/* Closes every subscription of |c| (durables kept). */
+void stan_subs_drop_client(rift_stan *svc, stan_client *c);
+/* Pumps every feed; returns the earliest ack-wait deadline (mono ms). */
+uint64_t stan_subs_pump(rift_stan *svc, uint64_t now_ms);
+void stan_subs_free(rift_stan *svc);
+
+#endif /* RIFT_STAN_INTERNAL_H */

@@ -1,0 +1,305 @@
+/*
+ * test_stan_libnats.c — a real NATS Streaming client, nats.c's streaming
+ * API from Debian's libnats, against the STAN service behind riftd's NATS
+ * face (in-process: the NATS listener of src/nats on a loopback port over
+ * a broker that also runs the service). Connect, publish sync and async,
+ * subscribe with start positions, durable resume after close, queue group,
+ * ack-wait redelivery, close.
+ */
+// labels: threads
+#define NATS_HAS_STREAMING 1
+#include "libnats.h" /* <nats/nats.h>, see tests/CMakeLists.txt */
+
+#include "natsraw.h"
+#include "stan/stan.h"
+#include "subject/acl.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#define CLUSTER "test-cluster"
+#define WAIT_MS 10000
+
+/* The principal STAN clients act as (anonymous): _STAN.> and _INBOX.>. */
+static rift_identity stan_id;
+
+static void stan_principal(rift_nats_settings *s) {
+    static const char *const grants[] = {"_STAN.>", "_INBOX.>"};
+    rift_identity_init(&stan_id, NULL);
+    (void)rift_identity_set_name(&stan_id, "stan", 4);
+    (void)rift_identity_set_token(
+        &stan_id, "stan-token-0123456789abcdefghijklmnopqrstuvwxyz", 47);
+    for (size_t i = 0; i < 2; i++) {
+        (void)rift_identity_allow_publish(&stan_id, grants[i],
+                                          strlen(grants[i]));
+        (void)rift_identity_allow_subscribe(&stan_id, grants[i],
+                                            strlen(grants[i]));
+    }
+    s->identities = &stan_id;
+    s->identity_count = 1;
+    s->anonymous = "stan";
+}
+
+typedef struct fixture {
+    natsraw_fix nf;
+    rift_stan *svc;
+    char url[128];
+} fixture;
+
+static int fx_start(fixture *fx) {
+    if (natsraw_start(&fx->nf, stan_principal) != 0) {
+        return -1;
+    }
+    rift_identity_free(&stan_id);
+    snprintf(fx->url, sizeof fx->url, "nats://%s:%d", fx->nf.host, fx->nf.port);
+    return rift_stan_start(&fx->svc, fx->nf.broker, NULL, NULL);
+}
+
+static void fx_stop(fixture *fx) {
+    rift_stan_stop(fx->svc);
+    natsraw_stop(&fx->nf);
+}
+
+static stanConnection *connect_as(fixture *fx, const char *id) {
+    stanConnOptions *o = NULL;
+    stanConnection *sc = NULL;
+    if (stanConnOptions_Create(&o) != NATS_OK ||
+        stanConnOptions_SetURL(o, fx->url) != NATS_OK) {
+        stanConnOptions_Destroy(o);
+        return NULL;
+    }
+    natsStatus s = stanConnection_Connect(&sc, CLUSTER, id, o);
+    stanConnOptions_Destroy(o);
+    if (s != NATS_OK) {
+        fprintf(stderr, "connect: %s: %s\n", natsStatus_GetText(s),
+                nats_GetLastError(NULL));
+        return NULL;
+    }
+    return sc;
+}
+
+/* What a subscription callback saw, guarded by |mu|. */
+typedef struct seen {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t seqs[256];
+    bool redelivered[256];
+    size_t n;
+    bool ack; /* acknowledge in the callback */
+} seen;
+
+static void seen_init(seen *s, bool ack) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->ack = ack;
+}
+
+static void on_msg(stanConnection *sc, stanSubscription *sub,
+                   const char *channel, stanMsg *msg, void *closure) {
+    (void)sc;
+    (void)channel;
+    seen *s = closure;
+    pthread_mutex_lock(&s->mu);
+    if (s->n < 256) {
+        s->seqs[s->n] = stanMsg_GetSequence(msg);
+        s->redelivered[s->n] = stanMsg_IsRedelivered(msg);
+        s->n++;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->ack) {
+        stanSubscription_AckMsg(sub, msg);
+    }
+    stanMsg_Destroy(msg);
+}
+
+/* wait_n waits until |s| saw at least |n| messages. */
+static bool wait_n(seen *s, size_t n) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += WAIT_MS / 1000;
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (s->n < n && rc == 0) {
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+    }
+    bool ok = s->n >= n;
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+static int pub(stanConnection *sc, const char *ch, int from, int to) {
+    for (int i = from; i <= to; i++) {
+        char d[16];
+        int n = snprintf(d, sizeof d, "m%d", i);
+        if (stanConnection_Publish(sc, ch, d, n) != NATS_OK) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct acks {
+    pthread_mutex_t mu;
+    int ok, failed;
+} acks;
+
+static void on_ack(const char *guid, const char *error, void *closure) {
+    (void)guid;
+    acks *a = closure;
+    pthread_mutex_lock(&a->mu);
+    if (error) {
+        a->failed++;
+    } else {
+        a->ok++;
+    }
+    pthread_mutex_unlock(&a->mu);
+}
+
+static bool acks_done(void *arg) {
+    acks *a = arg;
+    pthread_mutex_lock(&a->mu);
+    bool done = a->ok + a->failed >= 20;
+    pthread_mutex_unlock(&a->mu);
+    return done;
+}
+
+RIFT_TEST(publish_sync_async_and_start_positions) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stanConnection *sc = connect_as(&fx, "libnats-pub");
+    CHECK(sc != NULL);
+    CHECK_OK(pub(sc, "orders", 1, 5));
+    acks a = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    for (int i = 0; i < 20; i++) {
+        CHECK(stanConnection_PublishAsync(sc, "orders", "async", 5, on_ack,
+                                          &a) == NATS_OK);
+    }
+    CHECK(rift_test_wait_until(acks_done, &a, WAIT_MS));
+    CHECK_EQ_INT(a.ok, 20);
+    /* All available, last received, from sequence 24. */
+    struct {
+        int mode;
+        uint64_t first;
+    } cases[] = {{0, 1}, {1, 25}, {2, 24}};
+    for (size_t i = 0; i < 3; i++) {
+        stanSubOptions *so = NULL;
+        CHECK(stanSubOptions_Create(&so) == NATS_OK);
+        if (cases[i].mode == 0) {
+            stanSubOptions_DeliverAllAvailable(so);
+        } else if (cases[i].mode == 1) {
+            stanSubOptions_StartWithLastReceived(so);
+        } else {
+            stanSubOptions_StartAtSequence(so, 24);
+        }
+        seen s;
+        seen_init(&s, true);
+        stanSubscription *sub = NULL;
+        CHECK(stanConnection_Subscribe(&sub, sc, "orders", on_msg, &s, so) ==
+              NATS_OK);
+        stanSubOptions_Destroy(so);
+        CHECK(wait_n(&s, 1));
+        CHECK_EQ_U64(s.seqs[0], cases[i].first);
+        stanSubscription_Unsubscribe(sub);
+        stanSubscription_Destroy(sub);
+    }
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    fx_stop(&fx);
+    /* One test per process: release libnats' global state (threads, and
+     * what LeakSanitizer would report). */
+    nats_CloseAndWait(5000);
+}
+
+RIFT_TEST(durable_resumes_after_close) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stanConnection *sc = connect_as(&fx, "libnats-dur");
+    CHECK(sc != NULL);
+    CHECK_OK(pub(sc, "d", 1, 3));
+    stanSubOptions *so = NULL;
+    CHECK(stanSubOptions_Create(&so) == NATS_OK);
+    stanSubOptions_DeliverAllAvailable(so);
+    stanSubOptions_SetDurableName(so, "keeper");
+    seen s;
+    seen_init(&s, true);
+    stanSubscription *sub = NULL;
+    CHECK(stanConnection_Subscribe(&sub, sc, "d", on_msg, &s, so) == NATS_OK);
+    CHECK(wait_n(&s, 3));
+    CHECK(stanSubscription_Close(sub) == NATS_OK); /* keeps the durable */
+    stanSubscription_Destroy(sub);
+    CHECK_OK(pub(sc, "d", 4, 5));
+    seen s2;
+    seen_init(&s2, true);
+    CHECK(stanConnection_Subscribe(&sub, sc, "d", on_msg, &s2, so) == NATS_OK);
+    stanSubOptions_Destroy(so);
+    CHECK(wait_n(&s2, 2));
+    CHECK_EQ_U64(s2.seqs[0], 4);
+    CHECK_EQ_U64(s2.seqs[1], 5);
+    stanSubscription_Unsubscribe(sub);
+    stanSubscription_Destroy(sub);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    fx_stop(&fx);
+    /* One test per process: release libnats' global state (threads, and
+     * what LeakSanitizer would report). */
+    nats_CloseAndWait(5000);
+}
+
+RIFT_TEST(queue_group_and_redelivery) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stanConnection *sc = connect_as(&fx, "libnats-q");
+    CHECK(sc != NULL);
+    seen q; /* both members record here */
+    seen_init(&q, true);
+    stanSubscription *a = NULL, *b = NULL;
+    CHECK(stanConnection_QueueSubscribe(&a, sc, "q", "workers", on_msg, &q,
+                                        NULL) == NATS_OK);
+    CHECK(stanConnection_QueueSubscribe(&b, sc, "q", "workers", on_msg, &q,
+                                        NULL) == NATS_OK);
+    CHECK_OK(pub(sc, "q", 1, 10));
+    /* Each message reaches one member: ten in all, none twice. */
+    CHECK(wait_n(&q, 10));
+    bool dup = false, seen_seq[11] = {false};
+    for (size_t i = 0; i < q.n; i++) {
+        dup |= q.seqs[i] < 1 || q.seqs[i] > 10 || seen_seq[q.seqs[i]];
+        if (q.seqs[i] >= 1 && q.seqs[i] <= 10) {
+            seen_seq[q.seqs[i]] = true;
+        }
+    }
+    CHECK(!dup);
+    stanSubscription_Unsubscribe(a);
+    stanSubscription_Unsubscribe(b);
+    stanSubscription_Destroy(a);
+    stanSubscription_Destroy(b);
+
+    /* Manual acks, ack wait 1 s, never acked: redelivered, flagged. */
+    stanSubOptions *so = NULL;
+    CHECK(stanSubOptions_Create(&so) == NATS_OK);
+    stanSubOptions_DeliverAllAvailable(so);
+    stanSubOptions_SetManualAckMode(so, true);
+    stanSubOptions_SetAckWait(so, 1000);
+    stanSubOptions_SetMaxInflight(so, 1);
+    seen r;
+    seen_init(&r, false);
+    stanSubscription *rs = NULL;
+    CHECK(stanConnection_Subscribe(&rs, sc, "q", on_msg, &r, so) == NATS_OK);
+    stanSubOptions_Destroy(so);
+    CHECK(wait_n(&r, 2));
+    CHECK_EQ_U64(r.seqs[0], 1);
+    CHECK(!r.redelivered[0]);
+    CHECK_EQ_U64(r.seqs[1], 1); /* max in flight 1: the same one again */
+    CHECK(r.redelivered[1]);
+    stanSubscription_Unsubscribe(rs);
+    stanSubscription_Destroy(rs);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    fx_stop(&fx);
+    /* One test per process: release libnats' global state (threads, and
+     * what LeakSanitizer would report). */
+    nats_CloseAndWait(5000);
+}
