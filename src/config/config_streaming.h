@@ -1,7 +1,7 @@
 /*
  * config_streaming.h — the `streaming` table of riftd's configuration
  * (config layer): the NATS Streaming service's settings as written, with
- * defaults filled in. Parsed by lua/config_streaming.c, started by
+ * defaults filled in. Parsed by lua/config_streaming_table.c, started by
  * daemon/stan_service.c; docs/streaming.md is the reference of every key.
  */
 #ifndef RIFT_CONFIG_CONFIG_STREAMING_H

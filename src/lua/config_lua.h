@@ -91,7 +91,7 @@ void rift_config_free_strings(char **v, size_t n);
 
 /* Parsers of the two halves of the root table (index |root|). */
 /* rift_config_parse_streaming reads the optional `streaming` table (after
- * data_dir, which its file store defaults under); config_streaming.c. */
+ * data_dir, which its file store defaults under); config_streaming_table.c. */
 int rift_config_parse_streaming(lua_State *L, int root, rift_config *cfg,
                                 rift_error *err);
 

@@ -19,7 +19,7 @@
 
 /* Connections accepted per readiness report. */
 #define ACCEPT_BURST 64
-/* The thread's message-block cache (broker/msg_cache.h): NATS publishes are
+/* The thread's message-block cache (broker/broker_face.h): NATS publishes are
  * made here and, without subscribers, dropped at once; the C allocator
  * would give their memory back and fault it in again for every burst. */
 #define MSG_CACHE_BYTES   (256u * 1024u * 1024u)

@@ -1,5 +1,5 @@
 /*
- * config_streaming.c — reads the `streaming` table of a riftd
+ * config_streaming_table.c — reads the `streaming` table of a riftd
  * configuration into rift_config_streaming (lua layer; the model is
  * config/config_streaming.h, the reference docs/streaming.md). Key names
  * are the contract of issue 16; unknown keys are refused like everywhere
