@@ -220,8 +220,8 @@ static int start_thread(rift_client *c, rift_error *err) {
     return 0;
 }
 
-int rift_client_connect(rift_client **pc, const rift_client_settings *s,
-                        rift_error *err) {
+int rift_client_new(rift_client **pc, const rift_client_settings *s,
+                    rift_error *err) {
     if (pc == NULL || s == NULL || s->address == NULL || s->ca_file == NULL ||
         s->server_name == NULL || s->token == NULL) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
@@ -271,7 +271,7 @@ int rift_client_connect(rift_client **pc, const rift_client_settings *s,
     return 0;
 }
 
-void rift_client_close(rift_client *c) {
+void rift_client_del(rift_client *c) {
     if (c == NULL) {
         return;
     }

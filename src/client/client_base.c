@@ -40,7 +40,7 @@ void rift_client_ref(rift_client *c) {
 }
 
 static void client_destroy(rift_client *c) {
-    /* The thread was joined by rift_client_close (or never started), so
+    /* The thread was joined by rift_client_del (or never started), so
      * nothing runs on the loop any more; no posts can be queued because
      * the closing flag stopped them before the teardown post. */
     rift_loop_del(c->loop);

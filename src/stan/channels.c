@@ -119,7 +119,7 @@ static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
         }
         ss.storage_path = path;
     }
-    int rc = rift_stream_open(&ch->stream, &ss, err);
+    int rc = rift_stream_new(&ch->stream, &ss, err);
     if (rc == 0 && svc->dir) {
         drop_leftovers(ch->stream);
     }
@@ -291,7 +291,7 @@ static bool has_durables(rift_stream *st) {
 }
 
 static void channel_free(rift_stan *svc, stan_channel *ch) {
-    rift_stream_close(ch->stream);
+    rift_stream_del(ch->stream);
     rift_free(svc->s.mem, ch->name);
     rift_free(svc->s.mem, ch);
 }

@@ -301,10 +301,10 @@ static int open_directory(rift_stream *st, const char *path, rift_error *err) {
     return 0;
 }
 
-int rift_stream_open_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err) {
+int rift_stream_new_mode(rift_stream **pstream,
+                         const rift_stream_settings *settings,
+                         rift_open_mode mode, rift_store_report *report,
+                         rift_error *err) {
     rift_stream_settings def;
     if (settings == NULL) {
         rift_stream_settings_default(&def);
@@ -332,13 +332,12 @@ int rift_stream_open_mode(rift_stream **pstream,
     return 0;
 }
 
-int rift_stream_open(rift_stream **pstream,
-                     const rift_stream_settings *settings, rift_error *err) {
-    return rift_stream_open_mode(pstream, settings, RIFT_OPEN_NORMAL, NULL,
-                                 err);
+int rift_stream_new(rift_stream **pstream, const rift_stream_settings *settings,
+                    rift_error *err) {
+    return rift_stream_new_mode(pstream, settings, RIFT_OPEN_NORMAL, NULL, err);
 }
 
-void rift_stream_close(rift_stream *st) {
+void rift_stream_del(rift_stream *st) {
     if (st == NULL) {
         return;
     }

@@ -11,9 +11,9 @@
 
 void rift_stream_unref(rift_stream *st);
 /* Opens in |mode| (verify and repair use the recovery alone). */
-int rift_stream_open_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err);
+int rift_stream_new_mode(rift_stream **pstream,
+                         const rift_stream_settings *settings,
+                         rift_open_mode mode, rift_store_report *report,
+                         rift_error *err);
 
 #endif /* RIFT_STORE_STREAM_OPEN_H */

@@ -67,7 +67,7 @@ RIFT_TEST(nats_and_quic_faces_share_the_broker) {
     CHECK(natsraw_ping(n));
     rift_client *admin;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &admin));
-    rift_subscription *sub;
+    rift_client_sub *sub;
     rift_error err = {0};
     CHECK_OK(rift_client_subscribe(admin, "x.to-quic", 9, NULL, 0, &sub, &err));
     /* NATS -> QUIC. */
@@ -100,8 +100,8 @@ RIFT_TEST(nats_and_quic_faces_share_the_broker) {
     CHECK(kill(f.p.pid, SIGHUP) == 0);
     CHECK(rift_proc_wait_text(&f.p, true, "configuration reloaded", T));
     CHECK(natsraw_ping(n));
-    rift_subscription_close(sub);
-    rift_client_close(admin);
+    rift_client_sub_close(sub);
+    rift_client_del(admin);
     /* Shutdown closes it. */
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     CHECK(natsraw_wait_closed(n, T));
