@@ -247,7 +247,7 @@ int rift_nats_start(rift_nats *n, rift_error *err) {
         return rc;
     }
     if ((rc = rift_loop_new(&n->loop, NULL)) != 0 ||
-        (rc = rift_notifier_new(&n->notifier, NULL)) != 0 ||
+        (rc = rift_notifier_new(&n->notifier, NULL, NULL)) != 0 ||
         (rc = rift_io_start(n->loop, &n->lio, n->lfd, RIFT_IO_READ, on_accept,
                             n)) != 0 ||
         (rc = rift_io_start(n->loop, &n->nio, rift_notifier_fd(n->notifier),

@@ -351,7 +351,7 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
                             strerror(errno));
     }
     if (rc == 0) {
-        rc = rift_notifier_new(&svc->notifier, s->mem);
+        rc = rift_notifier_new(&svc->notifier, s->mem, NULL);
         if (rc != 0) {
             rift_error_set(err, rc, "streaming: notifier: %s",
                            rift_strerror(rc));
