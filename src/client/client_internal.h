@@ -205,7 +205,7 @@ struct rift_client_call {
     rift_client_delivery *out; /* FETCH: caller array of |limit| */
     size_t nmsgs;
     uint32_t limit;
-    rift_client_stored stored; /* STREAM_PUBLISH */
+    rift_stored stored; /* STREAM_PUBLISH */
     /* SUBSCRIBE (on OK) and PUBLISHER (on open): hands the call's stream
      * to the subscription or publisher that made the call. Set by that
      * owner, so call.c calls neither. */
