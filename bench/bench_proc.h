@@ -163,7 +163,7 @@ static inline int bench_conn_connect(const bench_conn *c, const char *prog,
     /* A thousand handshakes queue behind each other on a loaded machine. */
     s.connect_timeout_ms = 120000;
     rift_error err = {0};
-    int rc = rift_client_connect(pc, &s, &err);
+    int rc = rift_client_new(pc, &s, &err);
     if (rc != 0) {
         fprintf(stderr, "%s: connect %s: %s\n", prog, c->address, err.text);
     }

@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
     cs.server_name = "localhost";
     cs.token = "bench";
     rift_client *c;
-    if (rift_client_connect(&c, &cs, &err) != 0) {
+    if (rift_client_new(&c, &cs, &err) != 0) {
         fprintf(stderr, "connect: %s\n", err.text);
         return 1;
     }
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
            payload_len, seconds);
 
     rift_publisher *p;
-    if (rift_client_publisher(c, &p, &err) != 0) {
+    if (rift_client_publisher_open(c, &p, &err) != 0) {
         fprintf(stderr, "publisher: %s\n", err.text);
         return 1;
     }
@@ -271,7 +271,7 @@ int main(int argc, char **argv) {
 
     /* The headline shape: 256 publications, flush, then receive all 256
      * through a subscription on the same connection. */
-    rift_subscription *sub;
+    rift_client_sub *sub;
     if (rift_client_subscribe(c, "bench.x", 7, NULL, 0, &sub, &err) != 0) {
         fprintf(stderr, "subscribe: %s\n", err.text);
         return 1;
@@ -291,7 +291,7 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < 256; i++) {
             rift_msg *m;
-            if (rift_subscription_recv(sub, 5000000000LL, &m, &err) != 0) {
+            if (rift_client_sub_recv(sub, 5000000000LL, &m, &err) != 0) {
                 fprintf(stderr, "recv: %s\n", err.text);
                 return 1;
             }
@@ -300,7 +300,7 @@ int main(int argc, char **argv) {
         n += 256;
     }
     report("roundtrip", n, t0, cpu0);
-    rift_subscription_close(sub);
+    rift_client_sub_close(sub);
 
     n = 0;
     cpu0 = cpu_seconds();
@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
     }
     report("shared", n, t0, cpu0);
 
-    rift_client_close(c);
+    rift_client_del(c);
     rift_loop_post(sk.loop, sink_stop_cb, &sk);
     pthread_join(sk.thread, NULL);
     rift_loop_del(sk.loop);

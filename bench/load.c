@@ -46,7 +46,7 @@
 
 typedef struct holder {
     rift_client *client;
-    rift_subscription **subs;
+    rift_client_sub **subs;
     uint32_t *next_round; /* per subscription: the round expected next */
 } holder;
 
@@ -128,9 +128,9 @@ static void *teardown_main(void *arg) {
     for (unsigned i = w->index; i < ld->conns; i += ld->threads) {
         holder *h = &ld->holders[i];
         for (unsigned j = 0; j < ld->streams; j++) {
-            rift_subscription_close(h->subs[j]);
+            rift_client_sub_close(h->subs[j]);
         }
-        rift_client_close(h->client);
+        rift_client_del(h->client);
     }
     return NULL;
 }
@@ -200,7 +200,7 @@ static void *reader_main(void *arg) {
                 rift_error err = {0};
                 int rc = -1;
                 while (!past_deadline(ld)) {
-                    rc = rift_subscription_recv(h->subs[j], SECOND, &m, &err);
+                    rc = rift_client_sub_recv(h->subs[j], SECOND, &m, &err);
                     if (rc != RIFT_ERR_AGAIN) {
                         break;
                     }
@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
 
     ld->holders = calloc(ld->conns, sizeof(holder));
     for (unsigned i = 0; i < ld->conns; i++) {
-        ld->holders[i].subs = calloc(ld->streams, sizeof(rift_subscription *));
+        ld->holders[i].subs = calloc(ld->streams, sizeof(rift_client_sub *));
         ld->holders[i].next_round = calloc(ld->streams, sizeof(uint32_t));
     }
     run_workers(ld, ld->threads, setup_main);
@@ -395,7 +395,7 @@ int main(int argc, char **argv) {
     for (unsigned k = 0; k < ld->pubs; k++) {
         rift_error err = {0};
         if (bench_conn_connect(&ld->conn, PROG, &ld->pub_clients[k]) != 0 ||
-            rift_client_publisher(ld->pub_clients[k], &ld->publishers[k],
+            rift_client_publisher_open(ld->pub_clients[k], &ld->publishers[k],
                                   &err) != 0) {
             fprintf(stderr, PROG ": publisher %u: %s\n", k, err.text);
             atomic_store(&ld->stop, true);
@@ -440,7 +440,7 @@ int main(int argc, char **argv) {
 
     for (unsigned k = 0; k < ld->pubs; k++) {
         rift_publisher_close(ld->publishers[k]);
-        rift_client_close(ld->pub_clients[k]);
+        rift_client_del(ld->pub_clients[k]);
     }
     run_workers(ld, ld->threads, teardown_main);
     int64_t t_end = bench_mono_ns();

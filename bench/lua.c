@@ -156,7 +156,7 @@ static int quic_reqrep(rift_broker *b, const char *dir, uint64_t requests,
     cs.ca_file = ca;
     cs.server_name = "127.0.0.1";
     cs.token = TOKEN;
-    if (rift_client_connect(&c, &cs, &err) != 0) {
+    if (rift_client_new(&c, &cs, &err) != 0) {
         fprintf(stderr, "bench/lua: connect: %s\n", err.text);
         goto out;
     }
@@ -184,7 +184,7 @@ static int quic_reqrep(rift_broker *b, const char *dir, uint64_t requests,
     free(l.ns);
     rc = 0;
 out:
-    rift_client_close(c);
+    rift_client_del(c);
     rift_server_del(srv);
     static const char *const files[] = {"ca.pem", "ca.key", "server.pem",
                                         "server.key"};

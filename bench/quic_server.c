@@ -617,7 +617,7 @@ static bool rss(rift_loop *loop, const child *ch, int n, double *per_conn,
 typedef struct lib {
     rift_client *c;
     rift_publisher *p;
-    rift_subscription *s;
+    rift_client_sub *s;
 } lib;
 
 static bool lib_open(lib *l, const child *ch) {
@@ -632,8 +632,8 @@ static bool lib_open(lib *l, const child *ch) {
     s.server_name = "localhost";
     s.token = TOKEN;
     rift_error err;
-    if (rift_client_connect(&l->c, &s, &err) != 0 ||
-        rift_client_publisher(l->c, &l->p, &err) != 0 ||
+    if (rift_client_new(&l->c, &s, &err) != 0 ||
+        rift_client_publisher_open(l->c, &l->p, &err) != 0 ||
         rift_client_subscribe(l->c, "bench.quic", 10, NULL, 0, &l->s, &err) !=
             0) {
         fprintf(stderr, "client library: %s\n", err.text);
@@ -643,14 +643,14 @@ static bool lib_open(lib *l, const child *ch) {
 }
 
 static void lib_close(lib *l) {
-    rift_subscription_close(l->s);
+    rift_client_sub_close(l->s);
     rift_publisher_close(l->p);
-    rift_client_close(l->c);
+    rift_client_del(l->c);
 }
 
 static bool lib_recv(lib *l, uint64_t *bad) {
     rift_msg *m;
-    if (rift_subscription_recv(l->s, 5000000000, &m, NULL) != 0) {
+    if (rift_client_sub_recv(l->s, 5000000000, &m, NULL) != 0) {
         return false;
     }
     size_t n;

@@ -136,7 +136,7 @@ static void *ps_pub_main(void *arg) {
     rift_client *c = connect_or_fail(sk, "pubsub publisher");
     rift_publisher *p = NULL;
     rift_error err = {0};
-    if (c != NULL && rift_client_publisher(c, &p, &err) != 0) {
+    if (c != NULL && rift_client_publisher_open(c, &p, &err) != 0) {
         fail(sk, "pubsub publisher", err.text);
     }
     uint8_t payload[4096] = {0};
@@ -171,14 +171,14 @@ out:
         nanosleep(&ts, NULL);
     }
     rift_publisher_close(p);
-    rift_client_close(c);
+    rift_client_del(c);
     return NULL;
 }
 
 static void *ps_sub_main(void *arg) {
     soak *sk = ((worker *)arg)->sk;
     rift_client *c = connect_or_fail(sk, "pubsub subscriber");
-    rift_subscription *sub = NULL;
+    rift_client_sub *sub = NULL;
     rift_error err = {0};
     if (c != NULL &&
         rift_client_subscribe(c, "soak.ps.>", 9, NULL, 0, &sub, &err) != 0) {
@@ -188,7 +188,7 @@ static void *ps_sub_main(void *arg) {
     uint64_t next = 0;
     while (sub != NULL && !atomic_load(&sk->finish)) {
         rift_msg *m = NULL;
-        int rc = rift_subscription_recv(sub, SECOND / 10, &m, &err);
+        int rc = rift_client_sub_recv(sub, SECOND / 10, &m, &err);
         if (rc == RIFT_ERR_AGAIN) {
             continue;
         }
@@ -211,8 +211,8 @@ static void *ps_sub_main(void *arg) {
         rift_msg_unref(m);
         atomic_store(&sk->ps_recv, next);
     }
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     return NULL;
 }
 
@@ -221,7 +221,7 @@ static void *ps_sub_main(void *arg) {
 static void *rr_responder_main(void *arg) {
     soak *sk = ((worker *)arg)->sk;
     rift_client *c = connect_or_fail(sk, "responder");
-    rift_subscription *sub = NULL;
+    rift_client_sub *sub = NULL;
     rift_error err = {0};
     if (c != NULL &&
         rift_client_subscribe(c, "soak.rr", 7, NULL, 0, &sub, &err) != 0) {
@@ -230,7 +230,7 @@ static void *rr_responder_main(void *arg) {
     receiver_ready(sk);
     while (sub != NULL && !atomic_load(&sk->finish)) {
         rift_msg *m = NULL;
-        int rc = rift_subscription_recv(sub, SECOND / 10, &m, &err);
+        int rc = rift_client_sub_recv(sub, SECOND / 10, &m, &err);
         if (rc == RIFT_ERR_AGAIN) {
             continue;
         }
@@ -248,8 +248,8 @@ static void *rr_responder_main(void *arg) {
         }
         rift_msg_unref(m);
     }
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     return NULL;
 }
 
@@ -280,7 +280,7 @@ static void *rr_requester_main(void *arg) {
         }
         rift_msg_unref(reply);
     }
-    rift_client_close(c);
+    rift_client_del(c);
     atomic_fetch_sub(&sk->producers, 1);
     return NULL;
 }
@@ -312,7 +312,7 @@ static void stream_publisher(soak *sk, const char *stream, const char *subject,
         last = st.sequence;
         atomic_fetch_add(stored_count, 1);
     }
-    rift_client_close(c);
+    rift_client_del(c);
     atomic_fetch_sub(&sk->producers, 1);
 }
 
@@ -439,7 +439,7 @@ static void *consumer_main(void *arg) {
             nanosleep(&ts, NULL);
         }
     }
-    rift_client_close(c);
+    rift_client_del(c);
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);
     return NULL;
@@ -460,21 +460,21 @@ static void *churn_main(void *arg) {
         }
         char subject[48];
         int n = snprintf(subject, sizeof(subject), "soak.churn.%" PRIu64, k);
-        rift_subscription *sub = NULL;
+        rift_client_sub *sub = NULL;
         rift_msg *m = NULL;
         rift_error err = {0};
         if (rift_client_subscribe(c, subject, (size_t)n, NULL, 0, &sub, &err) !=
                 0 ||
             rift_client_publish(c, subject, (size_t)n, (const uint8_t *)"x", 1,
                                 &err) != 0 ||
-            rift_subscription_recv(sub, 10 * SECOND, &m, &err) != 0) {
+            rift_client_sub_recv(sub, 10 * SECOND, &m, &err) != 0) {
             fail(sk, "churn", err.text);
         } else {
             atomic_fetch_add(&sk->churned, 1);
         }
         rift_msg_unref(m);
-        rift_subscription_close(sub);
-        rift_client_close(c);
+        rift_client_sub_close(sub);
+        rift_client_del(c);
     }
     atomic_fetch_sub(&sk->producers, 1);
     return NULL;

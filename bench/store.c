@@ -105,7 +105,7 @@ static rift_stream *open_stream(const char *dir, bool sync, bool unlimited) {
     }
     rift_stream *st = NULL;
     rift_error err = {0};
-    if (rift_stream_open(&st, &s, &err) != 0) {
+    if (rift_stream_new(&st, &s, &err) != 0) {
         fprintf(stderr, "open %s: %s\n", dir ? dir : "(memory)", err.text);
         exit(1);
     }
@@ -248,7 +248,7 @@ static void publishers(int nthreads, bool sync, double *rate, double *p99) {
     free(all);
     free(t);
     free(th);
-    rift_stream_close(st);
+    rift_stream_del(st);
     drop_dir(dir);
 }
 
@@ -330,7 +330,7 @@ static double async_window(int depth, int low, bool sync) {
     uint64_t done = w.done;
     pthread_mutex_unlock(&w.mu);
     double rate = (double)done / (now_s() - start);
-    rift_stream_close(st);
+    rift_stream_del(st);
     drop_dir(dir);
     return rate;
 }
@@ -344,7 +344,7 @@ static double unsynced(void) {
     s.storage_path = dir;
     s.sync_on_write = false;
     rift_stream *st = NULL;
-    if (rift_stream_open(&st, &s, NULL) != 0) {
+    if (rift_stream_new(&st, &s, NULL) != 0) {
         exit(1);
     }
     /* Default retention (100,000 records): the steady state evicts one
@@ -364,7 +364,7 @@ static double unsynced(void) {
         }
     }
     double rate = (double)n / (now_s() - start);
-    rift_stream_close(st);
+    rift_stream_del(st);
     drop_dir(dir);
     return rate;
 }
@@ -467,7 +467,7 @@ static double recovery(const char *dir) {
     double t0 = now_s();
     rift_stream *st = open_stream(dir, false, true);
     double t = now_s() - t0;
-    rift_stream_close(st);
+    rift_stream_del(st);
     return t;
 }
 
@@ -560,7 +560,7 @@ int main(int argc, char **argv) {
         for (int r = 0; r < runs; r++) {
             rift_stream *st = open_stream(NULL, false, false);
             a[r] = fetch_ack(st, 1000000, true, false);
-            rift_stream_close(st);
+            rift_stream_del(st);
         }
         line("memory publish+fetch+ack (msgs/s)", median(a, runs), "msgs/s",
              "");
@@ -571,7 +571,7 @@ int main(int argc, char **argv) {
             rift_stream *st = open_stream(NULL, false, true);
             fill(st, n);
             a[r] = fetch_ack(st, n, false, false);
-            rift_stream_close(st);
+            rift_stream_del(st);
         }
         line("fetch+ack, batches of 256, memory (msgs/s)", median(a, runs),
              "msgs/s", "target >= 500,000");
@@ -580,7 +580,7 @@ int main(int argc, char **argv) {
             rift_stream *st = open_stream(dir, false, true);
             fill(st, n);
             a[r] = fetch_ack(st, n, false, false);
-            rift_stream_close(st);
+            rift_stream_del(st);
             drop_dir(dir);
         }
         line("fetch+ack, batches of 256, file unsynced", median(a, runs),
@@ -590,7 +590,7 @@ int main(int argc, char **argv) {
             rift_stream *st = open_stream(dir, false, true);
             fill(st, n);
             a[r] = fetch_ack(st, n, false, true);
-            rift_stream_close(st);
+            rift_stream_del(st);
             drop_dir(dir);
         }
         line("fetch+ack, batches of 256, unsynced, async acks", median(a, runs),
@@ -599,10 +599,10 @@ int main(int argc, char **argv) {
             char *dir = fresh_dir("fetchs");
             rift_stream *st = open_stream(dir, false, true);
             fill(st, 100000);
-            rift_stream_close(st);
+            rift_stream_del(st);
             st = open_stream(dir, true, true);
             a[r] = fetch_ack(st, 100000, false, true);
-            rift_stream_close(st);
+            rift_stream_del(st);
             drop_dir(dir);
         }
         line("fetch+ack, batches of 256, synced, async acks", median(a, runs),
@@ -626,7 +626,7 @@ int main(int argc, char **argv) {
         s.max_messages = UINT64_MAX;
         s.max_bytes = UINT64_MAX;
         rift_stream *st = NULL;
-        if (rift_stream_open(&st, &s, NULL) != 0) {
+        if (rift_stream_new(&st, &s, NULL) != 0) {
             return 1;
         }
         uint64_t rec = PAYLOAD + 9 + 32, n = need / rec;
@@ -634,7 +634,7 @@ int main(int argc, char **argv) {
         fill(st, n);
         rift_stream_info info;
         rift_stream_get_info(st, &info, NULL);
-        rift_stream_close(st);
+        rift_stream_del(st);
         printf("(built %llu records, %llu MiB in %zu segments, in %.1f s)\n",
                (unsigned long long)n,
                (unsigned long long)(info.disk_bytes >> 20), info.segments,

@@ -87,24 +87,24 @@ int main(int argc, char **argv) {
 
     rift_error err;
     rift_client *c;
-    if (rift_client_connect(&c, &s, &err) != 0) {
+    if (rift_client_new(&c, &s, &err) != 0) {
         fprintf(stderr, "connect: %s\n", err.text);
         return 1;
     }
 
     /* The subscription exists once this returns: nothing published after
      * it can be missed. */
-    rift_subscription *sub;
+    rift_client_sub *sub;
     if (rift_client_subscribe(c, "demo.>", 6, NULL, 0, &sub, &err) != 0) {
         fprintf(stderr, "subscribe: %s\n", err.text);
-        rift_client_close(c);
+        rift_client_del(c);
         return 1;
     }
 
     /* A dedicated publisher keeps its messages in order. publish() only
      * queues; flush() returns once the server has routed all of them. */
     rift_publisher *pub;
-    if (rift_client_publisher(c, &pub, &err) != 0) {
+    if (rift_client_publisher_open(c, &pub, &err) != 0) {
         fprintf(stderr, "publisher: %s\n", err.text);
         goto out;
     }
@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < N; i++) {
         rift_msg *m;
         /* Wait at most five seconds for each message. */
-        if (rift_subscription_recv(sub, 5000000000LL, &m, &err) != 0) {
+        if (rift_client_sub_recv(sub, 5000000000LL, &m, &err) != 0) {
             fprintf(stderr, "receive: %s\n", err.text);
             break;
         }
@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
     }
 
 out:
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     return 0;
 }

@@ -215,21 +215,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s.max_messages = UINT64_MAX;
     s.max_bytes = UINT64_MAX;
     rift_stream *st = NULL;
-    if (rift_stream_open(&st, &s, NULL) == 0) {
+    if (rift_stream_new(&st, &s, NULL) == 0) {
         exercise(st);
-        rift_stream_close(st);
+        rift_stream_del(st);
     }
     if (rift_store_offline(scratch, &rep, RIFT_OPEN_REPAIR, &nosync, NULL) ==
             0 &&
         rift_store_offline(scratch, &rep, RIFT_OPEN_VERIFY, &nosync, NULL) ==
             0) {
         rift_error err = {0};
-        if (rift_stream_open(&st, &s, &err) != 0) {
+        if (rift_stream_new(&st, &s, &err) != 0) {
             fprintf(stderr, "repaired directory does not open: %s\n", err.text);
             abort();
         }
         exercise(st);
-        rift_stream_close(st);
+        rift_stream_del(st);
     }
     clear_dir();
     return 0;

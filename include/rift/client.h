@@ -57,7 +57,7 @@ extern "C" {
 
 typedef struct rift_client rift_client;
 typedef struct rift_publisher rift_publisher;
-typedef struct rift_subscription rift_subscription;
+typedef struct rift_client_sub rift_client_sub;
 
 /* ---- Connecting ---- */
 
@@ -86,13 +86,13 @@ typedef struct rift_client_settings {
 RIFT_EXTERN void rift_client_settings_default(rift_client_settings *s);
 
 /**
- * rift_client_connect opens a QUIC connection to settings->address from a
+ * rift_client_new opens a QUIC connection to settings->address from a
  * UDP socket bound to the unspecified address of the same family, verifies
  * the server certificate against settings->ca_file and ->server_name,
  * negotiates ALPN "rift-messaging/1", then authenticates: AUTH with the
  * token on the first stream, FIN, and the server's OK. The whole sequence
  * has the connect deadline. On success *pc is a connected client owned by
- * the caller (release it with rift_client_close). |settings| is read during
+ * the caller (release it with rift_client_del). |settings| is read during
  * the call only.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT (a missing setting, "invalid server
@@ -105,19 +105,19 @@ RIFT_EXTERN void rift_client_settings_default(rift_client_settings *s);
  * decoding texts); RIFT_ERR_IO (socket); RIFT_ERR_NOMEM; -errno (thread or
  * loop creation).
  */
-RIFT_EXTERN int rift_client_connect(rift_client **pc,
+RIFT_EXTERN int rift_client_new(rift_client **pc,
                                     const rift_client_settings *settings,
                                     rift_error *err);
 
 /**
- * rift_client_close closes the connection (application code 0, reason
+ * rift_client_del closes the connection (application code 0, reason
  * "client closed"), stops the client thread and releases the caller's
  * handle. Operations still waiting in other threads fail with
  * RIFT_ERR_CONNECTION "client closed". Publishers and subscriptions stay
  * valid handles whose operations fail until each is closed. |c| must not
  * be used after this call. NULL is a no-op.
  */
-RIFT_EXTERN void rift_client_close(rift_client *c);
+RIFT_EXTERN void rift_client_del(rift_client *c);
 
 /**
  * rift_client_local_addr copies the local UDP address of the connection.
@@ -185,14 +185,14 @@ rift_client_publish_with_reply(rift_client *c, const char *subject,
                                size_t payload_len, rift_error *err);
 
 /**
- * rift_client_publisher opens a dedicated publisher: one stream on which
+ * rift_client_publisher_open opens a dedicated publisher: one stream on which
  * publications keep their order. *pp is owned by the caller (release it
  * with rift_publisher_close). Waits for stream credit when the server's
  * stream limit is reached (operation deadline).
  *
  * Errors: RIFT_ERR_TIMEOUT; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
  */
-RIFT_EXTERN int rift_client_publisher(rift_client *c, rift_publisher **pp,
+RIFT_EXTERN int rift_client_publisher_open(rift_client *c, rift_publisher **pp,
                                       rift_error *err);
 
 /**
@@ -275,11 +275,11 @@ RIFT_EXTERN void rift_publisher_close(rift_publisher *p);
 RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
                                       size_t pattern_len, const char *queue,
                                       size_t queue_len,
-                                      rift_subscription **psub,
+                                      rift_client_sub **psub,
                                       rift_error *err);
 
 /**
- * rift_subscription_recv takes the next message: |timeout_ns| 0 polls, a
+ * rift_client_sub_recv takes the next message: |timeout_ns| 0 polls, a
  * negative value waits without limit, otherwise at most that long. On
  * success the caller owns one reference to *pmsg (rift_msg_unref).
  * Messages queued before a failure are delivered first; then the failure
@@ -291,32 +291,32 @@ RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
  * closed"); RIFT_ERR_PROTOCOL (a malformed frame); RIFT_ERR_CONNECTION;
  * RIFT_ERR_NOMEM.
  */
-RIFT_EXTERN int rift_subscription_recv(rift_subscription *sub,
+RIFT_EXTERN int rift_client_sub_recv(rift_client_sub *sub,
                                        int64_t timeout_ns, rift_msg **pmsg,
                                        rift_error *err);
 
 /**
- * rift_subscription_fd returns a descriptor (an eventfd, created on first
+ * rift_client_sub_fd returns a descriptor (an eventfd, created on first
  * call, owned by the subscription) that is readable while a message or a
  * failure is waiting: level-triggered, it stays readable until
- * rift_subscription_recv has taken every message. Use it with poll or
- * epoll, then call rift_subscription_recv with timeout 0.
+ * rift_client_sub_recv has taken every message. Use it with poll or
+ * epoll, then call rift_client_sub_recv with timeout 0.
  *
  * Errors: -errno from eventfd.
  */
-RIFT_EXTERN int rift_subscription_fd(rift_subscription *sub);
+RIFT_EXTERN int rift_client_sub_fd(rift_client_sub *sub);
 
-/** rift_subscription_pending returns the number of messages queued. */
-RIFT_EXTERN size_t rift_subscription_pending(rift_subscription *sub);
+/** rift_client_sub_pending returns the number of messages queued. */
+RIFT_EXTERN size_t rift_client_sub_pending(rift_client_sub *sub);
 
 /**
- * rift_subscription_close cancels the subscription (STOP_SENDING(0) and
+ * rift_client_sub_close cancels the subscription (STOP_SENDING(0) and
  * RESET_STREAM(0); the server drops it), discards queued messages and
- * releases the handle. A rift_subscription_recv blocked in another thread
+ * releases the handle. A rift_client_sub_recv blocked in another thread
  * returns RIFT_ERR_CLOSED ("subscription closed"); no call may start after
  * this one. NULL is a no-op.
  */
-RIFT_EXTERN void rift_subscription_close(rift_subscription *sub);
+RIFT_EXTERN void rift_client_sub_close(rift_client_sub *sub);
 
 /* ---- Request/reply ---- */
 
@@ -445,7 +445,7 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
  * so waiting for stream credit is part of it. When the connection ends,
  * every operation still in flight completes with its reason
  * (RIFT_ERR_CONNECTION "server shutdown", "client closed", ...):
- * rift_client_close returns only after every callback has run.
+ * rift_client_del returns only after every callback has run.
  *
  * When a call fails (non-zero return) the callback is never called.
  * Failures at the call: the local checks of the blocking call (subject,
@@ -464,18 +464,18 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
 
 /** Completion of rift_client_stream_publish_async: |stored| (NULL when rc
  * is not 0) says where the record went. */
-typedef void (*rift_client_stored_fn)(void *arg, int rc,
+typedef void (*rift_client_stored_cb)(void *arg, int rc,
                                       const rift_client_stored *stored,
                                       const rift_error *err);
 
 /** Completion of rift_client_ack_async. */
-typedef void (*rift_client_done_fn)(void *arg, int rc, const rift_error *err);
+typedef void (*rift_client_done_cb)(void *arg, int rc, const rift_error *err);
 
 /** Completion of rift_client_fetch_async: |count| deliveries in |d| (an
  * array valid during the callback only; 0 entries when rc is not 0). The
  * callback owns one reference to every d[i].msg and must release each
  * with rift_msg_unref (now or later, from any thread). */
-typedef void (*rift_client_fetched_fn)(void *arg, int rc,
+typedef void (*rift_client_fetched_cb)(void *arg, int rc,
                                        rift_client_delivery *d, size_t count,
                                        const rift_error *err);
 
@@ -494,7 +494,7 @@ typedef void (*rift_client_fetched_fn)(void *arg, int rc,
 RIFT_EXTERN int rift_client_stream_publish_async(
     rift_client *c, const char *stream, size_t stream_len, const char *subject,
     size_t subject_len, const char *reply, size_t reply_len,
-    const uint8_t *payload, size_t payload_len, rift_client_stored_fn done,
+    const uint8_t *payload, size_t payload_len, rift_client_stored_cb done,
     void *arg, rift_error *err);
 
 /**
@@ -510,7 +510,7 @@ RIFT_EXTERN int rift_client_stream_publish_async(
 RIFT_EXTERN int rift_client_ack_async(rift_client *c, const char *stream,
                                       size_t stream_len, const char *name,
                                       size_t name_len, uint64_t sequence,
-                                      rift_client_done_fn done, void *arg,
+                                      rift_client_done_cb done, void *arg,
                                       rift_error *err);
 
 /**
@@ -524,7 +524,7 @@ RIFT_EXTERN int rift_client_ack_async(rift_client *c, const char *stream,
 RIFT_EXTERN int rift_client_fetch_async(rift_client *c, const char *stream,
                                         size_t stream_len, const char *name,
                                         size_t name_len, uint32_t limit,
-                                        rift_client_fetched_fn done, void *arg,
+                                        rift_client_fetched_cb done, void *arg,
                                         rift_error *err);
 
 #ifdef __cplusplus

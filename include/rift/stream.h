@@ -11,7 +11,7 @@
  *
  * Threading: every function on a rift_stream or a rift_consumer may be
  * called from any thread; operations on one stream are serialized by the
- * stream (32 concurrent publishes get sequences 1..32). rift_stream_close
+ * stream (32 concurrent publishes get sequences 1..32). rift_stream_del
  * must not race with other calls on the same stream.
  *
  * Durability: with sync_on_write (the default) a mutation — publish,
@@ -167,7 +167,7 @@ typedef void (*rift_stream_done_cb)(void *user_data, int status,
 /* ---- Streams ---- */
 
 /**
- * rift_stream_open opens a stream: in memory, or in |settings|'s
+ * rift_stream_new opens a stream: in memory, or in |settings|'s
  * storage_path, recovering its records and consumers (a torn tail of the
  * newest segment or of the state log is truncated). |settings| is copied
  * (NULL = defaults); *|pstream| is set on success.
@@ -182,19 +182,19 @@ typedef void (*rift_stream_done_cb)(void *user_data, int status,
  * "stream storage: stored consumers exceed configured limit");
  * RIFT_ERR_IO ("messaging I/O: <file>: <os error>"); RIFT_ERR_NOMEM.
  */
-RIFT_EXTERN int rift_stream_open(rift_stream **pstream,
+RIFT_EXTERN int rift_stream_new(rift_stream **pstream,
                                  const rift_stream_settings *settings,
                                  rift_error *err);
 
 /**
- * rift_stream_close waits for queued writes, syncs file storage (also when
+ * rift_stream_del waits for queued writes, syncs file storage (also when
  * sync_on_write is false), stops the writer thread, closes the files and
  * releases the directory lock. Pending _async callbacks run before it
  * returns. Consumer handles stay valid objects but their operations then
  * fail with "stream storage: stream is closed"; each must still be closed.
  * NULL is a no-op. Must not be called from a completion callback.
  */
-RIFT_EXTERN void rift_stream_close(rift_stream *stream);
+RIFT_EXTERN void rift_stream_del(rift_stream *stream);
 
 /** The result of a publish. */
 typedef struct rift_stored {
@@ -309,7 +309,7 @@ RIFT_EXTERN int rift_stream_checkpoint(rift_stream *stream, rift_error *err);
  * a healthy or memory stream. After a lack of space (ENOSPC, EDQUOT) the
  * stream also does this by itself: its state is read back at the next
  * operation, and writes are retried after a back-off (1 s, doubling to 30
- * s). Not concurrently with rift_stream_close.
+ * s). Not concurrently with rift_stream_del.
  *
  * Errors: RIFT_ERR_IO, RIFT_ERR_STORAGE (the directory no longer
  * recovers; the stream stays refused), RIFT_ERR_NOMEM,

@@ -631,7 +631,7 @@ int rift_client_stream_publish_async(rift_client *c, const char *stream,
                                      size_t subject_len, const char *reply,
                                      size_t reply_len, const uint8_t *payload,
                                      size_t payload_len,
-                                     rift_client_stored_fn done, void *arg,
+                                     rift_client_stored_cb done, void *arg,
                                      rift_error *err) {
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =
@@ -652,7 +652,7 @@ int rift_client_stream_publish_async(rift_client *c, const char *stream,
 
 int rift_client_ack_async(rift_client *c, const char *stream, size_t stream_len,
                           const char *name, size_t name_len, uint64_t sequence,
-                          rift_client_done_fn done, void *arg,
+                          rift_client_done_cb done, void *arg,
                           rift_error *err) {
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =
@@ -673,7 +673,7 @@ int rift_client_ack_async(rift_client *c, const char *stream, size_t stream_len,
 int rift_client_fetch_async(rift_client *c, const char *stream,
                             size_t stream_len, const char *name,
                             size_t name_len, uint32_t limit,
-                            rift_client_fetched_fn done, void *arg,
+                            rift_client_fetched_cb done, void *arg,
                             rift_error *err) {
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =

@@ -47,7 +47,7 @@ void rift_client_ref(rift_client *c) {
 }
 
 static void client_destroy(rift_client *c) {
-    /* The thread was joined by rift_client_close (or never started), so
+    /* The thread was joined by rift_client_del (or never started), so
      * nothing runs on the loop any more; no posts can be queued because
      * the closing flag stopped them before the teardown post. */
     rift_loop_del(c->loop);
@@ -568,7 +568,7 @@ bad:
 
 /* ---- Public: connect and close ---- */
 
-int rift_client_connect(rift_client **pc, const rift_client_settings *s,
+int rift_client_new(rift_client **pc, const rift_client_settings *s,
                         rift_error *err) {
     if (pc == NULL || s == NULL || s->address == NULL || s->ca_file == NULL ||
         s->server_name == NULL || s->token == NULL) {
@@ -676,7 +676,7 @@ fail_loop:
     return rc;
 }
 
-void rift_client_close(rift_client *c) {
+void rift_client_del(rift_client *c) {
     if (c == NULL) {
         return;
     }

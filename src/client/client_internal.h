@@ -12,12 +12,12 @@
  * threads hand work over with client_post and wait on condition variables.
  * Shared state is guarded by one mutex per object: rift_client.mu (closing
  * flag, connection state, call completion), rift_publisher.mu and
- * rift_subscription.mu. Lock order: an object's mutex may be held while
+ * rift_client_sub.mu. Lock order: an object's mutex may be held while
  * taking rift_client.mu (client_post does), never the reverse.
  *
  * Lifetimes. The client is reference-counted: the application's handle
  * and every publisher and subscription hold one, so those handles stay
- * safe to use (their operations fail) after rift_client_close. Publishers
+ * safe to use (their operations fail) after rift_client_del. Publishers
  * and subscriptions are reference-counted between the application and the
  * client thread (while a stream is attached, and while a post is queued).
  * Calls live on the calling thread's stack: the client thread touches a
@@ -160,7 +160,7 @@ struct rift_client_stream {
     union {
         rift_client_call *call;
         rift_publisher *pub;
-        rift_subscription *sub;
+        rift_client_sub *sub;
     } u;
     bool fin;      /* the server finished its side */
     bool read_end; /* FIN or reset: nothing more will arrive */
@@ -206,16 +206,16 @@ struct rift_client_call {
     size_t nmsgs;
     uint32_t limit;
     rift_client_stored stored; /* STREAM_PUBLISH */
-    rift_subscription *sub;    /* SUBSCRIBE: attached on OK */
+    rift_client_sub *sub;    /* SUBSCRIBE: attached on OK */
     rift_publisher *pub;       /* PUBLISHER: attached on open */
     /* Asynchronous calls live on the heap and complete by callback on
      * the client thread; their frame is an owned copy (frame, moved to
      * the stream once written). */
     bool async;
     union {
-        rift_client_stored_fn stored;
-        rift_client_done_fn done;
-        rift_client_fetched_fn fetched;
+        rift_client_stored_cb stored;
+        rift_client_done_cb done;
+        rift_client_fetched_cb fetched;
     } fn;
     void *fn_arg;
     rift_client_frame *frame;
@@ -304,14 +304,14 @@ void rift_client_pool_free(rift_client *c);
 
 /* ---- Subscriptions (subscription.c) ---- */
 
-struct rift_subscription {
+struct rift_client_sub {
     rift_client *c;
     atomic_int refs;
     pthread_mutex_t mu;
     pthread_cond_t cond;
     rift_client_ring q;
     int waiters;
-    int efd; /* -1 until rift_subscription_fd */
+    int efd; /* -1 until rift_client_sub_fd */
     bool failed;
     rift_error fail;
     uint64_t credit; /* consumed bytes not yet returned */
@@ -321,16 +321,16 @@ struct rift_subscription {
     rift_client_ring pend; /* decoded during this callback, not yet queued */
 };
 
-void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs);
+void rift_client_sub_attach(rift_client_sub *s, rift_client_stream *cs);
 /* Returns true when the frame became a queued message (which keeps its
  * flow-control bytes until the application takes it). */
 bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b);
 /* Client thread: queues the messages decoded during this callback. */
-void rift_client_sub_flush(rift_subscription *s);
+void rift_client_sub_flush(rift_client_sub *s);
 /* Client thread: fails the subscription with |e| and detaches it. */
-void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
+void rift_client_sub_fail(rift_client_sub *s, const rift_error *e,
                           bool reset);
-void rift_client_sub_unref(rift_subscription *s);
+void rift_client_sub_unref(rift_client_sub *s);
 
 /* ---- Client (client.c) ---- */
 
@@ -344,7 +344,7 @@ struct rift_client {
 
     pthread_mutex_t mu;
     /* Under mu. */
-    bool closing;   /* rift_client_close began: no more posts */
+    bool closing;   /* rift_client_del began: no more posts */
     bool conn_dead; /* the connection ended */
     rift_error conn_err;
     bool connect_done;

@@ -712,7 +712,7 @@ static int publish_waiting(rift_publisher *p, uint8_t opcode,
 
 /* ---- Public: dedicated publishers ---- */
 
-int rift_client_publisher(rift_client *c, rift_publisher **pp,
+int rift_client_publisher_open(rift_client *c, rift_publisher **pp,
                           rift_error *err) {
     rift_publisher *p = pub_new(c, false);
     if (p == NULL) {

@@ -18,13 +18,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-static bool deliver_locked(rift_subscription *s);
+static bool deliver_locked(rift_client_sub *s);
 
-static void sub_ref(rift_subscription *s) {
+static void sub_ref(rift_client_sub *s) {
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
 
-void rift_client_sub_unref(rift_subscription *s) {
+void rift_client_sub_unref(rift_client_sub *s) {
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) {
         return;
     }
@@ -41,7 +41,7 @@ void rift_client_sub_unref(rift_subscription *s) {
 }
 
 /* Makes the eventfd readable (under s->mu). */
-static void efd_raise(rift_subscription *s) {
+static void efd_raise(rift_client_sub *s) {
     if (s->efd >= 0) {
         uint64_t one = 1;
         ssize_t r;
@@ -52,7 +52,7 @@ static void efd_raise(rift_subscription *s) {
 }
 
 /* Drains the eventfd (under s->mu). */
-static void efd_clear(rift_subscription *s) {
+static void efd_clear(rift_client_sub *s) {
     if (s->efd >= 0) {
         uint64_t v;
         ssize_t r;
@@ -64,14 +64,14 @@ static void efd_clear(rift_subscription *s) {
 
 /* ---- Client thread ---- */
 
-void rift_client_sub_attach(rift_subscription *s, rift_client_stream *cs) {
+void rift_client_sub_attach(rift_client_sub *s, rift_client_stream *cs) {
     cs->kind = RIFT_CS_SUB;
     cs->u.sub = s;
     s->cs = cs;
     sub_ref(s);
 }
 
-void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
+void rift_client_sub_fail(rift_client_sub *s, const rift_error *e,
                           bool reset) {
     pthread_mutex_lock(&s->mu);
     deliver_locked(s); /* messages that came before the failure */
@@ -98,14 +98,14 @@ void rift_client_sub_fail(rift_subscription *s, const rift_error *e,
     rift_client_sub_unref(s); /* the stream's reference */
 }
 
-static void fail_text(rift_subscription *s, int code, const char *text) {
+static void fail_text(rift_client_sub *s, int code, const char *text) {
     rift_error e;
     rift_error_set(&e, code, "%s", text);
     rift_client_sub_fail(s, &e, true);
 }
 
 bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b) {
-    rift_subscription *s = cs->u.sub;
+    rift_client_sub *s = cs->u.sub;
     rift_error e;
     int rc;
     if (b->data[0] == RIFT_OP_ERROR) {
@@ -142,7 +142,7 @@ bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b) {
 
 /* Moves the collected messages to the queue (under s->mu). Returns true
  * when a sleeping receiver must be signalled (after unlocking). */
-static bool deliver_locked(rift_subscription *s) {
+static bool deliver_locked(rift_client_sub *s) {
     if (s->pend.count == 0) {
         return false;
     }
@@ -170,7 +170,7 @@ static bool deliver_locked(rift_subscription *s) {
     return s->waiters > 0;
 }
 
-void rift_client_sub_flush(rift_subscription *s) {
+void rift_client_sub_flush(rift_client_sub *s) {
     if (s->pend.count == 0) {
         return;
     }
@@ -186,7 +186,7 @@ void rift_client_sub_flush(rift_subscription *s) {
 }
 
 static void credit_cb(void *arg, int status) {
-    rift_subscription *s = arg;
+    rift_client_sub *s = arg;
     pthread_mutex_lock(&s->mu);
     uint64_t n = s->credit;
     s->credit = 0;
@@ -199,7 +199,7 @@ static void credit_cb(void *arg, int status) {
 }
 
 static void close_cb(void *arg, int status) {
-    rift_subscription *s = arg;
+    rift_client_sub *s = arg;
     (void)status;
     /* Cancellation is STOP_SENDING(0) (the only thing the server watches)
      * plus RESET_STREAM(0), as the original's drop. */
@@ -211,7 +211,7 @@ static void close_cb(void *arg, int status) {
 
 int rift_client_subscribe(rift_client *c, const char *pattern,
                           size_t pattern_len, const char *queue,
-                          size_t queue_len, rift_subscription **psub,
+                          size_t queue_len, rift_client_sub **psub,
                           rift_error *err) {
     int rc;
     if ((rc = rift_client_check_string(pattern, pattern_len, err)) != 0 ||
@@ -225,7 +225,7 @@ int rift_client_subscribe(rift_client *c, const char *pattern,
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT, "%s",
                               RIFT_CLIENT_ERR_STRING);
     }
-    rift_subscription *s = rift_calloc(c->mem, 1, sizeof(*s));
+    rift_client_sub *s = rift_calloc(c->mem, 1, sizeof(*s));
     if (s == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
@@ -257,12 +257,12 @@ int rift_client_subscribe(rift_client *c, const char *pattern,
     return 0;
 }
 
-int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
+int rift_client_sub_recv(rift_client_sub *s, int64_t timeout_ns,
                            rift_msg **pmsg, rift_error *err) {
     struct timespec ts;
     bool have_deadline = false;
     int rc;
-    /* Held for the call, so rift_subscription_close from another thread
+    /* Held for the call, so rift_client_sub_close from another thread
      * wakes this one instead of freeing the subscription under it. */
     sub_ref(s);
     pthread_mutex_lock(&s->mu);
@@ -328,7 +328,7 @@ int rift_subscription_recv(rift_subscription *s, int64_t timeout_ns,
     return rc;
 }
 
-int rift_subscription_fd(rift_subscription *s) {
+int rift_client_sub_fd(rift_client_sub *s) {
     pthread_mutex_lock(&s->mu);
     int fd = s->efd;
     if (fd < 0) {
@@ -346,14 +346,14 @@ int rift_subscription_fd(rift_subscription *s) {
     return fd;
 }
 
-size_t rift_subscription_pending(rift_subscription *s) {
+size_t rift_client_sub_pending(rift_client_sub *s) {
     pthread_mutex_lock(&s->mu);
     size_t n = s->q.count;
     pthread_mutex_unlock(&s->mu);
     return n;
 }
 
-void rift_subscription_close(rift_subscription *s) {
+void rift_client_sub_close(rift_client_sub *s) {
     if (s == NULL) {
         return;
     }

@@ -49,7 +49,7 @@ static int open_one(daemon_stream *ds, const rift_config_stream *c,
                               c->storage_path, strerror(-rc));
     }
     rift_error why = {0};
-    rc = rift_stream_open(&ds->stream, &s, &why);
+    rc = rift_stream_new(&ds->stream, &s, &why);
     if (rc != 0) {
         return rift_error_set(err, rc, "messaging.streams.%s: %s", c->name,
                               why.text);
@@ -97,7 +97,7 @@ void rift_daemon_streams_close(rift_daemon_streams *s) {
                          err.text);
             }
         }
-        rift_stream_close(ds->stream);
+        rift_stream_del(ds->stream);
         rift_free(NULL, ds->name);
     }
     rift_free(NULL, s->v);

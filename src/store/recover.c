@@ -1188,11 +1188,11 @@ int rift_store_offline(const char *path, rift_store_report *report,
     s.max_consumers = UINT32_MAX;
     s.vfs = vfs;
     rift_stream *st = NULL;
-    int rc = rift_stream_open_mode(&st, &s, mode, report, err);
+    int rc = rift_stream_new_mode(&st, &s, mode, report, err);
     if (rc != 0) {
         return rc;
     }
-    rift_stream_close(st);
+    rift_stream_del(st);
     return 0;
 }
 

@@ -223,7 +223,7 @@ static int copy_subjects(rift_stream *st, const rift_stream_settings *s) {
     return 0;
 }
 
-int rift_stream_open_mode(rift_stream **pstream,
+int rift_stream_new_mode(rift_stream **pstream,
                           const rift_stream_settings *settings,
                           rift_open_mode mode, rift_store_report *report,
                           rift_error *err) {
@@ -328,13 +328,13 @@ fail:
     return rc;
 }
 
-int rift_stream_open(rift_stream **pstream,
+int rift_stream_new(rift_stream **pstream,
                      const rift_stream_settings *settings, rift_error *err) {
-    return rift_stream_open_mode(pstream, settings, RIFT_OPEN_NORMAL, NULL,
+    return rift_stream_new_mode(pstream, settings, RIFT_OPEN_NORMAL, NULL,
                                  err);
 }
 
-void rift_stream_close(rift_stream *st) {
+void rift_stream_del(rift_stream *st) {
     if (st == NULL) {
         return;
     }

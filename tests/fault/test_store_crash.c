@@ -148,7 +148,7 @@ static void child_main(const char *dir, int fd, uint64_t counter_base,
     s.state_snapshot_bytes = 8192;
     s.max_messages = MAX_SEQ;
     rift_stream *st = NULL;
-    if (rift_stream_open(&st, &s, NULL) != 0) {
+    if (rift_stream_new(&st, &s, NULL) != 0) {
         _exit(2);
     }
     report ready = {.kind = 'R'};
@@ -272,9 +272,9 @@ static void check_dir(const char *dir, truth *t) {
     s.max_messages = MAX_SEQ;
     rift_stream *st = NULL;
     rift_error err = {0};
-    CHECK_MSG(rift_stream_open(&st, &s, &err) == 0, "reopen: %s", err.text);
+    CHECK_MSG(rift_stream_new(&st, &s, &err) == 0, "reopen: %s", err.text);
     check_stream(st, t);
-    rift_stream_close(st);
+    rift_stream_del(st);
 }
 
 static void sigkill_rounds(bool sync, int nrounds) {

@@ -101,7 +101,7 @@ static void run(bool sync_on_write) {
     s.sync_on_write = sync_on_write;
     rift_stream *st = NULL;
     rift_error err = {0};
-    CHECK_MSG(rift_stream_open(&st, &s, &err) == 0, "open: %s", err.text);
+    CHECK_MSG(rift_stream_new(&st, &s, &err) == 0, "open: %s", err.text);
     if (st == NULL) {
         return;
     }
@@ -171,7 +171,7 @@ static void run(bool sync_on_write) {
     CHECK_OK(rift_consumer_ack(c, 5, NULL));
     rift_consumer_close(c);
     check_records(st, 32);
-    rift_stream_close(st);
+    rift_stream_del(st);
 
     /* A restart agrees. */
     rift_store_report rep;
@@ -179,7 +179,7 @@ static void run(bool sync_on_write) {
     CHECK(!rep.torn);
     CHECK_EQ_U64(rep.records, 32);
     s.vfs = NULL;
-    CHECK_MSG(rift_stream_open(&st, &s, &err) == 0, "open: %s", err.text);
+    CHECK_MSG(rift_stream_new(&st, &s, &err) == 0, "open: %s", err.text);
     if (st != NULL) {
         check_records(st, 32);
         CHECK_OK(rift_stream_consumer_get(st, "w", 1, &c, NULL));
@@ -188,7 +188,7 @@ static void run(bool sync_on_write) {
         CHECK_EQ_U64(ci.pending, 1); /* 4 */
         CHECK_EQ_U64(ci.next_sequence, 6);
         rift_consumer_close(c);
-        rift_stream_close(st);
+        rift_stream_del(st);
     }
     test_vfs_free(&tv);
     rift_test_rmdir(dir);
@@ -218,7 +218,7 @@ RIFT_TEST(io_error_waits_for_reopen) {
     s.vfs = &tv.vfs;
     rift_stream *st = NULL;
     rift_error err = {0};
-    CHECK_OK(rift_stream_open(&st, &s, &err));
+    CHECK_OK(rift_stream_new(&st, &s, &err));
     if (st == NULL) {
         return;
     }
@@ -236,7 +236,7 @@ RIFT_TEST(io_error_waits_for_reopen) {
     CHECK_MSG(pub(st, &seq, &err) == 0, "after reopen: %s", err.text);
     CHECK_EQ_U64(seq, 2);
     check_records(st, 2);
-    rift_stream_close(st);
+    rift_stream_del(st);
     test_vfs_free(&tv);
     rift_test_rmdir(dir);
 }

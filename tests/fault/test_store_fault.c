@@ -129,7 +129,7 @@ static void check_after_reopen(const char *dir, const outcome *o) {
     s.storage_path = dir;
     rift_stream *st = NULL;
     rift_error err = {0};
-    CHECK_MSG(rift_stream_open(&st, &s, &err) == 0, "reopen: %s", err.text);
+    CHECK_MSG(rift_stream_new(&st, &s, &err) == 0, "reopen: %s", err.text);
     rift_batch b = {0};
     CHECK_OK(rift_stream_replay(st, 1, 1000, &b, NULL));
     CHECK_MSG(b.count >= o->acked_pub, "%zu records, %llu acknowledged",
@@ -158,7 +158,7 @@ static void check_after_reopen(const char *dir, const outcome *o) {
         CHECK(o->acked_pub <= 5 && o->nacked == 0);
     }
     rift_store_report rep;
-    rift_stream_close(st);
+    rift_stream_del(st);
     CHECK_OK(rift_store_verify(dir, &rep, &err));
     CHECK(!rep.torn);
 }
@@ -194,7 +194,7 @@ static void run_faults(fault_kind kind, int max_n, bool sync) {
         rift_stream *st = NULL;
         rift_error err = {0};
         outcome o = {0};
-        if (rift_stream_open(&st, &s, &err) != 0) {
+        if (rift_stream_new(&st, &s, &err) != 0) {
             /* The fault hit the open itself: nothing was acknowledged. */
             CHECK_MSG(err.code == RIFT_ERR_IO, "open: %s", err.text);
             CHECK(strstr(err.text, "messaging I/O: ") == err.text);
@@ -209,7 +209,7 @@ static void run_faults(fault_kind kind, int max_n, bool sync) {
                               o.fail_code == RIFT_ERR_STORAGE,
                           "code %d", o.fail_code);
             }
-            rift_stream_close(st);
+            rift_stream_del(st);
         }
         check_after_reopen(dir, &o);
         if (rift_test_failed()) {
@@ -257,10 +257,10 @@ static void disk_full_isolated(bool sync) {
     s.storage_path = da;
     s.vfs = &tv.vfs;
     rift_stream *a = NULL, *b = NULL;
-    CHECK_OK(rift_stream_open(&a, &s, NULL));
+    CHECK_OK(rift_stream_new(&a, &s, NULL));
     s.storage_path = db;
     s.vfs = NULL;
-    CHECK_OK(rift_stream_open(&b, &s, NULL));
+    CHECK_OK(rift_stream_new(&b, &s, NULL));
     uint8_t buf[512];
     size_t len = pattern(1, buf);
     CHECK_OK(rift_stream_publish(a, "f.rec", 5, NULL, 0, buf, len, NULL, NULL));
@@ -283,8 +283,8 @@ static void disk_full_isolated(bool sync) {
             rift_stream_publish(b, "f.rec", 5, NULL, 0, buf, len, &out, NULL));
         CHECK_EQ_U64(out.sequence, i);
     }
-    rift_stream_close(a);
-    rift_stream_close(b);
+    rift_stream_del(a);
+    rift_stream_del(b);
     outcome o = {.acked_pub = 1};
     check_after_reopen(da, &o);
     o.acked_pub = 5;
@@ -335,7 +335,7 @@ static void async_failure(bool sync) {
     s.vfs = &tv.vfs;
     s.sync_on_write = sync;
     rift_stream *st = NULL;
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     cb_state cs = {.done = 0};
     pthread_mutex_init(&cs.mu, NULL);
     pthread_cond_init(&cs.cv, NULL);
@@ -368,7 +368,7 @@ static void async_failure(bool sync) {
     CHECK_OK(rift_stream_get_info(st, &info, NULL));
     CHECK(info.poisoned);
     rift_stream_info_free(&info);
-    rift_stream_close(st);
+    rift_stream_del(st);
     pthread_mutex_destroy(&cs.mu);
     pthread_cond_destroy(&cs.cv);
     test_vfs_free(&tv);
@@ -436,7 +436,7 @@ static void alloc_workload(bool file, int fail_at, bool *hit) {
     rift_stream *st = NULL;
     rift_error err = {0};
     *hit = false;
-    if (rift_stream_open(&st, &s, &err) != 0) {
+    if (rift_stream_new(&st, &s, &err) != 0) {
         CHECK_EQ_INT(err.code, RIFT_ERR_NOMEM);
         *hit = true;
         rift_test_rmdir(dir);
@@ -472,14 +472,14 @@ static void alloc_workload(bool file, int fail_at, bool *hit) {
         rift_stream_info_free(&info);
     }
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     *hit = atomic_load(&fm.calls) >= fail_at;
     if (file) {
         /* Whatever failed, the directory opens again. */
         rift_stream_settings_default(&s);
         s.storage_path = dir;
-        CHECK_MSG(rift_stream_open(&st, &s, &err) == 0, "%s", err.text);
-        rift_stream_close(st);
+        CHECK_MSG(rift_stream_new(&st, &s, &err) == 0, "%s", err.text);
+        rift_stream_del(st);
     }
     rift_test_rmdir(dir);
 }
@@ -514,7 +514,7 @@ RIFT_TEST(state_log_torn_every_length) {
     rift_stream_settings_default(&s);
     s.storage_path = dir;
     rift_stream *st = NULL;
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     uint8_t buf[512];
     for (uint64_t i = 1; i <= 6; i++) {
         size_t len = pattern(i, buf);
@@ -529,7 +529,7 @@ RIFT_TEST(state_log_torn_every_length) {
     CHECK_OK(rift_consumer_ack(c, 2, NULL));
     CHECK_OK(rift_consumer_ack(c, 3, NULL));
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     char path[4200], copy[4200];
     snprintf(path, sizeof(path), "%s/state.log", dir);
     snprintf(copy, sizeof(copy), "%s/state.copy", dir);
@@ -544,7 +544,7 @@ RIFT_TEST(state_log_torn_every_length) {
         fwrite(data, 1, (size_t)cut, f);
         fclose(f);
         rift_error err = {0};
-        CHECK_MSG(rift_stream_open(&st, &s, &err) == 0, "cut %ld: %s", cut,
+        CHECK_MSG(rift_stream_new(&st, &s, &err) == 0, "cut %ld: %s", cut,
                   err.text);
         if (rift_stream_consumer_get(st, "c", 1, &c, NULL) == 0) {
             rift_consumer_info ci;
@@ -553,7 +553,7 @@ RIFT_TEST(state_log_torn_every_length) {
             CHECK(ci.pending <= 4);
             rift_consumer_close(c);
         }
-        rift_stream_close(st);
+        rift_stream_del(st);
     }
     (void)copy;
     rift_test_rmdir(dir);
@@ -597,7 +597,7 @@ RIFT_TEST(concurrent_sync_failure) {
         s.storage_path = dir;
         s.vfs = &tv.vfs;
         rift_stream *st = NULL;
-        CHECK_OK(rift_stream_open(&st, &s, NULL));
+        CHECK_OK(rift_stream_new(&st, &s, NULL));
         atomic_store(&tv.fail_sync_at, atomic_load(&tv.syncs) + at[k]);
         cpub p[8];
         pthread_t th[8];
@@ -613,9 +613,9 @@ RIFT_TEST(concurrent_sync_failure) {
         CHECK_OK(rift_stream_get_info(st, &info, NULL));
         CHECK(info.poisoned);
         rift_stream_info_free(&info);
-        rift_stream_close(st);
+        rift_stream_del(st);
         s.vfs = NULL;
-        CHECK_OK(rift_stream_open(&st, &s, NULL));
+        CHECK_OK(rift_stream_new(&st, &s, NULL));
         CHECK_OK(rift_stream_get_info(st, &info, NULL));
         for (int i = 0; i < 8; i++) {
             for (size_t j = 0; j < p[i].nok; j++) {
@@ -634,7 +634,7 @@ RIFT_TEST(concurrent_sync_failure) {
         }
         rift_batch_free(&b);
         rift_stream_info_free(&info);
-        rift_stream_close(st);
+        rift_stream_del(st);
         test_vfs_free(&tv);
         rift_test_rmdir(dir);
     }

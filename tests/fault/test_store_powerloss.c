@@ -706,7 +706,7 @@ static rift_stream *reopen(campaign *c) {
     settings_for(c, &s);
     rift_stream *st = NULL;
     rift_error err = {0};
-    int rc = rift_stream_open(&st, &s, &err);
+    int rc = rift_stream_new(&st, &s, &err);
     if (rc != 0 && !crash_vfs_is_off(c->fs)) {
         EXPECT(c->harsh_damage && rc == RIFT_ERR_STORAGE,
                "seed %llu round %d: open after a %s cut: %s",
@@ -726,7 +726,7 @@ static rift_stream *reopen(campaign *c) {
             dump_dir(c);
         }
         if (rc == 0) {
-            rc = rift_stream_open(&st, &s, &err);
+            rc = rift_stream_new(&st, &s, &err);
             EXPECT(rc == 0 || crash_vfs_is_off(c->fs),
                    "seed %llu round %d: open after repair: %s",
                    (unsigned long long)c->seed, c->rounds, err.text);
@@ -734,7 +734,7 @@ static rift_stream *reopen(campaign *c) {
     }
     if (rc == 0 && crash_vfs_is_off(c->fs)) {
         /* The cut came during recovery. */
-        rift_stream_close(st);
+        rift_stream_del(st);
         return NULL;
     }
     if (rc == 0) {
@@ -774,7 +774,7 @@ static void one_round(campaign *c) {
     crash_vfs_arm(c->fs, 0);
     check_recovered(c, st);
     if (rift_test_failed()) {
-        rift_stream_close(st);
+        rift_stream_del(st);
         return;
     }
     rift_consumer *h[NCONS];
@@ -804,7 +804,7 @@ static void one_round(campaign *c) {
         } else {
             /* A clean close leaves everything acknowledged on disk. */
             close_consumers(h);
-            rift_stream_close(st);
+            rift_stream_del(st);
             st = NULL;
             if (crash_vfs_is_off(c->fs)) {
                 alive = false;
@@ -814,7 +814,7 @@ static void one_round(campaign *c) {
             rift_stream_settings s;
             settings_for(c, &s);
             rift_error err = {0};
-            alive = rift_stream_open(&st, &s, &err) == 0;
+            alive = rift_stream_new(&st, &s, &err) == 0;
             EXPECT(alive || crash_vfs_is_off(c->fs),
                    "seed %llu round %d: clean reopen: %s",
                    (unsigned long long)c->seed, c->rounds, err.text);
@@ -827,7 +827,7 @@ static void one_round(campaign *c) {
     crash_vfs_power_off(c->fs);
     close_consumers(h);
     if (st != NULL) {
-        rift_stream_close(st);
+        rift_stream_del(st);
     }
     cut(c);
 }
@@ -866,7 +866,7 @@ static void campaign_run(bool sync) {
         rift_stream *st = reopen(&c);
         if (st != NULL) {
             check_recovered(&c, st);
-            rift_stream_close(st);
+            rift_stream_del(st);
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -83,7 +83,7 @@ static bool fix_up(fix *f) {
     const char *mem_subjects[] = {"bench.mem.>"};
     ss.subjects = mem_subjects;
     ss.subjects_count = 1;
-    if (rift_stream_open(&f->mem, &ss, &err) != 0) {
+    if (rift_stream_new(&f->mem, &ss, &err) != 0) {
         fprintf(stderr, "stream: %s\n", err.text);
         return false;
     }
@@ -92,7 +92,7 @@ static bool fix_up(fix *f) {
     ss.subjects = file_subjects;
     ss.storage_path = path;
     ss.sync_on_write = true;
-    if (rift_stream_open(&f->file, &ss, &err) != 0) {
+    if (rift_stream_new(&f->file, &ss, &err) != 0) {
         fprintf(stderr, "stream: %s\n", err.text);
         return false;
     }
@@ -149,8 +149,8 @@ static void fix_down(fix *f) {
         quinn_stub_stop(&f->stub);
     }
     rift_server_del(f->srv);
-    rift_stream_close(f->mem);
-    rift_stream_close(f->file);
+    rift_stream_del(f->mem);
+    rift_stream_del(f->file);
     rift_broker_del(f->broker);
     rift_test_rmdir(f->tmp);
 }

@@ -301,9 +301,9 @@ RIFT_TEST(dev_default_keeps_a_subscriber_that_falls_far_behind) {
     s.server_name = "localhost";
     s.token = token;
     rift_client *c = NULL;
-    rift_subscription *sub = NULL;
+    rift_client_sub *sub = NULL;
     rift_error err;
-    CHECK_OK(rift_client_connect(&c, &s, &err));
+    CHECK_OK(rift_client_new(&c, &s, &err));
     CHECK_OK(rift_client_subscribe(c, "demo.backlog", 12, NULL, 0, &sub, &err));
     /* 60,000 messages while this subscriber reads nothing: about 26,000
      * fit the client's 2 MiB window, the rest wait in riftd's queue for
@@ -319,7 +319,7 @@ RIFT_TEST(dev_default_keeps_a_subscriber_that_falls_far_behind) {
     int recv_rc = 0;
     while (got < N) {
         rift_msg *m;
-        recv_rc = rift_subscription_recv(sub, 10000000000LL, &m, &err);
+        recv_rc = rift_client_sub_recv(sub, 10000000000LL, &m, &err);
         if (recv_rc != 0) {
             fprintf(stderr, "  after %zu messages: %s\n", got, err.text);
             break;
@@ -327,8 +327,8 @@ RIFT_TEST(dev_default_keeps_a_subscriber_that_falls_far_behind) {
         rift_msg_unref(m);
         got++;
     }
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     free(token);
     free(out);
     int rc = devfix_stop(&f);

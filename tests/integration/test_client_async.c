@@ -6,7 +6,7 @@
  * in the callbacks on the client thread, local checks failing at the call
  * without a callback, fetch deliveries owned by the callback, the deadline
  * of an operation waiting for stream credit, and every callback run before
- * rift_client_close returns or when the server shuts down.
+ * rift_client_del returns or when the server shuts down.
  */
 // labels: threads
 #include "rawcli.h"
@@ -35,7 +35,7 @@ static bool connect_opts(srvfix *f, uint32_t op_timeout_ms, rift_client **pc) {
         s.op_timeout_ms = op_timeout_ms;
     }
     rift_error err;
-    if (rift_client_connect(pc, &s, &err) != 0) {
+    if (rift_client_new(pc, &s, &err) != 0) {
         fprintf(stderr, "connect: %s\n", err.text);
         return false;
     }
@@ -51,7 +51,7 @@ typedef struct sfix {
 
 static bool sfix_up(sfix *s, size_t max_streams) {
     memset(s, 0, sizeof(*s));
-    if (!fix_init(&s->f, NULL) || rift_stream_open(&s->st, NULL, NULL) != 0) {
+    if (!fix_init(&s->f, NULL) || rift_stream_new(&s->st, NULL, NULL) != 0) {
         return false;
     }
     s->list[0] = (rift_server_stream){"events", 6, s->st};
@@ -66,7 +66,7 @@ static bool sfix_up(sfix *s, size_t max_streams) {
 static void sfix_down(sfix *s) {
     rift_server_del(s->f.srv);
     s->f.srv = NULL;
-    rift_stream_close(s->st);
+    rift_stream_del(s->st);
     fix_fini(&s->f);
 }
 
@@ -207,7 +207,7 @@ RIFT_TEST(stream_publish_async_keeps_a_window_from_the_callbacks) {
     CHECK_OK(rift_client_stream_publish(c, "events", 6, "game.score", 10, NULL,
                                         0, (const uint8_t *)"x", 1, &st, &err));
     CHECK_EQ_U64(st.sequence, t.total + 1);
-    rift_client_close(c);
+    rift_client_del(c);
     tally_fini(&t);
     sfix_down(&s);
 }
@@ -249,7 +249,7 @@ RIFT_TEST(stream_publish_async_errors) {
     CHECK_EQ_INT(t.last_rc, RIFT_ERR_REMOTE);
     CHECK_EQ_STR(t.last_err.text, "unknown stream");
     /* A closed client refuses at the call. */
-    rift_client_close(c);
+    rift_client_del(c);
     tally_fini(&t);
     sfix_down(&s);
 }
@@ -382,7 +382,7 @@ RIFT_TEST(fetch_async_and_ack_async) {
     CHECK(wait_flag(&f, &f.done, NULL, 0));
     CHECK_EQ_INT(f.rc, RIFT_ERR_REMOTE);
     CHECK_EQ_U64(f.count, 0);
-    rift_client_close(c);
+    rift_client_del(c);
     pthread_cond_destroy(&f.cv);
     pthread_mutex_destroy(&f.mu);
     tally_fini(&t);
@@ -397,7 +397,7 @@ RIFT_TEST(async_operation_waiting_for_credit_times_out) {
     rift_client *c;
     CHECK(connect_opts(&s.f, 300, &c));
     rift_error err;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, "game.x", 6, NULL, 0, &sub, &err));
     fetched f;
     memset(&f, 0, sizeof(f));
@@ -410,8 +410,8 @@ RIFT_TEST(async_operation_waiting_for_credit_times_out) {
     CHECK(rift_now_ns() - t0 >= 250000000);
     CHECK_EQ_INT(f.ack_rc, RIFT_ERR_TIMEOUT);
     CHECK_EQ_STR(f.ack_err.text, "QUIC operation timed out");
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     pthread_cond_destroy(&f.cv);
     pthread_mutex_destroy(&f.mu);
     sfix_down(&s);
@@ -430,7 +430,7 @@ RIFT_TEST(close_runs_every_pending_callback) {
     for (size_t i = 0; i < t.total; i++) {
         CHECK_OK(publish_next(&t));
     }
-    rift_client_close(c);
+    rift_client_del(c);
     /* Every callback ran before close returned: stored, or failed with
      * the close. */
     pthread_mutex_lock(&t.mu);
@@ -449,7 +449,7 @@ RIFT_TEST(server_shutdown_fails_pending_operations) {
     rift_client *c;
     CHECK(connect_opts(&s.f, 0, &c));
     rift_error err;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, "game.x", 6, NULL, 0, &sub, &err));
     tally t;
     tally_init(&t, c, 50, 50);
@@ -466,8 +466,8 @@ RIFT_TEST(server_shutdown_fails_pending_operations) {
                                        NULL, &err),
                  RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(err.text, "server shutdown");
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     tally_fini(&t);
     sfix_down(&s);
 }

@@ -264,10 +264,10 @@ static rift_client *connect_client(worker *w) {
     rift_client *c = NULL;
     rift_error err;
     w->connects++;
-    return rift_client_connect(&c, &s, &err) == 0 ? c : NULL;
+    return rift_client_new(&c, &s, &err) == 0 ? c : NULL;
 }
 
-static void one_op(worker *w, rift_client *c, rng *r, rift_subscription **subs,
+static void one_op(worker *w, rift_client *c, rng *r, rift_client_sub **subs,
                    rift_publisher **pub) {
     rift_error err;
     int rc = 0;
@@ -287,7 +287,7 @@ static void one_op(worker *w, rift_client *c, rng *r, rift_subscription **subs,
         break;
     case 1: {
         if (*pub == NULL) {
-            rc = rift_client_publisher(c, pub, &err);
+            rc = rift_client_publisher_open(c, pub, &err);
             break;
         }
         unsigned k = below(r, 4);
@@ -311,12 +311,12 @@ static void one_op(worker *w, rift_client *c, rng *r, rift_subscription **subs,
         if (subs[i] == NULL) {
             rc = rift_client_subscribe(c, "a.>", 3, NULL, 0, &subs[i], &err);
         } else if (chance(r, 20)) {
-            rift_subscription_close(subs[i]);
+            rift_client_sub_close(subs[i]);
             subs[i] = NULL;
         } else {
             for (int k = 0; k < 50; k++) {
                 rift_msg *m = NULL;
-                rc = rift_subscription_recv(subs[i], k == 0 ? 5000000 : 0, &m,
+                rc = rift_client_sub_recv(subs[i], k == 0 ? 5000000 : 0, &m,
                                             &err);
                 rift_msg_unref(m);
                 if (rc != 0) {
@@ -360,17 +360,17 @@ static void *worker_main(void *arg) {
     worker *w = arg;
     rng r = {w->seed | 1};
     rift_client *c = NULL;
-    rift_subscription *subs[4] = {0};
+    rift_client_sub *subs[4] = {0};
     rift_publisher *pub = NULL;
     while (rift_now_ns() < w->end) {
         if (c == NULL || !rift_client_is_connected(c) || chance(&r, 1)) {
             for (int i = 0; i < 4; i++) {
-                rift_subscription_close(subs[i]);
+                rift_client_sub_close(subs[i]);
                 subs[i] = NULL;
             }
             rift_publisher_close(pub);
             pub = NULL;
-            rift_client_close(c);
+            rift_client_del(c);
             c = connect_client(w);
             if (c == NULL) {
                 continue;
@@ -379,10 +379,10 @@ static void *worker_main(void *arg) {
         one_op(w, c, &r, subs, &pub);
     }
     for (int i = 0; i < 4; i++) {
-        rift_subscription_close(subs[i]);
+        rift_client_sub_close(subs[i]);
     }
     rift_publisher_close(pub);
-    rift_client_close(c);
+    rift_client_del(c);
     return NULL;
 }
 
@@ -421,6 +421,6 @@ RIFT_TEST(hostile_server_answers) {
     worker fresh = {&srv, 0, 0, false, 0, 0, 0};
     rift_client *c = connect_client(&fresh);
     CHECK(c != NULL);
-    rift_client_close(c);
+    rift_client_del(c);
     h_stop(&srv);
 }

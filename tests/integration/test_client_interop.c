@@ -43,7 +43,7 @@ static void settings_for(rift_client_settings *s, quinn_stub *st) {
 static int connect_stub(quinn_stub *st, rift_client **pc, rift_error *err) {
     rift_client_settings s;
     settings_for(&s, st);
-    return rift_client_connect(pc, &s, err);
+    return rift_client_new(pc, &s, err);
 }
 
 #define S(x) x, strlen(x)
@@ -63,7 +63,7 @@ RIFT_TEST(connect_and_auth) {
     socklen_t len;
     rift_client_local_addr(c, &ss, &len);
     CHECK_EQ_INT(ss.ss_family, AF_INET);
-    rift_client_close(c);
+    rift_client_del(c);
 
     /* A host name: its IPv4 address is preferred (the stub listens on
      * 127.0.0.1 only). */
@@ -73,9 +73,9 @@ RIFT_TEST(connect_and_auth) {
     snprintf(addr, sizeof(addr), "localhost%s", strrchr(st.addr, ':'));
     s.address = addr;
     s.connect_timeout_ms = 5000;
-    rc = rift_client_connect(&c, &s, &err);
+    rc = rift_client_new(&c, &s, &err);
     CHECK_MSG(rc == 0, "connect %s: %s", addr, err.text);
-    rift_client_close(c);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -87,7 +87,7 @@ RIFT_TEST(wrong_token_is_authentication_failed) {
     s.token = "not-the-token";
     rift_client *c = NULL;
     rift_error err;
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_PERMISSION);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_PERMISSION);
     CHECK_EQ_STR(err.text, "authentication failed");
     CHECK(c == NULL);
     quinn_stub_stop(&st);
@@ -101,7 +101,7 @@ RIFT_TEST(wrong_ca_is_refused) {
     s.ca_file = st.other_ca;
     rift_client *c = NULL;
     rift_error err;
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_TLS);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_TLS);
     CHECK_MSG(strstr(err.text, "certificate") != NULL, "text: %s", err.text);
     quinn_stub_stop(&st);
 }
@@ -114,7 +114,7 @@ RIFT_TEST(wrong_server_name_is_refused) {
     s.server_name = "not-this-server.example";
     rift_client *c = NULL;
     rift_error err;
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_TLS);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_TLS);
     quinn_stub_stop(&st);
 }
 
@@ -126,20 +126,20 @@ RIFT_TEST(missing_ca_file_and_bad_address) {
     s.ca_file = "/nonexistent/ca.pem";
     rift_client *c = NULL;
     rift_error err;
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_TLS);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_TLS);
     settings_for(&s, &st);
     s.address = "127.0.0.1";
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
     s.address = "[::1:7443";
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
     quinn_stub_stop(&st);
 }
 
 /* ---- Publishing and subscriptions ---- */
 
-static int recv_one(rift_subscription *sub, rift_msg **m) {
+static int recv_one(rift_client_sub *sub, rift_msg **m) {
     rift_error err;
-    return rift_subscription_recv(sub, 10 * SEC, m, &err);
+    return rift_client_sub_recv(sub, 10 * SEC, m, &err);
 }
 
 RIFT_TEST(publish_confirmed_and_receive) {
@@ -148,10 +148,10 @@ RIFT_TEST(publish_confirmed_and_receive) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("interop.>"), NULL, 0, &sub, &err));
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     CHECK_OK(rift_publisher_publish_confirmed(p, S("interop.a"), S("_INBOX.r1"),
                                               P("hello"), &err));
     rift_msg *m;
@@ -172,10 +172,10 @@ RIFT_TEST(publish_confirmed_and_receive) {
     rift_msg_payload(m, &len);
     CHECK_EQ_INT(len, 0);
     rift_msg_unref(m);
-    CHECK_EQ_INT(rift_subscription_recv(sub, 0, &m, &err), RIFT_ERR_AGAIN);
+    CHECK_EQ_INT(rift_client_sub_recv(sub, 0, &m, &err), RIFT_ERR_AGAIN);
     rift_publisher_close(p);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -185,10 +185,10 @@ RIFT_TEST(pipelined_publishes_keep_order_through_flush) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("interop.seq"), NULL, 0, &sub, &err));
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     enum {
         N = 3000
     };
@@ -212,8 +212,8 @@ RIFT_TEST(pipelined_publishes_keep_order_through_flush) {
         rift_msg_unref(m);
     }
     rift_publisher_close(p);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -223,9 +223,9 @@ RIFT_TEST(shared_publish_and_subscription_fd) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("interop.*"), NULL, 0, &sub, &err));
-    int fd = rift_subscription_fd(sub);
+    int fd = rift_client_sub_fd(sub);
     CHECK(fd >= 0);
     struct pollfd pfd = {fd, POLLIN, 0};
     CHECK_EQ_INT(poll(&pfd, 1, 0), 0);
@@ -234,26 +234,26 @@ RIFT_TEST(shared_publish_and_subscription_fd) {
                                             P("two"), &err));
     CHECK_EQ_INT(poll(&pfd, 1, 10000), 1);
     rift_msg *m;
-    CHECK_OK(rift_subscription_recv(sub, 0, &m, &err));
+    CHECK_OK(rift_client_sub_recv(sub, 0, &m, &err));
     CHECK_EQ_STR(rift_msg_subject(m, NULL), "interop.x");
     rift_msg_unref(m);
     CHECK_OK(recv_one(sub, &m));
     CHECK_EQ_STR(rift_msg_reply(m, NULL), "_INBOX.z");
     rift_msg_unref(m);
-    CHECK_EQ_INT(rift_subscription_pending(sub), 0);
+    CHECK_EQ_INT(rift_client_sub_pending(sub), 0);
     CHECK_EQ_INT(poll(&pfd, 1, 0), 0);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
 typedef struct two_subs {
-    rift_subscription *a, *b;
+    rift_client_sub *a, *b;
 } two_subs;
 
 static bool ten_pending(void *arg) {
     two_subs *t = arg;
-    return rift_subscription_pending(t->a) + rift_subscription_pending(t->b) >=
+    return rift_client_sub_pending(t->a) + rift_client_sub_pending(t->b) >=
            10;
 }
 
@@ -263,7 +263,7 @@ RIFT_TEST(queue_group_and_cancelled_subscription) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_subscription *a, *b;
+    rift_client_sub *a, *b;
     CHECK_OK(rift_client_subscribe(c, S("interop.q"), S("workers"), &a, &err));
     CHECK_OK(rift_client_subscribe(c, S("interop.q"), S("workers"), &b, &err));
     for (int i = 0; i < 10; i++) {
@@ -272,13 +272,13 @@ RIFT_TEST(queue_group_and_cancelled_subscription) {
     two_subs t = {a, b};
     CHECK(rift_test_wait_until(ten_pending, &t, 10000));
     /* The stub hands a group's messages out in turn. */
-    CHECK_EQ_INT(rift_subscription_pending(a), 5);
-    CHECK_EQ_INT(rift_subscription_pending(b), 5);
-    rift_subscription_close(a);
-    rift_subscription_close(b);
+    CHECK_EQ_INT(rift_client_sub_pending(a), 5);
+    CHECK_EQ_INT(rift_client_sub_pending(b), 5);
+    rift_client_sub_close(a);
+    rift_client_sub_close(b);
     /* The connection is still fine after cancelling. */
     CHECK_OK(rift_client_publish(c, S("interop.q"), P("w"), &err));
-    rift_client_close(c);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -286,7 +286,7 @@ RIFT_TEST(queue_group_and_cancelled_subscription) {
 
 typedef struct responder {
     rift_client *c;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     int answered;
     atomic_bool stop;
 } responder;
@@ -296,7 +296,7 @@ static void *respond(void *arg) {
     rift_msg *m;
     rift_error err;
     while (!atomic_load(&r->stop)) {
-        int rc = rift_subscription_recv(r->sub, SEC / 10, &m, &err);
+        int rc = rift_client_sub_recv(r->sub, SEC / 10, &m, &err);
         if (rc == RIFT_ERR_AGAIN) {
             continue;
         }
@@ -350,9 +350,9 @@ RIFT_TEST(request_reply_through_the_stub) {
     CHECK_EQ_STR(err.text, "no responders available");
     atomic_store(&r.stop, true);
     pthread_join(t, NULL);
-    rift_subscription_close(r.sub);
+    rift_client_sub_close(r.sub);
     CHECK_EQ_INT(r.answered, 5);
-    rift_client_close(c);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -378,13 +378,13 @@ RIFT_TEST(request_timeout_range_is_checked_locally) {
     CHECK_EQ_STR(err.text, "publication subject must be literal");
     CHECK(m == NULL);
     /* A responder that never answers: the server's own timeout. */
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("svc.slow"), NULL, 0, &sub, &err));
     CHECK_EQ_INT(rift_client_request(c, S("svc.slow"), P("x"), 50, &m, &err),
                  RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text, "request timed out");
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -466,7 +466,7 @@ RIFT_TEST(stream_publish_consumer_fetch_ack) {
     CHECK_EQ_INT(rift_client_ack(c, big, sizeof(big), S("worker"), 1, &err),
                  RIFT_ERR_INVALID_ARGUMENT);
     CHECK_EQ_STR(err.text, "string exceeds protocol limit");
-    rift_client_close(c);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -478,10 +478,10 @@ RIFT_TEST(max_payload_round_trip_and_oversize_refused_locally) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("interop.big"), NULL, 0, &sub, &err));
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     size_t max = 1048576;
     uint8_t *big = malloc(max + 1);
     CHECK(big != NULL);
@@ -529,8 +529,8 @@ RIFT_TEST(max_payload_round_trip_and_oversize_refused_locally) {
     rift_msg_unref(m);
     free(big);
     rift_publisher_close(p);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -541,7 +541,7 @@ RIFT_TEST(invalid_subjects_are_refused_locally) {
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     CHECK_EQ_INT(rift_publisher_publish(p, S("a..b"), NULL, 0, P("x"), &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "invalid subject pattern");
@@ -561,7 +561,7 @@ RIFT_TEST(invalid_subjects_are_refused_locally) {
         rift_publisher_publish_confirmed(p, S("a.b"), NULL, 0, P("x"), &err));
     CHECK_OK(rift_publisher_flush(p, &err));
     rift_publisher_close(p);
-    rift_client_close(c);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }
 
@@ -574,17 +574,17 @@ RIFT_TEST(handles_fail_after_client_close) {
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
-    rift_subscription *sub;
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("interop.>"), NULL, 0, &sub, &err));
     CHECK_OK(rift_client_publish(c, S("interop.a"), P("x"), &err));
-    rift_client_close(c);
+    rift_client_del(c);
     /* Queued messages are still delivered, then the end. */
     rift_msg *m;
-    int rc = rift_subscription_recv(sub, SEC, &m, &err);
+    int rc = rift_client_sub_recv(sub, SEC, &m, &err);
     if (rc == 0) {
         rift_msg_unref(m);
-        rc = rift_subscription_recv(sub, SEC, &m, &err);
+        rc = rift_client_sub_recv(sub, SEC, &m, &err);
     }
     CHECK_EQ_INT(rc, RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(err.text, "client closed");
@@ -594,7 +594,7 @@ RIFT_TEST(handles_fail_after_client_close) {
     CHECK_EQ_STR(err.text,
                  "publisher closed or a previous operation was cancelled");
     rift_publisher_close(p);
-    rift_subscription_close(sub);
+    rift_client_sub_close(sub);
     quinn_stub_stop(&st);
 }
 
@@ -611,7 +611,7 @@ static void *publish_many(void *arg) {
     pub_thread *t = arg;
     rift_error err;
     rift_publisher *p = NULL;
-    if (t->id % 2 == 0 && rift_client_publisher(t->c, &p, &err) != 0) {
+    if (t->id % 2 == 0 && rift_client_publisher_open(t->c, &p, &err) != 0) {
         t->failures = t->n;
         return NULL;
     }
@@ -641,7 +641,7 @@ RIFT_TEST(concurrent_publishers_share_one_client) {
     rift_client *c;
     rift_error err;
     CHECK_OK(connect_stub(&st, &c, &err));
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("interop.*"), NULL, 0, &sub, &err));
     enum {
         T = 4,
@@ -662,7 +662,7 @@ RIFT_TEST(concurrent_publishers_share_one_client) {
         CHECK_MSG(recv_one(sub, &m) == 0, "message %d missing", i);
         rift_msg_unref(m);
     }
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     quinn_stub_stop(&st);
 }

@@ -281,7 +281,7 @@ static int connect_to(script_srv *srv, rift_client **c, uint32_t op_ms,
     s.token = TOKEN;
     s.op_timeout_ms = op_ms;
     s.connect_timeout_ms = connect_ms;
-    return rift_client_connect(c, &s, err);
+    return rift_client_new(c, &s, err);
 }
 
 #define S(x) x, strlen(x)
@@ -303,7 +303,7 @@ static int connect_with_auth(enum auth_mode mode, rift_error *err) {
     srv.auth = mode;
     rift_client *c = NULL;
     int rc = connect_to(&srv, &c, 1000, err);
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
     return rc;
 }
@@ -352,7 +352,7 @@ RIFT_TEST(connect_deadline_without_a_server) {
     s.connect_timeout_ms = 300;
     rift_client *c = NULL;
     rift_tstamp t0 = rift_now_ns();
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_TIMEOUT);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_TIMEOUT);
     CHECK_EQ_STR(err.text, "QUIC operation timed out");
     CHECK(rift_now_ns() - t0 < 5 * (uint64_t)SEC);
     close(fd);
@@ -380,7 +380,7 @@ RIFT_TEST(wrong_answer_opcode) {
     add_ok(&o);
     script_bytes(&srv, &o, true);
     CHECK_OK(rift_client_ack(c, S("s"), S("n"), 1, &err));
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -405,7 +405,7 @@ RIFT_TEST(error_codes_map_to_permission_and_remote) {
     script_bytes(&srv, &o, true);
     CHECK_EQ_INT(rift_client_ack(c, S("s"), S("n"), 1, &err), RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text, "odd");
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -436,7 +436,7 @@ RIFT_TEST(stored_must_be_exactly_16_bytes) {
                                             0, &st, &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "unexpected trailing frame bytes");
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -463,7 +463,7 @@ RIFT_TEST(fetch_more_than_asked_is_an_error) {
     CHECK_EQ_INT(rift_client_fetch(c, S("s"), S("n"), 2, msgs, &n, &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "server exceeded fetch limit");
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -482,7 +482,7 @@ RIFT_TEST(fin_before_the_answer_is_stream_closed) {
     CHECK_EQ_INT(rift_client_ack(c, S("s"), S("n"), 1, &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "frame length exceeds limit or is zero");
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -504,7 +504,7 @@ RIFT_TEST(silent_server_hits_the_operation_deadline) {
               (unsigned long long)took);
     /* The abandoned stream is stopped. */
     CHECK(rift_test_wait_until(stream_reset_seen, &srv, 5000));
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -527,7 +527,7 @@ RIFT_TEST(large_answer_is_assembled) {
     CHECK_EQ_STR(rift_msg_subject(m, NULL), "_INBOX.x");
     rift_msg_unref(m);
     free(p);
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -543,33 +543,33 @@ RIFT_TEST(subscription_messages_then_server_error) {
               "subscriber exceeded its bounded queue and was "
               "disconnected");
     script_bytes(&srv, &o, true);
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("a.*"), NULL, 0, &sub, &err));
-    int fd = rift_subscription_fd(sub);
+    int fd = rift_client_sub_fd(sub);
     struct pollfd pfd = {fd, POLLIN, 0};
     CHECK_EQ_INT(poll(&pfd, 1, 5000), 1);
     rift_msg *m;
-    CHECK_OK(rift_subscription_recv(sub, 5 * SEC, &m, &err));
+    CHECK_OK(rift_client_sub_recv(sub, 5 * SEC, &m, &err));
     CHECK_EQ_STR(rift_msg_subject(m, NULL), "a.b");
     rift_msg_unref(m);
-    CHECK_OK(rift_subscription_recv(sub, 5 * SEC, &m, &err));
+    CHECK_OK(rift_client_sub_recv(sub, 5 * SEC, &m, &err));
     CHECK_EQ_STR(rift_msg_subject(m, NULL), "a.c");
     rift_msg_unref(m);
-    CHECK_EQ_INT(rift_subscription_recv(sub, 5 * SEC, &m, &err),
+    CHECK_EQ_INT(rift_client_sub_recv(sub, 5 * SEC, &m, &err),
                  RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text,
                  "subscriber exceeded its bounded queue and was disconnected");
     /* The failure stays: the fd stays readable and recv repeats it. */
     CHECK_EQ_INT(poll(&pfd, 1, 0), 1);
-    CHECK_EQ_INT(rift_subscription_recv(sub, 0, &m, &err), RIFT_ERR_REMOTE);
-    rift_subscription_close(sub);
+    CHECK_EQ_INT(rift_client_sub_recv(sub, 0, &m, &err), RIFT_ERR_REMOTE);
+    rift_client_sub_close(sub);
     /* Subscribe refused by the server. */
     add_error(&o, 1, "subscription not permitted");
     script_bytes(&srv, &o, true);
     CHECK_EQ_INT(rift_client_subscribe(c, S("secret.>"), NULL, 0, &sub, &err),
                  RIFT_ERR_PERMISSION);
     CHECK_EQ_STR(err.text, "subscription not permitted");
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -589,25 +589,25 @@ RIFT_TEST(subscription_queue_is_bounded_by_flow_control) {
         add_message(&o, "flow.x", p, SZ);
     }
     script_bytes(&srv, &o, false);
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, S("flow.x"), NULL, 0, &sub, &err));
     /* Wait until the queue stops growing. */
     size_t last = 0;
     for (int i = 0; i < 50; i++) {
         struct timespec ms = {0, 20000000};
         nanosleep(&ms, NULL);
-        size_t now = rift_subscription_pending(sub);
+        size_t now = rift_client_sub_pending(sub);
         if (now == last && now > 0) {
             break;
         }
         last = now;
     }
-    size_t pending = rift_subscription_pending(sub);
+    size_t pending = rift_client_sub_pending(sub);
     CHECK_MSG(pending > 0 && pending * (SZ + 17) <= 2228224,
               "pending %zu messages", pending);
     for (int i = 0; i < N; i++) {
         rift_msg *m;
-        CHECK_MSG(rift_subscription_recv(sub, 5 * SEC, &m, &err) == 0,
+        CHECK_MSG(rift_client_sub_recv(sub, 5 * SEC, &m, &err) == 0,
                   "message %d: %s", i, err.text);
         size_t len;
         const uint8_t *pl = rift_msg_payload(m, &len);
@@ -618,8 +618,8 @@ RIFT_TEST(subscription_queue_is_bounded_by_flow_control) {
         rift_msg_unref(m);
     }
     free(p);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -631,7 +631,7 @@ RIFT_TEST(publisher_error_then_unusable) {
     add_error(&o, 1, "publication not permitted");
     script_bytes(&srv, &o, true);
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     CHECK_OK(rift_publisher_publish(p, S("deny.x"), NULL, 0, NULL, 0, &err));
     CHECK_EQ_INT(rift_publisher_flush(p, &err), RIFT_ERR_PERMISSION);
     CHECK_EQ_STR(err.text, "publication not permitted");
@@ -655,7 +655,7 @@ RIFT_TEST(publisher_error_then_unusable) {
     add_ok(&o);
     script_bytes(&srv, &o, false);
     CHECK_OK(rift_client_publish(c, S("a.b"), (const uint8_t *)"ab", 2, &err));
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -663,7 +663,7 @@ RIFT_TEST(publisher_deadline_makes_it_unusable) {
     SETUP(srv, c, 200);
     srv_silent(&srv);
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     CHECK_EQ_INT(
         rift_publisher_publish_confirmed(p, S("a.b"), NULL, 0, NULL, 0, &err),
         RIFT_ERR_TIMEOUT);
@@ -671,7 +671,7 @@ RIFT_TEST(publisher_deadline_makes_it_unusable) {
     CHECK_EQ_INT(rift_publisher_flush(p, &err), RIFT_ERR_UNUSABLE);
     CHECK(rift_test_wait_until(stream_reset_seen, &srv, 5000));
     rift_publisher_close(p);
-    rift_client_close(c);
+    rift_client_del(c);
     srv_stop(&srv);
 }
 
@@ -708,7 +708,7 @@ static bool one_stream(void *arg) {
 RIFT_TEST(server_close_fails_pending_and_later_operations) {
     SETUP(srv, c, 10000);
     srv_silent(&srv);
-    rift_subscription *sub = NULL;
+    rift_client_sub *sub = NULL;
     bytes o = {0};
     add_ok(&o);
     script_bytes(&srv, &o, false);
@@ -726,7 +726,7 @@ RIFT_TEST(server_close_fails_pending_and_later_operations) {
     CHECK_EQ_INT(w.rc, RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(w.err.text, "server shutdown");
     rift_msg *m;
-    CHECK_EQ_INT(rift_subscription_recv(sub, 5 * SEC, &m, &err),
+    CHECK_EQ_INT(rift_client_sub_recv(sub, 5 * SEC, &m, &err),
                  RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(err.text, "server shutdown");
     CHECK(!rift_client_is_connected(c));
@@ -734,8 +734,8 @@ RIFT_TEST(server_close_fails_pending_and_later_operations) {
                  RIFT_ERR_CONNECTION);
     CHECK_EQ_STR(err.text, "server shutdown");
     rift_publisher *p;
-    CHECK_EQ_INT(rift_client_publisher(c, &p, &err), RIFT_ERR_CONNECTION);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    CHECK_EQ_INT(rift_client_publisher_open(c, &p, &err), RIFT_ERR_CONNECTION);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     srv_stop(&srv);
 }

@@ -145,14 +145,14 @@ RIFT_TEST(corrupt_stream_directory) {
     rift_stream_settings_default(&ss);
     ss.storage_path = path;
     rift_stream *st;
-    CHECK_OK(rift_stream_open(&st, &ss, NULL));
+    CHECK_OK(rift_stream_new(&st, &ss, NULL));
     for (int i = 0; i < 3; i++) {
         rift_stored out;
         CHECK_OK(rift_stream_publish(st, "jobs.x", 6, NULL, 0,
                                      (const uint8_t *)"payload", 7, &out,
                                      NULL));
     }
-    rift_stream_close(st);
+    rift_stream_del(st);
     /* Flip a byte inside the first record of the first segment. */
     char seg[800];
     snprintf(seg, sizeof(seg), "%s/00000000000000000001.seg", path);

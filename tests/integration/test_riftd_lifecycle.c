@@ -46,22 +46,22 @@ RIFT_TEST(sigterm_drains_then_closes_with_server_shutdown) {
     rift_client *c;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
     rift_error err = {0};
-    rift_subscription *life;
+    rift_client_sub *life;
     CHECK_OK(rift_client_subscribe(c, "rift.events.lifecycle", 21, NULL, 0,
                                    &life, &err));
     CHECK(kill(f.p.pid, SIGTERM) == 0);
     char *draining = riftd_fix_next(life);
     /* Then the connection ends: the subscription reports why. */
     rift_msg *m = NULL;
-    int after = rift_subscription_recv(life, 10 * SECOND, &m, &err);
+    int after = rift_client_sub_recv(life, 10 * SECOND, &m, &err);
     rift_msg_unref(m);
     closed_wait w = {c};
     bool closed = rift_test_wait_until(disconnected, &w, 10000);
     int rc = rift_proc_wait(&f.p, RIFT_PROC_WAIT_MS);
     f.running = false;
     char *log = rift_proc_read(f.p.err);
-    rift_subscription_close(life);
-    rift_client_close(c);
+    rift_client_sub_close(life);
+    rift_client_del(c);
     riftd_fix_free(&f);
     bool ok_log = log && strstr(log, "rift: SIGTERM received, shutting down") &&
                   strstr(log, "rift: stopped");
@@ -120,7 +120,7 @@ RIFT_TEST(restart_keeps_file_streams_and_consumers) {
     CHECK_OK(fetch(c, 2, seqs, &n));
     CHECK_EQ_INT(n, 2);
     CHECK_OK(rift_client_ack(c, "jobs", 4, "worker", 6, seqs[0], &err));
-    rift_client_close(c);
+    rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
 
     /* Same configuration, same directory: the unacknowledged record is
@@ -138,7 +138,7 @@ RIFT_TEST(restart_keeps_file_streams_and_consumers) {
     json_int_t consumers =
         json_integer_value(json_object_get(stream0, "consumers"));
     json_decref(info);
-    rift_client_close(c);
+    rift_client_del(c);
     int rc = riftd_fix_stop(&f);
     riftd_fix_free(&f);
     CHECK_OK(frc);

@@ -54,7 +54,7 @@ RIFT_TEST(valid_config_serves_the_c_client) {
     rift_client *c;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
     rift_error err = {0};
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, "plugin.>", 8, NULL, 0, &sub, &err));
     CHECK_OK(rift_client_publish(c, "plugin.hello", 12, (const uint8_t *)"hi",
                                  2, &err));
@@ -90,8 +90,8 @@ RIFT_TEST(valid_config_serves_the_c_client) {
         free(s);
     }
     json_decref(status);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     int rc = riftd_fix_stop(&f);
     riftd_fix_free(&f);
     CHECK(same);
@@ -108,7 +108,7 @@ RIFT_TEST(control_over_the_wire_with_events) {
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &w));
     rift_error err = {0};
-    rift_subscription *ev;
+    rift_client_sub *ev;
     CHECK_OK(rift_client_subscribe(c, "rift.events.>", 13, NULL, 0, &ev, &err));
 
     char *t_reload = NULL, *t_unknown = NULL, *t_field = NULL;
@@ -162,9 +162,9 @@ RIFT_TEST(control_over_the_wire_with_events) {
     free(e1);
     free(e2);
     free(e3);
-    rift_subscription_close(ev);
-    rift_client_close(c);
-    rift_client_close(w);
+    rift_client_sub_close(ev);
+    rift_client_del(c);
+    rift_client_del(w);
     int rc = riftd_fix_stop(&f);
     riftd_fix_free(&f);
     CHECK(ok_reload);
@@ -325,7 +325,7 @@ RIFT_TEST(lua_responder_and_reload_over_the_wire) {
         json_object_get(json_object_get(status, "data"), "plugins"), 0);
     bool compat = json_is_true(json_object_get(plugin0, "compat")) &&
                   json_integer_value(json_object_get(plugin0, "messages")) >= 3;
-    rift_client_close(c);
+    rift_client_del(c);
     int rc = riftd_fix_stop(&f);
     riftd_fix_free(&f);
     bool reloaded = json_is_true(json_object_get(ok, "ok"));

@@ -160,7 +160,7 @@ RIFT_TEST(monitor_serves_health_status_and_metrics) {
         strstr(a.body, "\nrift_identity_connections{identity=\"admin\"} 1\n"));
     CHECK(strstr(a.body, "\nrift_remote_messages_in_total 3\n"));
     free(a.body);
-    rift_client_close(c);
+    rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
 }

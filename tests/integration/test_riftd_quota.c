@@ -35,7 +35,7 @@ RIFT_TEST(one_identity_cannot_take_every_subscription) {
     CHECK(riftd_fix_start(&f, NULL));
     rift_client *worker, *admin;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &worker));
-    rift_subscription *subs[20] = {0};
+    rift_client_sub *subs[20] = {0};
     int taken = 0;
     rift_error err = {0};
     for (int i = 0; i < 20; i++) {
@@ -52,20 +52,20 @@ RIFT_TEST(one_identity_cannot_take_every_subscription) {
     /* A second connection of the same identity shares its count. */
     rift_client *again;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &again));
-    rift_subscription *extra = NULL;
+    rift_client_sub *extra = NULL;
     CHECK(rift_client_subscribe(again, "work.x", 6, NULL, 0, &extra, &err) !=
           0);
-    rift_client_close(again);
+    rift_client_del(again);
     /* The administrator's request needs an inbox: it is still served. */
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &admin));
     json_t *st = riftd_fix_control(admin, "status", "{}", NULL);
     CHECK(st != NULL && json_is_true(json_object_get(st, "ok")));
     json_decref(st);
     for (int i = 0; i < taken; i++) {
-        rift_subscription_close(subs[i]);
+        rift_client_sub_close(subs[i]);
     }
-    rift_client_close(admin);
-    rift_client_close(worker);
+    rift_client_del(admin);
+    rift_client_del(worker);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
 }

@@ -96,7 +96,7 @@ typedef struct afix {
 } afix;
 
 static bool afix_up(afix *a, const rift_broker_settings *bs) {
-    if (!fix_init(&a->f, bs) || rift_stream_open(&a->events, NULL, NULL) != 0) {
+    if (!fix_init(&a->f, bs) || rift_stream_new(&a->events, NULL, NULL) != 0) {
         return false;
     }
     a->list[0] = (rift_server_stream){"events", 6, a->events};
@@ -108,7 +108,7 @@ static bool afix_up(afix *a, const rift_broker_settings *bs) {
 static void afix_down(afix *a) {
     rift_server_del(a->f.srv);
     a->f.srv = NULL;
-    rift_stream_close(a->events);
+    rift_stream_del(a->events);
     fix_fini(&a->f);
 }
 
@@ -374,8 +374,8 @@ static void *client_thread(void *arg) {
     connect_arg *ca = arg;
     rift_client *c = NULL;
     rift_error err;
-    ca->rc = rift_client_connect(&c, &ca->s, &err);
-    rift_client_close(c);
+    ca->rc = rift_client_new(&c, &ca->s, &err);
+    rift_client_del(c);
     atomic_store(&ca->done, true);
     return NULL;
 }
@@ -502,19 +502,19 @@ RIFT_TEST(custom_allocators_serve_connections) {
     s.mem = &cmem;
     rift_client *c = NULL;
     rift_error err = {0};
-    CHECK_OK(rift_client_connect(&c, &s, &err));
-    rift_subscription *sub = NULL;
+    CHECK_OK(rift_client_new(&c, &s, &err));
+    rift_client_sub *sub = NULL;
     CHECK_OK(rift_client_subscribe(c, "game.m", 6, NULL, 0, &sub, &err));
     CHECK_OK(
         rift_client_publish(c, "game.m", 6, (const uint8_t *)"hi", 2, &err));
     rift_msg *m = NULL;
-    CHECK_OK(rift_subscription_recv(sub, 5000000000, &m, &err));
+    CHECK_OK(rift_client_sub_recv(sub, 5000000000, &m, &err));
     size_t n = 0;
     const uint8_t *p = rift_msg_payload(m, &n);
     CHECK_EQ_MEM(p, n, "hi", 2);
     rift_msg_unref(m);
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     fix_fini(&f);
     CHECK(atomic_load(&sc.calls) > 0);
     CHECK(atomic_load(&cc.calls) > 0);
@@ -688,8 +688,8 @@ RIFT_TEST(full_disk_keeps_the_server_serving) {
     ss.storage_path = dir;
     ss.vfs = &tv.vfs;
     rift_stream *disk, *mem;
-    CHECK_OK(rift_stream_open(&disk, &ss, NULL));
-    CHECK_OK(rift_stream_open(&mem, NULL, NULL));
+    CHECK_OK(rift_stream_new(&disk, &ss, NULL));
+    CHECK_OK(rift_stream_new(&mem, NULL, NULL));
     rift_server_stream list[2] = {{"disk", 4, disk}, {"mem", 3, mem}};
     f.settings.streams = list;
     f.settings.stream_count = 2;
@@ -746,17 +746,17 @@ RIFT_TEST(full_disk_keeps_the_server_serving) {
     rc_free(c);
     rift_server_del(f.srv);
     f.srv = NULL;
-    rift_stream_close(disk);
-    rift_stream_close(mem);
+    rift_stream_del(disk);
+    rift_stream_del(mem);
     /* Reopened on a healthy disk: the acknowledged records are there, the
      * failed one is not. */
     ss.vfs = NULL;
-    CHECK_OK(rift_stream_open(&disk, &ss, NULL));
+    CHECK_OK(rift_stream_new(&disk, &ss, NULL));
     CHECK_OK(rift_stream_get_info(disk, &info, NULL));
     CHECK_EQ_U64(info.messages, 2);
     CHECK_EQ_U64(info.last_sequence, 2);
     rift_stream_info_free(&info);
-    rift_stream_close(disk);
+    rift_stream_del(disk);
     test_vfs_free(&tv);
     fix_fini(&f);
 }

@@ -27,7 +27,7 @@ static bool connect_as(srvfix *f, const char *identity, rift_client **pc) {
     s.server_name = "localhost";
     s.token = token;
     rift_error err;
-    if (rift_client_connect(pc, &s, &err) != 0) {
+    if (rift_client_new(pc, &s, &err) != 0) {
         fprintf(stderr, "connect: %s\n", err.text);
         return false;
     }
@@ -57,25 +57,25 @@ RIFT_TEST(c_client_round_trip) {
     CHECK(connect_as(&f, "plugin", &c));
     rift_error err;
 
-    rift_subscription *sub;
+    rift_client_sub *sub;
     CHECK_OK(rift_client_subscribe(c, "game.>", 6, NULL, 0, &sub, &err));
     CHECK_OK(
         rift_client_publish(c, "game.a", 6, (const uint8_t *)"one", 3, &err));
     rift_publisher *p;
-    CHECK_OK(rift_client_publisher(c, &p, &err));
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
     for (int i = 0; i < 100; i++) {
         CHECK_OK(rift_publisher_publish(p, "game.b", 6, NULL, 0,
                                         (const uint8_t *)"x", 1, &err));
     }
     CHECK_OK(rift_publisher_flush(p, &err));
     rift_msg *m;
-    CHECK_OK(rift_subscription_recv(sub, 5000000000, &m, &err));
+    CHECK_OK(rift_client_sub_recv(sub, 5000000000, &m, &err));
     size_t len;
     const uint8_t *pl = rift_msg_payload(m, &len);
     CHECK_EQ_MEM(pl, len, "one", 3);
     rift_msg_unref(m);
     for (int i = 0; i < 100; i++) {
-        CHECK_OK(rift_subscription_recv(sub, 5000000000, &m, &err));
+        CHECK_OK(rift_client_sub_recv(sub, 5000000000, &m, &err));
         rift_msg_unref(m);
     }
 
@@ -83,7 +83,7 @@ RIFT_TEST(c_client_round_trip) {
     CHECK_EQ_INT(rift_client_publish(c, "rift.control.x", 14, NULL, 0, &err),
                  RIFT_ERR_PERMISSION);
     CHECK_EQ_STR(err.text, "publication not permitted");
-    rift_subscription *bad;
+    rift_client_sub *bad;
     CHECK_EQ_INT(rift_client_subscribe(c, ">", 1, NULL, 0, &bad, &err),
                  RIFT_ERR_PERMISSION);
     CHECK_EQ_STR(err.text, "subscription not permitted");
@@ -109,7 +109,7 @@ RIFT_TEST(c_client_round_trip) {
 
     /* Dropping the subscription unregisters it on the server. */
     size_t before = rift_broker_subscription_count(f.broker);
-    rift_subscription_close(sub);
+    rift_client_sub_close(sub);
     CHECK(fix_wait_subs(&f, before - 1, 2000));
     /* Nobody (the game.> subscription included) listens any more. */
     CHECK_EQ_INT(
@@ -118,7 +118,7 @@ RIFT_TEST(c_client_round_trip) {
     CHECK_EQ_STR(err.text, "no responders available");
 
     rift_publisher_close(p);
-    rift_client_close(c);
+    rift_client_del(c);
     rift_tstamp end = rift_now_ns() + 2000000000ull;
     rift_server_stats st = {0};
     do {
@@ -134,7 +134,7 @@ RIFT_TEST(c_client_streams) {
     srvfix f;
     CHECK(fix_init(&f, NULL));
     rift_stream *st;
-    CHECK_OK(rift_stream_open(&st, NULL, NULL));
+    CHECK_OK(rift_stream_new(&st, NULL, NULL));
     rift_server_stream list[1] = {{"events", 6, st}};
     f.settings.streams = list;
     f.settings.stream_count = 1;
@@ -184,9 +184,9 @@ RIFT_TEST(c_client_streams) {
     cfg.filter_len = 1;
     CHECK_EQ_INT(rift_client_consumer_open(c, "events", 6, "w", 1, &cfg, &err),
                  RIFT_ERR_PERMISSION);
-    rift_client_close(c);
+    rift_client_del(c);
     rift_server_del(f.srv);
     f.srv = NULL;
-    rift_stream_close(st);
+    rift_stream_del(st);
     fix_fini(&f);
 }

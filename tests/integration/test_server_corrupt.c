@@ -187,7 +187,7 @@ RIFT_TEST(corrupt_record_is_skipped_and_logged_once) {
     ss.vfs = &tv.vfs;
     rift_stream *st = NULL;
     rift_error err = {0};
-    CHECK_MSG(rift_stream_open(&st, &ss, &err) == 0, "open: %s", err.text);
+    CHECK_MSG(rift_stream_new(&st, &ss, &err) == 0, "open: %s", err.text);
     rift_server_stream list[1] = {{"big", 3, st}};
     f.settings.streams = list;
     f.settings.stream_count = 1;
@@ -294,7 +294,7 @@ RIFT_TEST(corrupt_record_is_skipped_and_logged_once) {
     rc_free(c);
     rift_server_del(f.srv);
     f.srv = NULL;
-    rift_stream_close(st);
+    rift_stream_del(st);
     fix_fini(&f);
     test_vfs_free(&tv);
 }

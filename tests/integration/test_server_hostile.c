@@ -434,7 +434,7 @@ static bool hostile_up(hostile *h) {
     rift_broker_settings_default(&bs);
     bs.subscription_capacity = 64;
     if (!fix_init(&h->f, &bs) ||
-        rift_stream_open(&h->events, NULL, NULL) != 0) {
+        rift_stream_new(&h->events, NULL, NULL) != 0) {
         return false;
     }
     /* A file stream with fsync: operations complete on its writer thread,
@@ -445,7 +445,7 @@ static bool hostile_up(hostile *h) {
     rift_stream_settings_default(&ss);
     ss.storage_path = dir;
     ss.max_bytes = 4 * 1024 * 1024;
-    if (rift_stream_open(&h->disk, &ss, NULL) != 0) {
+    if (rift_stream_new(&h->disk, &ss, NULL) != 0) {
         return false;
     }
     h->list[0] = (rift_server_stream){"disk", 4, h->disk};
@@ -468,8 +468,8 @@ static void hostile_down(hostile *h) {
     }
     rift_server_del(h->f.srv);
     h->f.srv = NULL;
-    rift_stream_close(h->events);
-    rift_stream_close(h->disk);
+    rift_stream_del(h->events);
+    rift_stream_del(h->disk);
     fix_fini(&h->f);
     free(h->o.p);
 }

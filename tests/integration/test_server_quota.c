@@ -191,7 +191,7 @@ RIFT_TEST(consumers_per_identity_and_unreachable_filters) {
     ss.subjects_count = 1;
     rift_stream *jobs;
     rift_error err;
-    CHECK_OK(rift_stream_open(&jobs, &ss, &err));
+    CHECK_OK(rift_stream_new(&jobs, &ss, &err));
     rift_server_stream st = {"jobs", 4, jobs};
     f.settings.streams = &st;
     f.settings.stream_count = 1;
@@ -224,6 +224,6 @@ RIFT_TEST(consumers_per_identity_and_unreachable_filters) {
     rc_free(w);
     rc_free(p);
     fix_fini(&f);
-    rift_stream_close(jobs);
+    rift_stream_del(jobs);
     rift_quota_del(q);
 }

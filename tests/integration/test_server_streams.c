@@ -204,7 +204,7 @@ static bool sfix_up(sfix *s) {
     ss.subjects = ev;
     ss.subjects_count = 1;
     rift_error err;
-    if (rift_stream_open(&s->events, &ss, &err) != 0) {
+    if (rift_stream_new(&s->events, &ss, &err) != 0) {
         fprintf(stderr, "stream: %s\n", err.text);
         return false;
     }
@@ -213,7 +213,7 @@ static bool sfix_up(sfix *s) {
     const char *jb[] = {"game.jobs.>"};
     ss.subjects = jb;
     ss.storage_path = path;
-    if (rift_stream_open(&s->jobs, &ss, &err) != 0) {
+    if (rift_stream_new(&s->jobs, &ss, &err) != 0) {
         fprintf(stderr, "stream: %s\n", err.text);
         return false;
     }
@@ -227,8 +227,8 @@ static bool sfix_up(sfix *s) {
 static void sfix_down(sfix *s) {
     rift_server_del(s->f.srv);
     s->f.srv = NULL;
-    rift_stream_close(s->events);
-    rift_stream_close(s->jobs);
+    rift_stream_del(s->events);
+    rift_stream_del(s->jobs);
     fix_fini(&s->f);
 }
 
@@ -418,7 +418,7 @@ RIFT_TEST(fetch_rechecks_acl_per_record) {
     srvfix f;
     CHECK(fix_init(&f, NULL));
     rift_stream *st;
-    CHECK_OK(rift_stream_open(&st, NULL, NULL));
+    CHECK_OK(rift_stream_new(&st, NULL, NULL));
     rift_server_stream list[1] = {{"x", 1, st}};
     const char *wide[] = {"x.>"};
     const char *narrow[] = {"x.a"};
@@ -470,7 +470,7 @@ RIFT_TEST(fetch_rechecks_acl_per_record) {
     rc_free(c);
     rift_server_del(f.srv);
     f.srv = NULL;
-    rift_stream_close(st);
+    rift_stream_del(st);
     fix_fini(&f);
 }
 
@@ -531,7 +531,7 @@ RIFT_TEST(stalled_fetches_pin_a_bounded_amount) {
     ss.storage_path = path;
     rift_stream *big;
     rift_error err;
-    CHECK_OK(rift_stream_open(&big, &ss, &err));
+    CHECK_OK(rift_stream_new(&big, &ss, &err));
     enum {
         RECS = 16,
         SIZE = 512 * 1024,
@@ -610,6 +610,6 @@ RIFT_TEST(stalled_fetches_pin_a_bounded_amount) {
     rc_free(c);
     rift_server_del(f.srv);
     f.srv = NULL;
-    rift_stream_close(big);
+    rift_stream_del(big);
     fix_fini(&f);
 }

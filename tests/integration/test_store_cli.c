@@ -39,7 +39,7 @@ RIFT_TEST(verify_and_repair) {
     rift_stream_settings_default(&s);
     s.storage_path = dir;
     rift_stream *st = NULL;
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     for (int i = 0; i < 3; i++) {
         CHECK_OK(rift_stream_publish(st, "a.b", 3, NULL, 0,
                                      (const uint8_t *)"xyz", 3, NULL, NULL));
@@ -47,7 +47,7 @@ RIFT_TEST(verify_and_repair) {
     rift_consumer *c = NULL;
     CHECK_OK(rift_stream_consumer_open(st, "w", 1, NULL, &c, NULL));
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
 
     char out[8192], args[4200];
     snprintf(args, sizeof(args), "store verify %s", dir);
@@ -84,7 +84,7 @@ RIFT_TEST(verify_and_repair) {
     /* Sequence 3 was used by the record repair removed: never again. */
     CHECK_MSG(strstr(out, "next sequence: 4") != NULL, "%s", out);
 
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     rift_stored stored;
     CHECK_OK(rift_stream_publish(st, "a.b", 3, NULL, 0, (const uint8_t *)"n", 1,
                                  &stored, NULL));
@@ -92,7 +92,7 @@ RIFT_TEST(verify_and_repair) {
     /* The lock: verify refuses a directory that is open. */
     CHECK_EQ_INT(run_cli(args, out, sizeof(out)), 1);
     CHECK(strstr(out, "already open or cannot be locked") != NULL);
-    rift_stream_close(st);
+    rift_stream_del(st);
     CHECK_EQ_INT(run_cli("store", out, sizeof(out)), 2);
     rift_test_rmdir(dir);
 }
@@ -128,8 +128,8 @@ RIFT_TEST(verify_refuses_a_directory_that_is_not_a_stream) {
     rift_stream_settings_default(&s);
     s.storage_path = fresh;
     rift_stream *st = NULL;
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
-    rift_stream_close(st);
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
+    rift_stream_del(st);
     snprintf(args, sizeof(args), "store verify %s", fresh);
     CHECK_EQ_INT(run_cli(args, out, sizeof(out)), 0);
     CHECK_MSG(strstr(out, "status:        ok") != NULL, "%s", out);

@@ -77,7 +77,7 @@ bool riftd_fix_connect(riftd_fix *f, const char *token, rift_client **pc) {
     s.server_name = "localhost";
     s.token = token;
     rift_error err = {0};
-    if (rift_client_connect(pc, &s, &err) != 0) {
+    if (rift_client_new(pc, &s, &err) != 0) {
         fprintf(stderr, "  connect %s: %s\n", f->p.address, err.text);
         return false;
     }
@@ -109,10 +109,10 @@ json_t *riftd_fix_control(rift_client *c, const char *cmd, const char *payload,
     return v;
 }
 
-char *riftd_fix_next(rift_subscription *sub) {
+char *riftd_fix_next(rift_client_sub *sub) {
     rift_msg *m = NULL;
     rift_error err = {0};
-    if (rift_subscription_recv(sub, 10 * SECOND, &m, &err) != 0) {
+    if (rift_client_sub_recv(sub, 10 * SECOND, &m, &err) != 0) {
         fprintf(stderr, "  recv: %s\n", err.text);
         return NULL;
     }

@@ -50,6 +50,6 @@ json_t *riftd_fix_control(rift_client *c, const char *cmd, const char *payload,
 
 /* Receives one message within 10 s; returns its payload as a new string
  * (free()) or NULL. */
-char *riftd_fix_next(rift_subscription *sub);
+char *riftd_fix_next(rift_client_sub *sub);
 
 #endif /* RIFT_TESTS_RIFTD_FIX_H */

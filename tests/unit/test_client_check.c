@@ -275,7 +275,7 @@ RIFT_TEST(connect_rejects_missing_settings_and_bad_addresses) {
     CHECK_EQ_INT(s.op_timeout_ms, 30000);
     rift_client *c = NULL;
     rift_error err;
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
     s.ca_file = "ca.pem";
     s.server_name = "localhost";
     s.token = "t";
@@ -283,7 +283,7 @@ RIFT_TEST(connect_rejects_missing_settings_and_bad_addresses) {
         "nohost", ":7443", "127.0.0.1:", "[::1]7443", "[::1", "a:b:c"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         s.address = bad[i];
-        CHECK_EQ_INT(rift_client_connect(&c, &s, &err),
+        CHECK_EQ_INT(rift_client_new(&c, &s, &err),
                      RIFT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(err.text, "invalid server address") != NULL, "%s: %s",
                   bad[i], err.text);
@@ -293,10 +293,10 @@ RIFT_TEST(connect_rejects_missing_settings_and_bad_addresses) {
     token[sizeof(token) - 1] = '\0';
     s.address = "127.0.0.1:7443";
     s.token = token;
-    CHECK_EQ_INT(rift_client_connect(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
     CHECK_EQ_STR(err.text, "string exceeds protocol limit");
     CHECK(c == NULL);
-    rift_client_close(NULL);
+    rift_client_del(NULL);
     rift_publisher_close(NULL);
-    rift_subscription_close(NULL);
+    rift_client_sub_close(NULL);
 }

@@ -36,7 +36,7 @@ static bool fx_open(fixture *fx) {
     const char *subjects[] = {"events.>"};
     ss.subjects = subjects;
     ss.subjects_count = 1;
-    if (rift_stream_open(&fx->events, &ss, &err) != 0) {
+    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
         return false;
     }
     rift_plugin_host_settings s;
@@ -50,7 +50,7 @@ static bool fx_open(fixture *fx) {
 
 static void fx_close(fixture *fx) {
     rift_plugin_host_del(fx->h);
-    rift_stream_close(fx->events);
+    rift_stream_del(fx->events);
     rift_sub_close(fx->out);
     rift_broker_del(fx->b);
     rift_test_rmdir(fx->root);

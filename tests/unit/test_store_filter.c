@@ -28,7 +28,7 @@ RIFT_TEST(filters_must_overlap_the_stream_subjects) {
     s.max_consumers = 4;
     rift_stream *st;
     rift_error err;
-    CHECK_OK(rift_stream_open(&st, &s, &err));
+    CHECK_OK(rift_stream_new(&st, &s, &err));
     static const char text[] = "invalid messaging configuration: consumer "
                                "filter matches none of the stream's subjects";
     const char *refused[] = {"nomatch.>", "orders", "orders.a.b", "events",
@@ -48,7 +48,7 @@ RIFT_TEST(filters_must_overlap_the_stream_subjects) {
     CHECK_OK(rift_stream_get_info(st, &info, &err));
     CHECK_EQ_INT(info.consumer_count, 4);
     rift_stream_info_free(&info);
-    rift_stream_close(st);
+    rift_stream_del(st);
 }
 
 RIFT_TEST(default_subjects_accept_every_filter) {
@@ -56,8 +56,8 @@ RIFT_TEST(default_subjects_accept_every_filter) {
     rift_stream_settings_default(&s);
     rift_stream *st;
     rift_error err;
-    CHECK_OK(rift_stream_open(&st, &s, &err));
+    CHECK_OK(rift_stream_new(&st, &s, &err));
     CHECK_OK(open_with(st, "a", "x", &err));
     CHECK_OK(open_with(st, "b", "x.*.>", &err));
-    rift_stream_close(st);
+    rift_stream_del(st);
 }

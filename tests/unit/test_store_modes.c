@@ -27,7 +27,7 @@ RIFT_TEST(stream_directories_and_files_are_private) {
     s.storage_path = dir;
     rift_stream *st = NULL;
     rift_error err;
-    CHECK_OK(rift_stream_open(&st, &s, &err));
+    CHECK_OK(rift_stream_new(&st, &s, &err));
     rift_stored out;
     CHECK_OK(rift_stream_publish(st, "a", 1, NULL, 0, (const uint8_t *)"x", 1,
                                  &out, &err));
@@ -60,7 +60,7 @@ RIFT_TEST(stream_directories_and_files_are_private) {
     /* stream.lock, state.log and at least one segment. */
     CHECK(files >= 3);
     CHECK(segments >= 1);
-    rift_stream_close(st);
+    rift_stream_del(st);
     rift_test_rmdir(root);
     umask(old);
 }

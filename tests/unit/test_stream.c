@@ -34,7 +34,7 @@ static void ctx_init(ctx *c, bool file) {
 
 static int ctx_open(ctx *c, rift_error *err) {
     c->st = NULL;
-    return rift_stream_open(&c->st, &c->s, err);
+    return rift_stream_new(&c->st, &c->s, err);
 }
 
 /* Reopens file storage; memory streams stay as they are. */
@@ -42,13 +42,13 @@ static int ctx_reopen(ctx *c, rift_error *err) {
     if (!c->file) {
         return 0;
     }
-    rift_stream_close(c->st);
+    rift_stream_del(c->st);
     c->st = NULL;
     return ctx_open(c, err);
 }
 
 static void ctx_done(ctx *c) {
-    rift_stream_close(c->st);
+    rift_stream_del(c->st);
     c->st = NULL;
     rift_test_rmdir(c->dir);
     c->dir = NULL;
@@ -246,15 +246,15 @@ RIFT_TEST(vector4_lock) {
     CHECK_OK(ctx_open(&c, NULL));
     rift_stream *second = NULL;
     rift_error err = {0};
-    CHECK_EQ_INT(rift_stream_open(&second, &c.s, &err), RIFT_ERR_STORAGE);
+    CHECK_EQ_INT(rift_stream_new(&second, &c.s, &err), RIFT_ERR_STORAGE);
     const char *want = "stream storage: stream directory is already open or "
                        "cannot be locked: ";
     CHECK_MSG(strncmp(err.text, want, strlen(want)) == 0, "text: %s", err.text);
     CHECK(strstr(err.text, "(os error 11)") != NULL);
     CHECK(second == NULL);
     /* Released by close. */
-    rift_stream_close(c.st);
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    rift_stream_del(c.st);
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     ctx_done(&c);
 }
 
@@ -263,7 +263,7 @@ RIFT_TEST(vector4_torn_tail) {
     ctx_init(&c, true);
     CHECK_OK(ctx_open(&c, NULL));
     CHECK_EQ_U64(pub(c.st, "a.b", "one"), 1);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     char seg[4096];
     CHECK_EQ_INT(test_segments(c.dir, seg, sizeof(seg)), 1);
@@ -296,13 +296,13 @@ RIFT_TEST(torn_tail_every_length) {
     ctx_init(&c, true);
     CHECK_OK(ctx_open(&c, NULL));
     CHECK_EQ_U64(pub(c.st, "a.b", "first"), 1);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     char seg[4096];
     test_segments(c.dir, seg, sizeof(seg));
     long one = test_file_size(seg);
     CHECK_OK(ctx_open(&c, NULL));
     CHECK_EQ_U64(pub(c.st, "a.b", "second record"), 2);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     long two = test_file_size(seg);
     for (long cut = one; cut < two; cut++) {
@@ -314,7 +314,7 @@ RIFT_TEST(torn_tail_every_length) {
         CHECK_EQ_U64(info.last_sequence, 1);
         rift_stream_info_free(&info);
         CHECK_EQ_U64(pub(c.st, "a.b", "second record"), 2);
-        rift_stream_close(c.st);
+        rift_stream_del(c.st);
         c.st = NULL;
         CHECK_EQ_INT(test_file_size(seg), two);
     }
@@ -329,7 +329,7 @@ RIFT_TEST(vector5_flipped_byte) {
     CHECK_OK(ctx_open(&c, NULL));
     CHECK_EQ_U64(pub(c.st, "a.b", "one"), 1);
     CHECK_EQ_U64(pub(c.st, "a.b", "two"), 2);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     char seg[4096];
     test_segments(c.dir, seg, sizeof(seg));
@@ -372,7 +372,7 @@ RIFT_TEST(flipped_byte_in_earlier_segment) {
     for (int i = 1; i <= 20; i++) {
         CHECK_EQ_U64(pub(c.st, "a.b", payload), (uint64_t)i);
     }
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     CHECK(test_segments(c.dir, NULL, 0) >= 5);
     char first[4200];
@@ -404,7 +404,7 @@ RIFT_TEST(corrupt_state_log_names_offset) {
     rift_consumer *w = open_consumer(c.st, "worker", NULL);
     CHECK(w != NULL);
     rift_consumer_close(w);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     char state[4200];
     snprintf(state, sizeof(state), "%s/state.log", c.dir);
@@ -473,7 +473,7 @@ RIFT_TEST(vector7_compaction) {
     rift_batch_free(&b);
     rift_consumer_close(w);
     CHECK_EQ_U64(pub(c.st, "big.data", "x"), 161);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     uint64_t disk = test_dir_bytes(c.dir);
     CHECK_MSG(disk < 64 * 1024, "directory holds %llu bytes",
@@ -637,28 +637,28 @@ RIFT_TEST(settings_validation) {
     for (size_t i = 0; i < 3; i++) {
         rift_stream_settings_default(&s);
         *fields[i] = 0;
-        CHECK_EQ_INT(rift_stream_open(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
+        CHECK_EQ_INT(rift_stream_new(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
         CHECK_EQ_STR(err.text, text);
     }
     rift_stream_settings_default(&s);
     s.max_consumers = 0;
-    CHECK_EQ_INT(rift_stream_open(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
+    CHECK_EQ_INT(rift_stream_new(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
     rift_stream_settings_default(&s);
     s.max_payload_bytes = 4294963200ull;
-    CHECK_EQ_INT(rift_stream_open(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
+    CHECK_EQ_INT(rift_stream_new(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
     CHECK_EQ_STR(err.text, text);
     s.max_payload_bytes = 4294963199ull;
-    CHECK_OK(rift_stream_open(&st, &s, &err));
-    rift_stream_close(st);
+    CHECK_OK(rift_stream_new(&st, &s, &err));
+    rift_stream_del(st);
     rift_stream_settings_default(&s);
     const char *bad[] = {"a..b"};
     s.subjects = bad;
     s.subjects_count = 1;
-    CHECK_EQ_INT(rift_stream_open(&st, &s, &err), RIFT_ERR_INVALID_SUBJECT);
+    CHECK_EQ_INT(rift_stream_new(&st, &s, &err), RIFT_ERR_INVALID_SUBJECT);
     CHECK_EQ_STR(err.text, "invalid subject: a..b");
     rift_stream_settings_default(&s);
     s.storage_path = "";
-    CHECK_EQ_INT(rift_stream_open(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
+    CHECK_EQ_INT(rift_stream_new(&st, &s, &err), RIFT_ERR_INVALID_CONFIG);
     /* Defaults. */
     rift_stream_settings_default(&s);
     CHECK_EQ_U64(s.max_messages, 100000);
@@ -832,7 +832,7 @@ static void consumer_validation(bool file) {
     rift_consumer_close(b);
     if (file) {
         /* A reopen with a lower max_consumers cannot hold them. */
-        rift_stream_close(c.st);
+        rift_stream_del(c.st);
         c.s.max_consumers = 1;
         CHECK_EQ_INT(ctx_open(&c, &err), RIFT_ERR_STORAGE);
         CHECK_EQ_STR(err.text, "stream storage: stored consumers exceed "
@@ -857,7 +857,7 @@ RIFT_TEST(stored_payload_over_limit) {
     CHECK_OK(ctx_open(&c, NULL));
     uint8_t buf[100] = {0};
     CHECK_OK(rift_stream_publish(c.st, "a", 1, NULL, 0, buf, 100, NULL, NULL));
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.s.max_payload_bytes = 99;
     rift_error err = {0};
     CHECK_EQ_INT(ctx_open(&c, &err), RIFT_ERR_STORAGE);
@@ -879,7 +879,7 @@ RIFT_TEST(reopen_with_smaller_limits) {
     CHECK_OK(rift_consumer_fetch(w, 3, &b, NULL));
     rift_batch_free(&b);
     rift_consumer_close(w);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.s.max_messages = 4;
     CHECK_OK(ctx_open(&c, NULL));
     rift_stream_info info;
@@ -899,7 +899,7 @@ RIFT_TEST(reopen_with_smaller_limits) {
     rift_batch_free(&b);
     rift_consumer_close(w);
     /* Raising the limits again does not bring evicted records back. */
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.s.max_messages = 100;
     CHECK_OK(ctx_open(&c, NULL));
     CHECK_OK(rift_stream_get_info(c.st, &info, NULL));
@@ -984,7 +984,7 @@ RIFT_TEST(handles_outlive_stream) {
     rift_consumer *w = open_consumer(c.st, "w", NULL);
     rift_batch b = {0};
     CHECK_OK(rift_consumer_fetch(w, 1, &b, NULL));
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     /* Records of a batch stay valid after close. */
     CHECK_EQ_MEM(b.items[0].record.payload, 1, "x", 1);
@@ -1151,7 +1151,7 @@ static void age_retention(bool file) {
         int segs = test_segments(c.dir, NULL, 0);
         CHECK_MSG(segs <= 3, "%d segments left", segs);
         /* Reopened much later: everything expired, the sequence goes on. */
-        rift_stream_close(c.st);
+        rift_stream_del(c.st);
         atomic_store(&c.tv.now_ms, 9000000);
         CHECK_OK(ctx_open(&c, NULL));
         CHECK_OK(rift_stream_get_info(c.st, &info, NULL));

@@ -19,7 +19,7 @@ static rift_stream *open_dir(const char *dir, uint64_t max_messages) {
     s.max_messages = max_messages;
     rift_stream *st = NULL;
     rift_error err = {0};
-    if (rift_stream_open(&st, &s, &err) != 0) {
+    if (rift_stream_new(&st, &s, &err) != 0) {
         fprintf(stderr, "open: %s\n", err.text);
         return NULL;
     }
@@ -85,7 +85,7 @@ RIFT_TEST(repair_never_reuses_sequences) {
     CHECK_OK(rift_consumer_ack(c, 1, NULL));
     CHECK_OK(rift_consumer_ack(c, 2, NULL));
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
 
     char seg[4200];
     newest_segment(dir, seg, sizeof(seg));
@@ -125,7 +125,7 @@ RIFT_TEST(repair_never_reuses_sequences) {
     CHECK_OK(rift_consumer_get_info(c, &ci, NULL));
     CHECK_EQ_U64(ci.start_sequence, 6);
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
 
     /* Reopen: the gap between the segments is the logged hole. */
     CHECK_MSG(rift_store_verify(dir, &rep, &err) == 0, "%s", err.text);
@@ -137,7 +137,7 @@ RIFT_TEST(repair_never_reuses_sequences) {
     CHECK_EQ_U64(seqs[4], 6);
     /* A snapshot replaces the log and must carry the hole. */
     CHECK_OK(rift_stream_checkpoint(st, NULL));
-    rift_stream_close(st);
+    rift_stream_del(st);
     st = open_dir(dir, 100000);
     CHECK(st != NULL);
     CHECK_EQ_U64(pub(st, "newer"), 7);
@@ -147,7 +147,7 @@ RIFT_TEST(repair_never_reuses_sequences) {
     CHECK_EQ_U64(info.first_sequence, 1);
     CHECK_EQ_U64(info.last_sequence, 7);
     rift_stream_info_free(&info);
-    rift_stream_close(st);
+    rift_stream_del(st);
 
     /* Retention passes the hole: the first retained sequence jumps it. */
     st = open_dir(dir, 2);
@@ -159,7 +159,7 @@ RIFT_TEST(repair_never_reuses_sequences) {
     CHECK_EQ_U64(pub(st, "newest"), 8);
     CHECK_EQ_INT(replay_all(st, seqs, 64), 2);
     CHECK_EQ_U64(seqs[0], 7);
-    rift_stream_close(st);
+    rift_stream_del(st);
     CHECK_MSG(rift_store_verify(dir, &rep, &err) == 0, "%s", err.text);
     CHECK_EQ_U64(rep.next_sequence, 9);
     rift_test_rmdir(dir);
@@ -180,7 +180,7 @@ RIFT_TEST(lost_tail_never_reuses_sequences) {
     CHECK_EQ_INT(fetch(c, 10, seqs), 5);
     CHECK_OK(rift_consumer_ack(c, 4, NULL));
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     /* Keep records 1 and 2 (32 + 3 + 3 = 38 bytes each). */
     char seg[4200];
     newest_segment(dir, seg, sizeof(seg));
@@ -194,7 +194,7 @@ RIFT_TEST(lost_tail_never_reuses_sequences) {
     CHECK_EQ_U64(seqs[1], 2);
     CHECK_EQ_U64(seqs[2], 6);
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     rift_store_report rep;
     rift_error err = {0};
     CHECK_MSG(rift_store_verify(dir, &rep, &err) == 0, "%s", err.text);
@@ -214,7 +214,7 @@ RIFT_TEST(repair_of_only_record) {
     uint64_t seqs[8];
     CHECK_EQ_INT(fetch(c, 10, seqs), 1);
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     char seg[4200];
     newest_segment(dir, seg, sizeof(seg));
     CHECK_OK(test_flip(seg, -1));
@@ -232,7 +232,7 @@ RIFT_TEST(repair_of_only_record) {
         CHECK_EQ_U64(seqs[0], (uint64_t)round + 2);
         CHECK_OK(rift_consumer_ack(c, seqs[0], NULL));
         rift_consumer_close(c);
-        rift_stream_close(st);
+        rift_stream_del(st);
     }
     CHECK_MSG(rift_store_verify(dir, &rep, &err) == 0, "%s", err.text);
     rift_test_rmdir(dir);
@@ -255,7 +255,7 @@ RIFT_TEST(future_start_is_not_a_floor) {
     uint64_t seqs[8];
     CHECK_EQ_INT(fetch(c, 10, seqs), 0);
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     st = open_dir(dir, 100000);
     CHECK(st != NULL);
     CHECK_EQ_U64(pub(st, "abc"), 4);
@@ -264,7 +264,7 @@ RIFT_TEST(future_start_is_not_a_floor) {
     CHECK_OK(rift_consumer_get_info(c, &ci, NULL));
     CHECK_EQ_U64(ci.next_sequence, 100);
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     rift_test_rmdir(dir);
 }
 
@@ -277,14 +277,14 @@ RIFT_TEST(repair_counts_deleted_segments) {
     s.storage_path = dir;
     s.segment_bytes = 4096;
     rift_stream *st = NULL;
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     char payload[1000];
     memset(payload, 'p', sizeof(payload) - 1);
     payload[sizeof(payload) - 1] = '\0';
     for (int i = 1; i <= 10; i++) {
         CHECK_EQ_U64(pub(st, payload), (uint64_t)i);
     }
-    rift_stream_close(st);
+    rift_stream_del(st);
     /* Records are 1,034 bytes, three per segment: damage the second
      * segment's first record (sequence 4). */
     char second[4200];
@@ -295,14 +295,14 @@ RIFT_TEST(repair_counts_deleted_segments) {
     CHECK_MSG(rift_store_repair(dir, &rep, &err) == 0, "%s", err.text);
     CHECK_EQ_U64(rep.records, 3);
     CHECK_EQ_U64(rep.next_sequence, 11);
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     CHECK_EQ_U64(pub(st, "x"), 11);
-    rift_stream_close(st);
-    CHECK_OK(rift_stream_open(&st, &s, NULL));
+    rift_stream_del(st);
+    CHECK_OK(rift_stream_new(&st, &s, NULL));
     uint64_t seqs[16];
     CHECK_EQ_INT(replay_all(st, seqs, 16), 4);
     CHECK_EQ_U64(seqs[2], 3);
     CHECK_EQ_U64(seqs[3], 11);
-    rift_stream_close(st);
+    rift_stream_del(st);
     rift_test_rmdir(dir);
 }

@@ -40,7 +40,7 @@ static rift_stream *open_lagging(const char *dir, uint64_t max_messages) {
     s.sync_on_write = false;
     rift_stream *st = NULL;
     rift_error err = {0};
-    if (rift_stream_open(&st, &s, &err) != 0) {
+    if (rift_stream_new(&st, &s, &err) != 0) {
         fprintf(stderr, "open: %s\n", err.text);
         return NULL;
     }
@@ -164,7 +164,7 @@ static void run_case(const lag_case *lc) {
     }
     rift_batch_free(&b);
     rift_consumer_close(c);
-    rift_stream_close(st);
+    rift_stream_del(st);
     rift_test_rmdir(dir);
 }
 

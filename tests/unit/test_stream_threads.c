@@ -34,7 +34,7 @@ static void ctx_init(ctx *c, bool file) {
 }
 
 static void ctx_done(ctx *c) {
-    rift_stream_close(c->st);
+    rift_stream_del(c->st);
     c->st = NULL;
     rift_test_rmdir(c->dir);
     test_vfs_free(&c->tv);
@@ -100,15 +100,15 @@ static void concurrent_publishes(bool file, int threads, int per_thread,
 static void vector6(bool file) {
     ctx c;
     ctx_init(&c, file);
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     concurrent_publishes(file, 32, 1, &c);
     if (rift_test_failed()) {
         return;
     }
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
     if (file) {
-        CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+        CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
         rift_batch b = {0};
         CHECK_OK(rift_stream_replay(c.st, 1, 100, &b, NULL));
         CHECK_EQ_INT(b.count, 32);
@@ -133,7 +133,7 @@ RIFT_TEST(group_commit_shares_syncs) {
     /* A disk slow enough that sanitizer-slowed publishers still pile up
      * behind each sync. */
     c.tv.sync_delay_us = 3000;
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     int before = atomic_load(&c.tv.fdatasyncs);
     c.tv.nsync_threads = 0; /* open itself syncs on the caller's thread */
     concurrent_publishes(true, 16, 40, &c);
@@ -196,7 +196,7 @@ static void wait_for(waiter *w, int n) {
 RIFT_TEST(async_publish_fetch_ack) {
     ctx c;
     ctx_init(&c, true);
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     waiter w = {.done = 0, .st = c.st};
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
@@ -243,9 +243,9 @@ RIFT_TEST(async_publish_fetch_ack) {
     CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
     expected += rc == 0;
     wait_for(&w, expected);
-    rift_stream_close(c.st);
+    rift_stream_del(c.st);
     c.st = NULL;
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(c.st, &info, NULL));
     CHECK_EQ_U64(info.last_sequence, 200);
@@ -259,7 +259,7 @@ RIFT_TEST(async_publish_fetch_ack) {
 RIFT_TEST(async_memory_completes_at_once) {
     ctx c;
     ctx_init(&c, false);
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     rift_stored out;
     CHECK_EQ_INT(rift_stream_publish_async(c.st, "a", 1, NULL, 0, NULL, 0, &out,
                                            on_done, NULL, NULL),
@@ -301,7 +301,7 @@ RIFT_TEST(unsynced_acknowledges_after_write) {
     ctx c;
     ctx_init(&c, true);
     c.s.sync_on_write = false;
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     const uint8_t *pl = (const uint8_t *)"payload";
     rift_stored out;
     CHECK_OK(rift_stream_publish(c.st, "t.x", 3, NULL, 0, pl, 7, &out, NULL));
@@ -415,7 +415,7 @@ static void workers(bool file) {
     ctx c;
     ctx_init(&c, file);
     c.s.sync_on_write = file;
-    CHECK_OK(rift_stream_open(&c.st, &c.s, NULL));
+    CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     rift_consumer *cons = NULL;
     CHECK_OK(rift_stream_consumer_open(c.st, "shared", 6, NULL, &cons, NULL));
     rift_consumer_close(cons);

@@ -45,7 +45,7 @@ struct timespec bench_deadline(int64_t ns) {
 
 int bench_connect(const bench_cfg *cfg, rift_client **pc) {
     rift_error err;
-    if (rift_client_connect(pc, &cfg->conn, &err) != 0) {
+    if (rift_client_new(pc, &cfg->conn, &err) != 0) {
         *pc = NULL;
         fprintf(stderr, "rift bench: %s: %s\n", cfg->conn.address, err.text);
         return -1;

@@ -28,7 +28,7 @@ typedef struct sub_worker {
     atomic_bool finished;
     run *r;
     rift_client *client;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     uint64_t expect;
     uint64_t bad; /* messages of the wrong size */
     int64_t *lat;
@@ -82,7 +82,7 @@ static void *sub_main(void *arg) {
     while (n < w->expect) {
         rift_msg *m;
         rift_error err;
-        int rc = rift_subscription_recv(w->sub, 50000000, &m, &err);
+        int rc = rift_client_sub_recv(w->sub, 50000000, &m, &err);
         if (rc == RIFT_ERR_AGAIN) {
             if (atomic_load_explicit(&r->stop, memory_order_relaxed)) {
                 break;
@@ -334,7 +334,7 @@ static int pubs_start(run *r) {
     for (unsigned i = 0; i < r->npubs; i++) {
         pub_worker *w = &r->pubs[i];
         rift_error err;
-        if (rift_client_publisher(w->client, &w->pub, &err) != 0) {
+        if (rift_client_publisher_open(w->client, &w->pub, &err) != 0) {
             fprintf(stderr, "rift bench: publisher: %s\n", err.text);
             return -1;
         }
@@ -378,7 +378,7 @@ static void run_free(run *r) {
             pthread_join(w->thread, NULL);
         }
         rift_publisher_close(w->pub);
-        rift_client_close(w->client);
+        rift_client_del(w->client);
         free(w->payload);
     }
     for (unsigned i = 0; r->subs != NULL && i < r->nsubs; i++) {
@@ -386,8 +386,8 @@ static void run_free(run *r) {
         if (w->started) {
             pthread_join(w->thread, NULL);
         }
-        rift_subscription_close(w->sub);
-        rift_client_close(w->client);
+        rift_client_sub_close(w->sub);
+        rift_client_del(w->client);
         free(w->lat);
     }
     free(r->pubs);

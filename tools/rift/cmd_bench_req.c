@@ -31,7 +31,7 @@ typedef struct responder {
     atomic_bool finished;
     rr *r;
     rift_client *client;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     rift_publisher *pub;
     uint64_t failed;
     pthread_t thread;
@@ -82,7 +82,7 @@ static void *responder_main(void *arg) {
     while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
         rift_msg *m;
         rift_error err;
-        int rc = rift_subscription_recv(w->sub, 50000000, &m, &err);
+        int rc = rift_client_sub_recv(w->sub, 50000000, &m, &err);
         if (rc == RIFT_ERR_AGAIN) {
             continue;
         }
@@ -142,7 +142,7 @@ static int responders_start(rr *r) {
                     err.text);
             return -1;
         }
-        if (rift_client_publisher(w->client, &w->pub, &err) != 0) {
+        if (rift_client_publisher_open(w->client, &w->pub, &err) != 0) {
             fprintf(stderr, "rift bench: publisher: %s\n", err.text);
             return -1;
         }
@@ -242,7 +242,7 @@ static void rr_free(rr *r) {
         if (w->started) {
             pthread_join(w->thread, NULL);
         }
-        rift_client_close(w->client);
+        rift_client_del(w->client);
         free(w->payload);
         free(w->lat);
     }
@@ -257,8 +257,8 @@ static void rr_free(rr *r) {
             rift_publisher_flush(w->pub, NULL);
         }
         rift_publisher_close(w->pub);
-        rift_subscription_close(w->sub);
-        rift_client_close(w->client);
+        rift_client_sub_close(w->sub);
+        rift_client_del(w->client);
     }
     free(r->reqs);
     free(r->resp);

@@ -240,7 +240,7 @@ static int stream_probe(const bench_cfg *cfg) {
     rift_error err;
     int rc = rift_client_ack(c, cfg->stream, cfg->stream_len, probe,
                              sizeof(probe) - 1, 0, &err);
-    rift_client_close(c);
+    rift_client_del(c);
     if (rc != 0 && strcmp(err.text, "unknown stream") == 0) {
         fprintf(stderr,
                 "rift bench: unknown stream \"%.*s\" (--stream); rift stream "
@@ -270,7 +270,7 @@ static void srun_free(srun *r) {
         }
         /* Completes (fails) whatever is still in flight before the
          * publisher's state goes. */
-        rift_client_close(p->client);
+        rift_client_del(p->client);
         free(p->lat);
         free(p->payload);
         pthread_cond_destroy(&p->cv);
@@ -538,7 +538,7 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
     rc = 0;
 done:
     /* Completes every ack still in flight before the queue goes. */
-    rift_client_close(c);
+    rift_client_del(c);
     free(out);
     free(q.seqs);
     pthread_cond_destroy(&q.cv);

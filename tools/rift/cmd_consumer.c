@@ -608,6 +608,6 @@ int rift_cmd_consumer(int argc, char **argv) {
         rc = cmd_control(&a, c,
                          sub[0] == 'i' ? "consumer.info" : "consumer.delete");
     }
-    rift_client_close(c);
+    rift_client_del(c);
     return rc;
 }

@@ -72,7 +72,7 @@ int rift_cmd_pub(int argc, char **argv) {
             fprintf(stderr, "rift pub: %s\n", err.text);
             rc = 1;
         }
-        rift_client_close(c);
+        rift_client_del(c);
     }
     if (owned) {
         free(data);

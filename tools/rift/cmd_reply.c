@@ -92,12 +92,12 @@ int rift_cmd_reply(int argc, char **argv) {
     }
     rift_cli_catch_signals();
     rift_error err;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     int rc = 0;
     if (rift_client_subscribe(c, pos[0], strlen(pos[0]), queue,
                               queue ? strlen(queue) : 0, &sub, &err) != 0) {
         fprintf(stderr, "rift reply: %s\n", err.text);
-        rift_client_close(c);
+        rift_client_del(c);
         if (owned) {
             free(data);
         }
@@ -106,7 +106,7 @@ int rift_cmd_reply(int argc, char **argv) {
     uint64_t answered = 0;
     while ((count == 0 || answered < count) && !rift_cli_stop_requested()) {
         rift_msg *m;
-        int r = rift_subscription_recv(sub, 200000000, &m, &err);
+        int r = rift_client_sub_recv(sub, 200000000, &m, &err);
         if (r == RIFT_ERR_AGAIN) {
             continue;
         }
@@ -135,8 +135,8 @@ int rift_cmd_reply(int argc, char **argv) {
         }
         rift_msg_unref(m);
     }
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     if (owned) {
         free(data);
     }

@@ -98,7 +98,7 @@ int rift_cmd_req(int argc, char **argv) {
             fflush(stdout);
             rift_msg_unref(m);
         }
-        rift_client_close(c);
+        rift_client_del(c);
     }
     if (owned) {
         free(data);

@@ -177,7 +177,7 @@ int rift_cmd_status(int argc, char **argv) {
     }
     json_t *data;
     int rc = rift_cli_control(c, "status", "status", NULL, &data);
-    rift_client_close(c);
+    rift_client_del(c);
     if (rc != 0) {
         return rc;
     }

@@ -160,7 +160,7 @@ static int cmd_pub(stream_args *a) {
             printf("%s: stored as sequence %llu at %s\n", stream,
                    (unsigned long long)st.sequence, when);
         }
-        rift_client_close(c);
+        rift_client_del(c);
     }
     if (owned) {
         free(data);
@@ -262,7 +262,7 @@ static int cmd_info(stream_args *a) {
             ? rift_cli_control(c, "stream", "streams", NULL, &data)
             : rift_cli_control(c, "stream", "stream.info",
                                json_pack("{s:s}", "name", a->pos[0]), &data);
-    rift_client_close(c);
+    rift_client_del(c);
     if (rc != 0) {
         return rc;
     }
@@ -291,7 +291,7 @@ static int cmd_reopen(stream_args *a) {
     json_t *data;
     int rc = rift_cli_control(c, "stream", "stream.reopen",
                               json_pack("{s:s}", "name", a->pos[0]), &data);
-    rift_client_close(c);
+    rift_client_del(c);
     if (rc != 0) {
         return rc;
     }
@@ -424,7 +424,7 @@ static int cmd_replay(stream_args *a) {
         rc = 1;
     }
     fflush(stdout);
-    rift_client_close(c);
+    rift_client_del(c);
     return rc;
 }
 

@@ -145,7 +145,7 @@ int rift_cmd_sub(int argc, char **argv) {
     }
     rift_cli_catch_signals();
     rift_error err;
-    rift_subscription *sub;
+    rift_client_sub *sub;
     int rc = 0;
     if (rift_client_subscribe(c, pattern, strlen(pattern), queue,
                               queue ? strlen(queue) : 0, &sub, &err) != 0) {
@@ -153,14 +153,14 @@ int rift_cmd_sub(int argc, char **argv) {
         if (err.code == RIFT_ERR_PERMISSION) {
             explain_refusal(pattern);
         }
-        rift_client_close(c);
+        rift_client_del(c);
         return 1;
     }
     uint64_t got = 0;
     while ((count == 0 || got < count) && !rift_cli_stop_requested()) {
         rift_msg *m;
         /* Short waits so a signal is noticed promptly. */
-        int r = rift_subscription_recv(sub, 200000000, &m, &err);
+        int r = rift_client_sub_recv(sub, 200000000, &m, &err);
         if (r == RIFT_ERR_AGAIN) {
             continue;
         }
@@ -181,7 +181,7 @@ int rift_cmd_sub(int argc, char **argv) {
         rift_msg_unref(m);
         got++;
     }
-    rift_subscription_close(sub);
-    rift_client_close(c);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
     return rc;
 }

@@ -177,7 +177,7 @@ int rift_cli_connect(rift_cli_conn *cc, const char *cmd, rift_client **pc) {
         return 1;
     }
     rift_error err;
-    if (rift_client_connect(pc, &s, &err) != 0) {
+    if (rift_client_new(pc, &s, &err) != 0) {
         fprintf(stderr, "rift %s: %s: %s\n", cmd, cc->server, err.text);
         return 1;
     }
