@@ -396,7 +396,7 @@ int main(int argc, char **argv) {
         rift_error err = {0};
         if (bench_conn_connect(&ld->conn, PROG, &ld->pub_clients[k]) != 0 ||
             rift_client_publisher_open(ld->pub_clients[k], &ld->publishers[k],
-                                  &err) != 0) {
+                                       &err) != 0) {
             fprintf(stderr, PROG ": publisher %u: %s\n", k, err.text);
             atomic_store(&ld->stop, true);
             atomic_fetch_add(&ld->errors, 1);

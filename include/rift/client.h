@@ -106,8 +106,8 @@ RIFT_EXTERN void rift_client_settings_default(rift_client_settings *s);
  * loop creation).
  */
 RIFT_EXTERN int rift_client_new(rift_client **pc,
-                                    const rift_client_settings *settings,
-                                    rift_error *err);
+                                const rift_client_settings *settings,
+                                rift_error *err);
 
 /**
  * rift_client_del closes the connection (application code 0, reason
@@ -193,7 +193,7 @@ rift_client_publish_with_reply(rift_client *c, const char *subject,
  * Errors: RIFT_ERR_TIMEOUT; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
  */
 RIFT_EXTERN int rift_client_publisher_open(rift_client *c, rift_publisher **pp,
-                                      rift_error *err);
+                                           rift_error *err);
 
 /**
  * rift_publisher_publish queues a PUBLISH without waiting for any answer.
@@ -274,8 +274,7 @@ RIFT_EXTERN void rift_publisher_close(rift_publisher *p);
  */
 RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
                                       size_t pattern_len, const char *queue,
-                                      size_t queue_len,
-                                      rift_client_sub **psub,
+                                      size_t queue_len, rift_client_sub **psub,
                                       rift_error *err);
 
 /**
@@ -291,9 +290,8 @@ RIFT_EXTERN int rift_client_subscribe(rift_client *c, const char *pattern,
  * closed"); RIFT_ERR_PROTOCOL (a malformed frame); RIFT_ERR_CONNECTION;
  * RIFT_ERR_NOMEM.
  */
-RIFT_EXTERN int rift_client_sub_recv(rift_client_sub *sub,
-                                       int64_t timeout_ns, rift_msg **pmsg,
-                                       rift_error *err);
+RIFT_EXTERN int rift_client_sub_recv(rift_client_sub *sub, int64_t timeout_ns,
+                                     rift_msg **pmsg, rift_error *err);
 
 /**
  * rift_client_sub_fd returns a descriptor (an eventfd, created on first

@@ -183,8 +183,8 @@ typedef void (*rift_stream_done_cb)(void *user_data, int status,
  * RIFT_ERR_IO ("messaging I/O: <file>: <os error>"); RIFT_ERR_NOMEM.
  */
 RIFT_EXTERN int rift_stream_new(rift_stream **pstream,
-                                 const rift_stream_settings *settings,
-                                 rift_error *err);
+                                const rift_stream_settings *settings,
+                                rift_error *err);
 
 /**
  * rift_stream_del waits for queued writes, syncs file storage (also when

@@ -569,7 +569,7 @@ bad:
 /* ---- Public: connect and close ---- */
 
 int rift_client_new(rift_client **pc, const rift_client_settings *s,
-                        rift_error *err) {
+                    rift_error *err) {
     if (pc == NULL || s == NULL || s->address == NULL || s->ca_file == NULL ||
         s->server_name == NULL || s->token == NULL) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,

@@ -206,7 +206,7 @@ struct rift_client_call {
     size_t nmsgs;
     uint32_t limit;
     rift_client_stored stored; /* STREAM_PUBLISH */
-    rift_client_sub *sub;    /* SUBSCRIBE: attached on OK */
+    rift_client_sub *sub;      /* SUBSCRIBE: attached on OK */
     rift_publisher *pub;       /* PUBLISHER: attached on open */
     /* Asynchronous calls live on the heap and complete by callback on
      * the client thread; their frame is an owned copy (frame, moved to
@@ -328,8 +328,7 @@ bool rift_client_sub_frame(rift_client_stream *cs, const rift_frame_body *b);
 /* Client thread: queues the messages decoded during this callback. */
 void rift_client_sub_flush(rift_client_sub *s);
 /* Client thread: fails the subscription with |e| and detaches it. */
-void rift_client_sub_fail(rift_client_sub *s, const rift_error *e,
-                          bool reset);
+void rift_client_sub_fail(rift_client_sub *s, const rift_error *e, bool reset);
 void rift_client_sub_unref(rift_client_sub *s);
 
 /* ---- Client (client.c) ---- */

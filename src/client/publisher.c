@@ -713,7 +713,7 @@ static int publish_waiting(rift_publisher *p, uint8_t opcode,
 /* ---- Public: dedicated publishers ---- */
 
 int rift_client_publisher_open(rift_client *c, rift_publisher **pp,
-                          rift_error *err) {
+                               rift_error *err) {
     rift_publisher *p = pub_new(c, false);
     if (p == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");

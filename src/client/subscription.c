@@ -71,8 +71,7 @@ void rift_client_sub_attach(rift_client_sub *s, rift_client_stream *cs) {
     sub_ref(s);
 }
 
-void rift_client_sub_fail(rift_client_sub *s, const rift_error *e,
-                          bool reset) {
+void rift_client_sub_fail(rift_client_sub *s, const rift_error *e, bool reset) {
     pthread_mutex_lock(&s->mu);
     deliver_locked(s); /* messages that came before the failure */
     if (!s->failed) {
@@ -258,7 +257,7 @@ int rift_client_subscribe(rift_client *c, const char *pattern,
 }
 
 int rift_client_sub_recv(rift_client_sub *s, int64_t timeout_ns,
-                           rift_msg **pmsg, rift_error *err) {
+                         rift_msg **pmsg, rift_error *err) {
     struct timespec ts;
     bool have_deadline = false;
     int rc;

@@ -331,9 +331,9 @@ int rift_stream_check_usable(rift_stream *st, rift_error *err);
 void rift_stream_unref(rift_stream *st);
 /* Opens in |mode| (verify and repair use the recovery alone). */
 int rift_stream_new_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err);
+                         const rift_stream_settings *settings,
+                         rift_open_mode mode, rift_store_report *report,
+                         rift_error *err);
 
 /* ---- consumer.c ---- */
 

@@ -224,9 +224,9 @@ static int copy_subjects(rift_stream *st, const rift_stream_settings *s) {
 }
 
 int rift_stream_new_mode(rift_stream **pstream,
-                          const rift_stream_settings *settings,
-                          rift_open_mode mode, rift_store_report *report,
-                          rift_error *err) {
+                         const rift_stream_settings *settings,
+                         rift_open_mode mode, rift_store_report *report,
+                         rift_error *err) {
     rift_stream_settings def;
     if (settings == NULL) {
         rift_stream_settings_default(&def);
@@ -328,10 +328,9 @@ fail:
     return rc;
 }
 
-int rift_stream_new(rift_stream **pstream,
-                     const rift_stream_settings *settings, rift_error *err) {
-    return rift_stream_new_mode(pstream, settings, RIFT_OPEN_NORMAL, NULL,
-                                 err);
+int rift_stream_new(rift_stream **pstream, const rift_stream_settings *settings,
+                    rift_error *err) {
+    return rift_stream_new_mode(pstream, settings, RIFT_OPEN_NORMAL, NULL, err);
 }
 
 void rift_stream_del(rift_stream *st) {

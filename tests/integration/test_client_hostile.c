@@ -317,7 +317,7 @@ static void one_op(worker *w, rift_client *c, rng *r, rift_client_sub **subs,
             for (int k = 0; k < 50; k++) {
                 rift_msg *m = NULL;
                 rc = rift_client_sub_recv(subs[i], k == 0 ? 5000000 : 0, &m,
-                                            &err);
+                                          &err);
                 rift_msg_unref(m);
                 if (rc != 0) {
                     break;

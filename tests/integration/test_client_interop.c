@@ -253,8 +253,7 @@ typedef struct two_subs {
 
 static bool ten_pending(void *arg) {
     two_subs *t = arg;
-    return rift_client_sub_pending(t->a) + rift_client_sub_pending(t->b) >=
-           10;
+    return rift_client_sub_pending(t->a) + rift_client_sub_pending(t->b) >= 10;
 }
 
 RIFT_TEST(queue_group_and_cancelled_subscription) {

@@ -555,8 +555,7 @@ RIFT_TEST(subscription_messages_then_server_error) {
     CHECK_OK(rift_client_sub_recv(sub, 5 * SEC, &m, &err));
     CHECK_EQ_STR(rift_msg_subject(m, NULL), "a.c");
     rift_msg_unref(m);
-    CHECK_EQ_INT(rift_client_sub_recv(sub, 5 * SEC, &m, &err),
-                 RIFT_ERR_REMOTE);
+    CHECK_EQ_INT(rift_client_sub_recv(sub, 5 * SEC, &m, &err), RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text,
                  "subscriber exceeded its bounded queue and was disconnected");
     /* The failure stays: the fd stays readable and recv repeats it. */

@@ -433,8 +433,7 @@ static bool hostile_up(hostile *h) {
     rift_broker_settings bs;
     rift_broker_settings_default(&bs);
     bs.subscription_capacity = 64;
-    if (!fix_init(&h->f, &bs) ||
-        rift_stream_new(&h->events, NULL, NULL) != 0) {
+    if (!fix_init(&h->f, &bs) || rift_stream_new(&h->events, NULL, NULL) != 0) {
         return false;
     }
     /* A file stream with fsync: operations complete on its writer thread,

@@ -283,8 +283,7 @@ RIFT_TEST(connect_rejects_missing_settings_and_bad_addresses) {
         "nohost", ":7443", "127.0.0.1:", "[::1]7443", "[::1", "a:b:c"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         s.address = bad[i];
-        CHECK_EQ_INT(rift_client_new(&c, &s, &err),
-                     RIFT_ERR_INVALID_ARGUMENT);
+        CHECK_EQ_INT(rift_client_new(&c, &s, &err), RIFT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(err.text, "invalid server address") != NULL, "%s: %s",
                   bad[i], err.text);
     }
