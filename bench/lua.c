@@ -146,7 +146,7 @@ static int quic_reqrep(rift_broker *b, const char *dir, uint64_t requests,
     int rc = -1;
     if (rift_server_new(&srv, b, &ss, &err) != 0 ||
         rift_server_start(srv, "127.0.0.1:0", &err) != 0 ||
-        rift_server_address(srv, addr, sizeof(addr)) != 0) {
+        rift_server_address(srv, addr, sizeof(addr), NULL) != 0) {
         fprintf(stderr, "bench/lua: server: %s\n", err.text);
         goto out;
     }

@@ -119,7 +119,7 @@ static int child_main(const char *dir, int out, int ctl, bool pin) {
     }
     struct sockaddr_storage ss;
     socklen_t len;
-    rift_server_local_addr(srv, &ss, &len);
+    rift_server_local_addr(srv, &ss, &len, NULL);
     if (write(out, &ss, sizeof(ss)) != (ssize_t)sizeof(ss) ||
         write(out, &len, sizeof(len)) != (ssize_t)sizeof(len)) {
         return 1;

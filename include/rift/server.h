@@ -147,20 +147,25 @@ RIFT_EXTERN int rift_server_start(rift_server *srv, const char *address,
                                   rift_error *err);
 
 /**
- * rift_server_local_addr copies the bound address of a started server.
- * Returns 0, or RIFT_ERR_CLOSED when the server is not running.
+ * rift_server_local_addr copies the bound address of a started server into
+ * |ss| and its length into |len| (both caller-owned).
+ *
+ * Errors: RIFT_ERR_CLOSED ("server is not running").
  */
 RIFT_EXTERN int rift_server_local_addr(rift_server *srv,
                                        struct sockaddr_storage *ss,
-                                       socklen_t *len);
+                                       socklen_t *len, rift_error *err);
 
 /**
  * rift_server_address writes the bound address as "IP:PORT" ("[IP]:PORT"
- * for IPv6) into |buf| (NUL-terminated; 64 bytes are always enough).
- * Returns 0, RIFT_ERR_CLOSED when not running, or RIFT_ERR_INVALID_ARGUMENT
- * when |cap| is too small.
+ * for IPv6) into |buf| (caller-owned, |cap| bytes, NUL-terminated; 64
+ * bytes are always enough).
+ *
+ * Errors: RIFT_ERR_CLOSED ("server is not running");
+ * RIFT_ERR_INVALID_ARGUMENT ("address buffer too small").
  */
-RIFT_EXTERN int rift_server_address(rift_server *srv, char *buf, size_t cap);
+RIFT_EXTERN int rift_server_address(rift_server *srv, char *buf, size_t cap,
+                                    rift_error *err);
 
 /** rift_server_is_running is true between a successful start and stop,
  * unless the server thread ended on its own (an unrecoverable loop
@@ -184,31 +189,34 @@ RIFT_EXTERN void rift_server_del(rift_server *srv);
 /**
  * rift_server_flush writes to remote subscribers what the broker has
  * already queued for them and waits until their peers acknowledged it, at
- * most |timeout_ms|. rift_server_stop closes connections at once, dropping
- * what is unsent: a host that publishes a last message before stopping
- * (riftd's {"state":"draining"} event) calls this in between.
+ * most |timeout_ns| (negative: without limit). rift_server_stop closes
+ * connections at once, dropping what is unsent: a host that publishes a
+ * last message before stopping (riftd's {"state":"draining"} event) calls
+ * this in between.
  *
- * Returns 0 when everything was acknowledged; RIFT_ERR_TIMEOUT when time
- * ran out (a subscriber that does not read, a vanished peer);
- * RIFT_ERR_CLOSED when the server is not running; RIFT_ERR_NOMEM.
+ * Errors: RIFT_ERR_TIMEOUT ("server flush timed out": a subscriber that
+ * does not read, a vanished peer); RIFT_ERR_CLOSED ("server is not
+ * running"); RIFT_ERR_NOMEM.
  */
-RIFT_EXTERN int rift_server_flush(rift_server *srv, uint64_t timeout_ms);
+RIFT_EXTERN int rift_server_flush(rift_server *srv, int64_t timeout_ns,
+                                  rift_error *err);
 
 /**
- * rift_server_requester writes into |name| (|cap| >= 97; NUL-terminated)
- * the identity name of the authenticated connection whose REQUEST (opcode
- * 9) is waiting for its reply on the inbox subject |inbox| (the reply
- * subject the responder received). A responder inside the host uses it to
- * act on behalf of the remote requester (riftd's control commands on
- * durable consumers, whose names are scoped by identity, §3.5).
+ * rift_server_requester writes into |name| (caller-owned, |cap| >= 97;
+ * NUL-terminated) the identity name of the authenticated connection whose
+ * REQUEST (opcode 9) is waiting for its reply on the inbox subject |inbox|
+ * (the reply subject the responder received). A responder inside the host
+ * uses it to act on behalf of the remote requester (riftd's control
+ * commands on durable consumers, whose names are scoped by identity,
+ * §3.5).
  *
- * Returns 0; RIFT_ERR_INVALID_ARGUMENT when no pending request of this
- * server uses that inbox (it came from elsewhere, or already ended) or
- * |cap| is too small; RIFT_ERR_CLOSED when the server is not running;
- * RIFT_ERR_NOMEM.
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("no pending request uses this inbox":
+ * it came from elsewhere, or already ended; "identity name buffer too
+ * small"); RIFT_ERR_CLOSED ("server is not running"); RIFT_ERR_NOMEM.
  */
 RIFT_EXTERN int rift_server_requester(rift_server *srv, const char *inbox,
-                                      size_t len, char *name, size_t cap);
+                                      size_t len, char *name, size_t cap,
+                                      rift_error *err);
 
 /* ---- Introspection ---- */
 

@@ -139,8 +139,8 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
         goto done;
     }
     if ((rc = rift_server_start(q->srv, m->listen, err)) != 0 ||
-        (rc = rift_server_address(q->srv, q->address, sizeof(q->address))) !=
-            0) {
+        (rc = rift_server_address(q->srv, q->address, sizeof(q->address),
+                                  NULL)) != 0) {
         goto done;
     }
 done:
@@ -162,8 +162,8 @@ const char *rift_daemon_quic_address(const rift_daemon_quic *q) {
 }
 
 void rift_daemon_quic_flush(rift_daemon_quic *q, uint64_t timeout_ms) {
-    if (q != NULL &&
-        rift_server_flush(q->srv, timeout_ms) == RIFT_ERR_TIMEOUT) {
+    if (q != NULL && rift_server_flush(q->srv, (int64_t)timeout_ms * 1000000,
+                                       NULL) == RIFT_ERR_TIMEOUT) {
         rift_log(RIFT_LOG_DEBUG, "rift: some remote subscribers did not "
                                  "acknowledge their last messages");
     }
@@ -236,5 +236,6 @@ int rift_daemon_quic_requester(const rift_daemon_quic *q, const char *inbox,
     if (q == NULL) {
         return RIFT_ERR_CLOSED;
     }
-    return rift_server_requester(q->srv, inbox, len, name, RIFT_NAME_MAX + 1);
+    return rift_server_requester(q->srv, inbox, len, name, RIFT_NAME_MAX + 1,
+                                 NULL);
 }

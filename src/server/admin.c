@@ -73,18 +73,32 @@ static void flush_cb(void *arg, int status) {
         return;
     }
     rift_timer_init(req->srv->loop, &req->timer, flush_timer_cb, req);
-    req->deadline = rift_loop_now(req->srv->loop) + req->deadline;
+    if (req->deadline != UINT64_MAX) {
+        req->deadline += rift_loop_now(req->srv->loop);
+    }
     flush_step(req);
 }
 
-int rift_server_flush(rift_server *srv, uint64_t timeout_ms) {
+int rift_server_flush(rift_server *srv, int64_t timeout_ns, rift_error *err) {
     /* |deadline| carries the timeout until the loop turns it into an
-     * absolute time on its own clock. */
-    flush_req req = {.srv = srv, .deadline = timeout_ms * 1000000ull};
+     * absolute time on its own clock; UINT64_MAX waits without limit. */
+    flush_req req = {.srv = srv,
+                     .deadline =
+                         timeout_ns < 0 ? UINT64_MAX : (uint64_t)timeout_ns};
     pthread_mutex_lock(&srv->lock);
     int rc = rift_srv_post_wait(srv, flush_cb, &req, &req.done);
     pthread_mutex_unlock(&srv->lock);
-    return rc != 0 ? rc : req.status;
+    rc = rc != 0 ? rc : req.status;
+    switch (rc) {
+    case 0:
+        return 0;
+    case RIFT_ERR_TIMEOUT:
+        return rift_error_set(err, rc, "server flush timed out");
+    case RIFT_ERR_CLOSED:
+        return rift_error_set(err, rc, "server is not running");
+    default:
+        return rift_error_set(err, rc, "%s", rift_strerror(rc));
+    }
 }
 
 /* ---- The identity behind a request inbox ---- */
@@ -117,17 +131,23 @@ static void who_cb(void *arg, int status) {
 }
 
 int rift_server_requester(rift_server *srv, const char *inbox, size_t len,
-                          char *name, size_t cap) {
+                          char *name, size_t cap, rift_error *err) {
     if (cap <= RIFT_NAME_MAX) {
-        return RIFT_ERR_INVALID_ARGUMENT;
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "identity name buffer too small");
     }
     who_req req = {
         .srv = srv, .inbox = inbox, .len = len, .name = name, .cap = cap};
     pthread_mutex_lock(&srv->lock);
     int rc = rift_srv_post_wait(srv, who_cb, &req, &req.done);
     pthread_mutex_unlock(&srv->lock);
-    if (rc != 0) {
-        return rc;
+    if (rc == RIFT_ERR_CLOSED) {
+        return rift_error_set(err, rc, "server is not running");
     }
-    return req.found ? 0 : RIFT_ERR_INVALID_ARGUMENT;
+    if (rc != 0) {
+        return rift_error_set(err, rc, "%s", rift_strerror(rc));
+    }
+    return req.found ? 0
+                     : rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                      "no pending request uses this inbox");
 }

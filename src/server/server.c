@@ -302,7 +302,7 @@ bad:
 }
 
 int rift_server_local_addr(rift_server *srv, struct sockaddr_storage *ss,
-                           socklen_t *len) {
+                           socklen_t *len, rift_error *err) {
     pthread_mutex_lock(&srv->lock);
     int rc = RIFT_ERR_CLOSED;
     if (srv->run == SRV_RUNNING) {
@@ -311,13 +311,14 @@ int rift_server_local_addr(rift_server *srv, struct sockaddr_storage *ss,
         rc = 0;
     }
     pthread_mutex_unlock(&srv->lock);
-    return rc;
+    return rc == 0 ? 0 : rift_error_set(err, rc, "server is not running");
 }
 
-int rift_server_address(rift_server *srv, char *buf, size_t cap) {
+int rift_server_address(rift_server *srv, char *buf, size_t cap,
+                        rift_error *err) {
     struct sockaddr_storage ss;
     socklen_t len;
-    int rc = rift_server_local_addr(srv, &ss, &len);
+    int rc = rift_server_local_addr(srv, &ss, &len, err);
     if (rc != 0) {
         return rc;
     }
@@ -332,7 +333,11 @@ int rift_server_address(rift_server *srv, char *buf, size_t cap) {
         inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
         n = snprintf(buf, cap, "%s:%u", host, ntohs(s4->sin_port));
     }
-    return n < 0 || (size_t)n >= cap ? RIFT_ERR_INVALID_ARGUMENT : 0;
+    if (n < 0 || (size_t)n >= cap) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "address buffer too small");
+    }
+    return 0;
 }
 
 bool rift_server_is_running(rift_server *srv) {

@@ -122,7 +122,7 @@ static bool fix_up(fix *f) {
         fprintf(stderr, "server: %s\n", err.text);
         return false;
     }
-    return rift_server_address(f->srv, f->addr, sizeof(f->addr)) == 0;
+    return rift_server_address(f->srv, f->addr, sizeof(f->addr), NULL) == 0;
 }
 
 /* The Quinn stub instead of our server; --server-pid is its process. */

@@ -22,7 +22,7 @@
 
 static bool connect_opts(srvfix *f, uint32_t op_timeout_ms, rift_client **pc) {
     char addr[64];
-    if (rift_server_address(f->srv, addr, sizeof(addr)) != 0) {
+    if (rift_server_address(f->srv, addr, sizeof(addr), NULL) != 0) {
         return false;
     }
     rift_client_settings s;

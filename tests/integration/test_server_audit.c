@@ -492,7 +492,7 @@ RIFT_TEST(custom_allocators_serve_connections) {
     f.settings.mem = &smem;
     CHECK(fix_start(&f));
     char addr[64];
-    CHECK_OK(rift_server_address(f.srv, addr, sizeof(addr)));
+    CHECK_OK(rift_server_address(f.srv, addr, sizeof(addr), NULL));
     rift_client_settings s;
     rift_client_settings_default(&s);
     s.address = addr;

@@ -218,7 +218,7 @@ RIFT_TEST(shutdown_closes_with_code_0) {
     /* A stopped server can be started again. */
     rift_error err;
     CHECK_OK(rift_server_start(f.srv, "127.0.0.1:0", &err));
-    CHECK_OK(rift_server_local_addr(f.srv, &f.addr, &f.addrlen));
+    CHECK_OK(rift_server_local_addr(f.srv, &f.addr, &f.addrlen, NULL));
     c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "admin");
     CHECK(c != NULL);
     rc_free(c);
@@ -293,7 +293,10 @@ RIFT_TEST(settings_validation) {
                  RIFT_ERR_INVALID_ARGUMENT);
     CHECK(!rift_server_is_running(srv));
     char addr[64];
-    CHECK_EQ_INT(rift_server_address(srv, addr, sizeof(addr)), RIFT_ERR_CLOSED);
+    rift_error aerr = {0};
+    CHECK_EQ_INT(rift_server_address(srv, addr, sizeof(addr), &aerr),
+                 RIFT_ERR_CLOSED);
+    CHECK_EQ_STR(aerr.text, "server is not running");
     rift_server_del(srv);
     rift_broker_del(b);
 }

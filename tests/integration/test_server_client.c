@@ -15,7 +15,7 @@
 
 static bool connect_as(srvfix *f, const char *identity, rift_client **pc) {
     char addr[64], token[128];
-    if (rift_server_address(f->srv, addr, sizeof(addr)) != 0) {
+    if (rift_server_address(f->srv, addr, sizeof(addr), NULL) != 0) {
         return false;
     }
     snprintf(token, sizeof(token), "%s-token-0123456789abcdef0123456789",

@@ -30,7 +30,7 @@ static int run_peer(srvfix *f, const char *scenario, const char *token,
                     char *buf, size_t cap) {
     char peer[4200], addr[64];
     peer_path(peer, sizeof(peer));
-    if (rift_server_address(f->srv, addr, sizeof(addr)) != 0) {
+    if (rift_server_address(f->srv, addr, sizeof(addr), NULL) != 0) {
         return -1;
     }
     const char *argv[] = {

@@ -599,7 +599,7 @@ bool fix_start(srvfix *f) {
         fprintf(stderr, "start: %s\n", err.text);
         return false;
     }
-    return rift_server_local_addr(f->srv, &f->addr, &f->addrlen) == 0;
+    return rift_server_local_addr(f->srv, &f->addr, &f->addrlen, NULL) == 0;
 }
 
 void fix_fini(srvfix *f) {
