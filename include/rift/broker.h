@@ -41,32 +41,45 @@ typedef struct rift_notifier rift_notifier;
 /* ---- Messages ---- */
 
 /**
- * rift_msg_new creates a message holding copies of |subject|, |reply| (may
- * be NULL/0 for none) and |payload| in one allocation (malloc), with one
- * reference owned by the caller. Subjects are not validated here; that
- * happens when the message is published.
- *
- * Returns 0 or RIFT_ERR_NOMEM.
+ * rift_msg_release_cb frees the payload of an external message
+ * (rift_msg_new_external) once its last reference is gone. It runs once, on
+ * whichever thread drops that reference, and must not block.
  */
-RIFT_EXTERN int rift_msg_new(rift_msg **pmsg, const char *subject,
-                             size_t subject_len, const char *reply,
-                             size_t reply_len, const uint8_t *payload,
-                             size_t payload_len);
+typedef void (*rift_msg_release_cb)(void *user_data);
+
+/**
+ * rift_msg_new creates a message holding copies of |subject|, |reply| (may
+ * be NULL/0 for none) and |payload| in one allocation from |mem| (NULL: the
+ * library's default, malloc or the calling thread's message cache), with
+ * one reference owned by the caller (*pmsg; rift_msg_unref). |mem| must
+ * outlive the message. Subjects are not validated here; that happens when
+ * the message is published. Any thread.
+ *
+ * Errors: RIFT_ERR_NOMEM ("out of memory"; also for a subject or reply
+ * longer than 2^31-1 bytes).
+ */
+RIFT_EXTERN int rift_msg_new(rift_msg **pmsg, const rift_mem *mem,
+                             const char *subject, size_t subject_len,
+                             const char *reply, size_t reply_len,
+                             const uint8_t *payload, size_t payload_len,
+                             rift_error *err);
 
 /**
  * rift_msg_new_external is rift_msg_new without copying |payload|: the
- * message points at it and calls |release|(|release_ud|) when the last
- * reference goes (on whatever thread drops it). Subject and reply are
- * still copied. On failure |release| is not called.
+ * message borrows it until the last reference goes, then calls
+ * |release|(|user_data|) (NULL: nothing to call). Subject and reply are
+ * still copied. On failure |release| is not called and the caller keeps
+ * the payload.
  *
- * Returns 0 or RIFT_ERR_NOMEM.
+ * Errors: RIFT_ERR_NOMEM ("out of memory").
  */
-RIFT_EXTERN int rift_msg_new_external(rift_msg **pmsg, const char *subject,
-                                      size_t subject_len, const char *reply,
-                                      size_t reply_len, const uint8_t *payload,
+RIFT_EXTERN int rift_msg_new_external(rift_msg **pmsg, const rift_mem *mem,
+                                      const char *subject, size_t subject_len,
+                                      const char *reply, size_t reply_len,
+                                      const uint8_t *payload,
                                       size_t payload_len,
-                                      void (*release)(void *ud),
-                                      void *release_ud);
+                                      rift_msg_release_cb release,
+                                      void *user_data, rift_error *err);
 
 /** rift_msg_ref adds a reference and returns |msg|. Thread-safe; the
  * caller must already hold a reference. */
@@ -269,11 +282,14 @@ RIFT_EXTERN void rift_sub_close(rift_sub *sub);
  *
  * Publishers signal it from their own threads; only the thread running the
  * event loop calls rift_notifier_poll. The eventfd is written once per
- * empty-to-non-empty transition of the ready list.
+ * empty-to-non-empty transition of the ready list. The caller owns *pn
+ * (rift_notifier_del); |mem| (NULL: malloc) must outlive it.
  *
- * Errors: RIFT_ERR_NOMEM, -errno from eventfd.
+ * Errors: RIFT_ERR_NOMEM ("out of memory"); -errno from eventfd
+ * ("notifier eventfd: <os error>").
  */
-RIFT_EXTERN int rift_notifier_new(rift_notifier **pn, const rift_mem *mem);
+RIFT_EXTERN int rift_notifier_new(rift_notifier **pn, const rift_mem *mem,
+                                  rift_error *err);
 
 /**
  * rift_notifier_set_owner declares the calling thread the notifier's

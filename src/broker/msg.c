@@ -47,7 +47,7 @@ void rift_msg_cache_disable(void) {
 /* Where an external message keeps its payload's release callback: past
  * its names, aligned. */
 typedef struct msg_ext {
-    void (*release)(void *ud);
+    rift_msg_release_cb release;
     void *ud;
 } msg_ext;
 
@@ -121,32 +121,33 @@ rift_msg *rift_msg_alloc(const rift_mem *mem, size_t refs, const char *subject,
     return m;
 }
 
-int rift_msg_new(rift_msg **pmsg, const char *subject, size_t subject_len,
-                 const char *reply, size_t reply_len, const uint8_t *payload,
-                 size_t payload_len) {
-    rift_msg *m = rift_msg_alloc(NULL, 1, subject, subject_len, reply,
-                                 reply_len, payload, payload_len);
+int rift_msg_new(rift_msg **pmsg, const rift_mem *mem, const char *subject,
+                 size_t subject_len, const char *reply, size_t reply_len,
+                 const uint8_t *payload, size_t payload_len, rift_error *err) {
+    rift_msg *m = rift_msg_alloc(mem, 1, subject, subject_len, reply, reply_len,
+                                 payload, payload_len);
     if (m == NULL) {
-        return RIFT_ERR_NOMEM;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     *pmsg = m;
     return 0;
 }
 
-int rift_msg_new_external(rift_msg **pmsg, const char *subject,
-                          size_t subject_len, const char *reply,
-                          size_t reply_len, const uint8_t *payload,
-                          size_t payload_len, void (*release)(void *ud),
-                          void *release_ud) {
-    rift_msg *m = msg_make(NULL, 1, subject, subject_len, reply, reply_len,
+int rift_msg_new_external(rift_msg **pmsg, const rift_mem *mem,
+                          const char *subject, size_t subject_len,
+                          const char *reply, size_t reply_len,
+                          const uint8_t *payload, size_t payload_len,
+                          rift_msg_release_cb release, void *user_data,
+                          rift_error *err) {
+    rift_msg *m = msg_make(mem, 1, subject, subject_len, reply, reply_len,
                            sizeof(msg_ext) + _Alignof(msg_ext) - 1);
     if (m == NULL) {
-        return RIFT_ERR_NOMEM;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     m->payload = payload;
     m->payload_len = payload_len;
     m->external = 1;
-    *ext_of(m) = (msg_ext){release, release_ud};
+    *ext_of(m) = (msg_ext){release, user_data};
     *pmsg = m;
     return 0;
 }

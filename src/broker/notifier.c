@@ -13,17 +13,19 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-int rift_notifier_new(rift_notifier **pn, const rift_mem *mem) {
+int rift_notifier_new(rift_notifier **pn, const rift_mem *mem,
+                      rift_error *err) {
     rift_notifier *n = rift_calloc(mem, 1, sizeof(*n));
     if (n == NULL) {
-        return RIFT_ERR_NOMEM;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     n->mem = mem;
     n->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (n->efd < 0) {
         int rc = -errno;
         rift_free(mem, n);
-        return rc;
+        return rift_error_set(err, rc, "notifier eventfd: %s",
+                              rift_strerror(rc));
     }
     pthread_mutex_init(&n->lock, NULL);
     *pn = n;

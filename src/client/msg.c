@@ -25,9 +25,9 @@ int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
                           uint8_t *detached) {
     int rc;
     if (detached != NULL && (mem == NULL || mem == rift_mem_default())) {
-        rc = rift_msg_new_external(pm, f->subject, f->subject_len, f->reply,
-                                   f->reply_len, f->payload, f->payload_len,
-                                   body_release, detached);
+        rc = rift_msg_new_external(
+            pm, NULL, f->subject, f->subject_len, f->reply, f->reply_len,
+            f->payload, f->payload_len, body_release, detached, NULL);
         if (rc != 0) {
             rift_free(mem, detached);
         }
@@ -36,8 +36,8 @@ int rift_client_msg_build(rift_msg **pm, const rift_mem *mem,
     if (pool != NULL) {
         rc = rift_msgpool_msg(pool, pm, f);
     } else {
-        rc = rift_msg_new(pm, f->subject, f->subject_len, f->reply,
-                          f->reply_len, f->payload, f->payload_len);
+        rc = rift_msg_new(pm, NULL, f->subject, f->subject_len, f->reply,
+                          f->reply_len, f->payload, f->payload_len, NULL);
     }
     rift_free(mem, detached);
     return rc;

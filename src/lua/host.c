@@ -843,7 +843,8 @@ int rift_plugin_host_new(rift_plugin_host **phost, rift_broker *broker,
         rc = rift_error_set(err, -errno, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    if (broker != NULL && (rc = rift_notifier_new(&h->notifier, mem)) != 0) {
+    if (broker != NULL &&
+        (rc = rift_notifier_new(&h->notifier, mem, NULL)) != 0) {
         rift_error_set(err, rc, "notifier: %s", rift_strerror(rc));
         goto fail;
     }

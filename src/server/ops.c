@@ -439,9 +439,9 @@ static void do_publish(srv_stream *ss, const uint8_t *body, size_t len,
          * being copied once more. */
         rift_msg *msg;
         uint8_t *buf = rift_frame_reader_detach(&ss->reader);
-        rc = rift_msg_new_external(&msg, m.subject, m.subject_len, m.reply,
-                                   m.reply_len, m.payload, m.payload_len,
-                                   body_release, buf);
+        rc = rift_msg_new_external(&msg, NULL, m.subject, m.subject_len,
+                                   m.reply, m.reply_len, m.payload,
+                                   m.payload_len, body_release, buf, NULL);
         if (rc != 0) {
             rift_free(NULL, buf);
             rift_error_set(&err, rc, "out of memory");

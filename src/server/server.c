@@ -450,7 +450,7 @@ int rift_server_start(rift_server *srv, const char *address, rift_error *err) {
         goto fail;
     }
     rift_timer_init(srv->loop, &srv->stop_timer, NULL, srv);
-    if ((rc = rift_notifier_new(&srv->notifier, srv->mem)) != 0) {
+    if ((rc = rift_notifier_new(&srv->notifier, srv->mem, NULL)) != 0) {
         rift_error_set(err, rc, "cannot create notifier: %s",
                        rift_strerror(rc));
         goto fail;

@@ -718,7 +718,7 @@ static void on_release(void *ud) {
 
 RIFT_TEST(msg_refcount_and_external_payload) {
     rift_msg *m;
-    CHECK_OK(rift_msg_new(&m, "s.t", 3, "r", 1, P64, 5));
+    CHECK_OK(rift_msg_new(&m, NULL, "s.t", 3, "r", 1, P64, 5, NULL));
     size_t len;
     CHECK_EQ_STR(rift_msg_subject(m, &len), "s.t");
     CHECK_EQ_STR(rift_msg_reply(m, NULL), "r");
@@ -732,8 +732,8 @@ RIFT_TEST(msg_refcount_and_external_payload) {
     static uint8_t buf[16] = "external";
     int one = 1;
     released = 0;
-    CHECK_OK(
-        rift_msg_new_external(&m, "e", 1, NULL, 0, buf, 8, on_release, &one));
+    CHECK_OK(rift_msg_new_external(&m, NULL, "e", 1, NULL, 0, buf, 8,
+                                   on_release, &one, NULL));
     CHECK(rift_msg_payload(m, &len) == buf);
     CHECK_EQ_INT(len, 8);
     CHECK(rift_msg_reply(m, &len) == NULL);
@@ -760,7 +760,7 @@ RIFT_TEST(msg_refcount_and_external_payload) {
     CHECK_EQ_INT(released, 1);
 
     /* publish_msg validates like publish. */
-    CHECK_OK(rift_msg_new(&m, "bad.*", 5, NULL, 0, P64, 1));
+    CHECK_OK(rift_msg_new(&m, NULL, "bad.*", 5, NULL, 0, P64, 1, NULL));
     rift_error err;
     CHECK_EQ_INT(rift_broker_publish_msg(b, m, NULL, &err),
                  RIFT_ERR_INVALID_SUBJECT);
@@ -828,6 +828,46 @@ RIFT_TEST(allocation_failures_are_reported) {
     }
 }
 
+static int counted_frees;
+static void counting_free(void *p, void *ud) {
+    (void)ud;
+    counted_frees++;
+    free(p);
+}
+
+RIFT_TEST(msg_new_allocates_from_the_callers_mem) {
+    static const rift_mem mem = {NULL, fail_malloc, counting_free, fail_calloc,
+                                 fail_realloc};
+    rift_msg *m = NULL;
+    rift_error err = {0};
+    alloc_budget = 0;
+    CHECK_EQ_INT(rift_msg_new(&m, &mem, "a", 1, NULL, 0, P64, 4, &err),
+                 RIFT_ERR_NOMEM);
+    CHECK_EQ_INT(err.code, RIFT_ERR_NOMEM);
+    CHECK_EQ_STR(err.text, "out of memory");
+    CHECK_EQ_INT(rift_msg_new_external(&m, &mem, "a", 1, NULL, 0, P64, 4, NULL,
+                                       NULL, NULL),
+                 RIFT_ERR_NOMEM);
+
+    /* One allocation each, taken from |mem| and given back to it. */
+    alloc_budget = 2;
+    counted_frees = 0;
+    CHECK_OK(rift_msg_new(&m, &mem, "a", 1, "r", 1, P64, 4, NULL));
+    CHECK_EQ_INT(alloc_budget, 1);
+    CHECK_EQ_MEM(rift_msg_payload(m, NULL), 4, P64, 4);
+    rift_msg_unref(m);
+    CHECK_EQ_INT(counted_frees, 1);
+    static uint8_t buf[4] = "ext";
+    int one = 1;
+    released = 0;
+    CHECK_OK(rift_msg_new_external(&m, &mem, "a", 1, NULL, 0, buf, 4,
+                                   on_release, &one, NULL));
+    CHECK_EQ_INT(alloc_budget, 0);
+    rift_msg_unref(m);
+    CHECK_EQ_INT(counted_frees, 2);
+    CHECK_EQ_INT(released, 1);
+}
+
 RIFT_TEST(recv_batch_takes_in_order) {
     rift_broker *b = broker_with(0, 0, 0);
     rift_sub *s;
@@ -868,8 +908,8 @@ RIFT_TEST(external_payload_with_reply_and_long_names) {
         int one = 1;
         released = 0;
         rift_msg *m;
-        CHECK_OK(rift_msg_new_external(&m, subject, slen, reply, rlen, buf, 3,
-                                       on_release, &one));
+        CHECK_OK(rift_msg_new_external(&m, NULL, subject, slen, reply, rlen,
+                                       buf, 3, on_release, &one, NULL));
         size_t n;
         CHECK(rift_msg_subject(m, &n)[slen] == '\0');
         CHECK_EQ_INT(n, slen);

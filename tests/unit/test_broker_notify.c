@@ -92,7 +92,7 @@ RIFT_TEST(notifier_reports_transitions_once) {
     rift_broker *b;
     CHECK_OK(rift_broker_new(&b, NULL, NULL));
     rift_notifier *n;
-    CHECK_OK(rift_notifier_new(&n, NULL));
+    CHECK_OK(rift_notifier_new(&n, NULL, NULL));
     int fd = rift_notifier_fd(n);
     rift_sub *s[3];
     int tags[3];
@@ -162,7 +162,7 @@ RIFT_TEST(notifier_reports_slow_and_forgets_closed) {
     rift_broker *b;
     CHECK_OK(rift_broker_new(&b, &st, NULL));
     rift_notifier *n;
-    CHECK_OK(rift_notifier_new(&n, NULL));
+    CHECK_OK(rift_notifier_new(&n, NULL, NULL));
     rift_sub *s, *t;
     rift_sub_options o = {.notifier = n};
     CHECK_OK(rift_broker_subscribe(b, "s", 1, &o, &s, NULL));
@@ -201,7 +201,7 @@ RIFT_TEST(notifier_reports_broker_del) {
     rift_broker *b;
     CHECK_OK(rift_broker_new(&b, NULL, NULL));
     rift_notifier *n;
-    CHECK_OK(rift_notifier_new(&n, NULL));
+    CHECK_OK(rift_notifier_new(&n, NULL, NULL));
     rift_sub *s;
     rift_sub_options o = {.notifier = n};
     CHECK_OK(rift_broker_subscribe(b, "s", 1, &o, &s, NULL));
@@ -245,7 +245,7 @@ RIFT_TEST(notifier_drives_event_loop_thread) {
     rift_broker *b;
     CHECK_OK(rift_broker_new(&b, NULL, NULL));
     rift_notifier *n;
-    CHECK_OK(rift_notifier_new(&n, NULL));
+    CHECK_OK(rift_notifier_new(&n, NULL, NULL));
     rift_sub *s[4];
     rift_sub_options o = {.notifier = n, .capacity = 100000};
     for (int i = 0; i < 4; i++) {
@@ -313,7 +313,7 @@ RIFT_TEST(notifier_with_batch_drain) {
     rift_broker *b;
     CHECK_OK(rift_broker_new(&b, NULL, NULL));
     rift_notifier *n;
-    CHECK_OK(rift_notifier_new(&n, NULL));
+    CHECK_OK(rift_notifier_new(&n, NULL, NULL));
     rift_sub *s;
     rift_sub_options o = {.notifier = n};
     CHECK_OK(rift_broker_subscribe(b, "b", 1, &o, &s, NULL));

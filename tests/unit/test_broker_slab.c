@@ -235,8 +235,8 @@ RIFT_TEST(cached_messages_dropped_on_another_thread) {
     for (size_t i = 0; i < N; i++) {
         /* Every tenth is above the slab's largest block. */
         rift_msg *m;
-        CHECK_OK(rift_msg_new(&m, "a.b", 3, NULL, 0, payload,
-                              i % 10 == 0 ? sizeof(payload) : 64));
+        CHECK_OK(rift_msg_new(&m, NULL, "a.b", 3, NULL, 0, payload,
+                              i % 10 == 0 ? sizeof(payload) : 64, NULL));
         msgs[i] = m;
     }
     batch bt = {msgs, N};
@@ -245,7 +245,7 @@ RIFT_TEST(cached_messages_dropped_on_another_thread) {
     pthread_join(t, NULL);
     /* The owner gets the blocks back and makes messages from them. */
     rift_msg *m;
-    CHECK_OK(rift_msg_new(&m, "a.c", 3, "r", 1, payload, 64));
+    CHECK_OK(rift_msg_new(&m, NULL, "a.c", 3, "r", 1, payload, 64, NULL));
     size_t len;
     CHECK_EQ_STR(rift_msg_subject(m, &len), "a.c");
     CHECK_EQ_STR(rift_msg_reply(m, &len), "r");

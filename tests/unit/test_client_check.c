@@ -241,7 +241,7 @@ RIFT_TEST(ring_keeps_fifo_order_across_growth_and_moves) {
     for (int round = 0; round < 50; round++) {
         for (int i = 0; i < 37; i++) {
             rift_msg *m;
-            CHECK_OK(rift_msg_new(&m, "x", 1, NULL, 0, NULL, 0));
+            CHECK_OK(rift_msg_new(&m, NULL, "x", 1, NULL, 0, NULL, 0, NULL));
             CHECK_OK(
                 rift_client_ring_push(&b, (rift_client_entry){m, next_in++}));
         }
@@ -260,7 +260,7 @@ RIFT_TEST(ring_keeps_fifo_order_across_growth_and_moves) {
     }
     CHECK_EQ_INT(next_out, next_in);
     rift_msg *m;
-    CHECK_OK(rift_msg_new(&m, "x", 1, NULL, 0, NULL, 0));
+    CHECK_OK(rift_msg_new(&m, NULL, "x", 1, NULL, 0, NULL, 0, NULL));
     CHECK_OK(rift_client_ring_push(&a, (rift_client_entry){m, 0}));
     rift_client_ring_free(&a); /* unrefs what is left */
     rift_client_ring_free(&b);

@@ -32,7 +32,7 @@ RIFT_TEST(owner_publications_skip_the_eventfd) {
     rift_broker *b;
     CHECK_OK(rift_broker_new(&b, NULL, NULL));
     rift_notifier *n;
-    CHECK_OK(rift_notifier_new(&n, NULL));
+    CHECK_OK(rift_notifier_new(&n, NULL, NULL));
     rift_notifier_set_owner(n);
     rift_sub_options o = {.notifier = n};
     rift_sub *s;
