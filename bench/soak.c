@@ -298,7 +298,7 @@ static void stream_publisher(soak *sk, const char *stream, const char *subject,
     for (uint64_t k = 0; c != NULL && pace(sk, t); k++) {
         t += period;
         put_u64(payload, k);
-        rift_client_stored st;
+        rift_stored st;
         rift_error err = {0};
         if (rift_client_stream_publish(c, stream, strlen(stream), subject,
                                        strlen(subject), NULL, 0, payload,
@@ -413,7 +413,7 @@ static void *consumer_main(void *arg) {
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
     for (int k = 0; k < 2 && c != NULL; k++) {
-        rift_client_consumer_config cfg = {
+        rift_consumer_config cfg = {
             .filter = "soak.>", /* what the principal may subscribe to */
             .filter_len = 6,
             .start_sequence = 1,

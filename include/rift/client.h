@@ -47,6 +47,7 @@
 
 #include "rift/broker.h"
 #include "rift/rift.h"
+#include "rift/stream.h"
 
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -341,12 +342,6 @@ RIFT_EXTERN int rift_client_request(rift_client *c, const char *subject,
 
 /* ---- Retained streams and durable consumers ---- */
 
-/** Where a stream publication was stored. */
-typedef struct rift_client_stored {
-    uint64_t sequence;
-    uint64_t timestamp_ms; /**< milliseconds since the Unix epoch */
-} rift_client_stored;
-
 /**
  * rift_client_stream_publish appends a record to the server's retained
  * stream |stream| and waits for STORED (the record passed the stream's
@@ -361,37 +356,30 @@ typedef struct rift_client_stored {
 RIFT_EXTERN int rift_client_stream_publish(
     rift_client *c, const char *stream, size_t stream_len, const char *subject,
     size_t subject_len, const char *reply, size_t reply_len,
-    const uint8_t *payload, size_t payload_len, rift_client_stored *stored,
+    const uint8_t *payload, size_t payload_len, rift_stored *stored,
     rift_error *err);
-
-/** Durable consumer settings (rift_client_consumer_open). */
-typedef struct rift_client_consumer_config {
-    /** Subject filter (a pattern); the server checks it. */
-    const char *filter;
-    size_t filter_len;
-    /** First sequence to deliver (1 = the beginning). */
-    uint64_t start_sequence;
-    /** Redelivery delay of unacknowledged records, ms (1..3,600,000). */
-    uint64_t ack_wait_ms;
-    /** Most records delivered and not yet acknowledged (1..65,536). */
-    uint64_t max_ack_pending;
-} rift_client_consumer_config;
 
 /**
  * rift_client_consumer_open creates (or reopens with identical settings)
- * the durable consumer |name| of |stream| and waits for OK.
+ * the durable consumer |name| of |stream| and waits for OK. |config| is the
+ * in-process consumer's rift_consumer_config (rift/stream.h; NULL =
+ * rift_consumer_config_default): a NULL/empty filter means ">"; the server
+ * checks the filter, ack_wait_ms (1..3,600,000) and max_ack_pending
+ * (1..65,536). The wire carries a start sequence only, so |start| must be
+ * RIFT_START_SEQUENCE.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol limit",
- * "string must be UTF-8", "ack wait too large", "ack pending too large");
+ * "string must be UTF-8", "ack wait too large", "start position must be
+ * RIFT_START_SEQUENCE over the wire");
  * RIFT_ERR_REMOTE ("unknown stream", "invalid consumer name", "invalid
  * consumer limits", ...); RIFT_ERR_PERMISSION; RIFT_ERR_PROTOCOL;
  * RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED; RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
  */
-RIFT_EXTERN int
-rift_client_consumer_open(rift_client *c, const char *stream, size_t stream_len,
-                          const char *name, size_t name_len,
-                          const rift_client_consumer_config *config,
-                          rift_error *err);
+RIFT_EXTERN int rift_client_consumer_open(rift_client *c, const char *stream,
+                                          size_t stream_len, const char *name,
+                                          size_t name_len,
+                                          const rift_consumer_config *config,
+                                          rift_error *err);
 
 /**
  * rift_client_fetch fetches up to |limit| (1..256) records for consumer
@@ -463,7 +451,7 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
 /** Completion of rift_client_stream_publish_async: |stored| (NULL when rc
  * is not 0) says where the record went. */
 typedef void (*rift_client_stored_cb)(void *arg, int rc,
-                                      const rift_client_stored *stored,
+                                      const rift_stored *stored,
                                       const rift_error *err);
 
 /** Completion of rift_client_ack_async. */

@@ -485,7 +485,7 @@ int rift_client_stream_publish(rift_client *c, const char *stream,
                                size_t stream_len, const char *subject,
                                size_t subject_len, const char *reply,
                                size_t reply_len, const uint8_t *payload,
-                               size_t payload_len, rift_client_stored *stored,
+                               size_t payload_len, rift_stored *stored,
                                rift_error *err) {
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =
@@ -511,27 +511,37 @@ int rift_client_stream_publish(rift_client *c, const char *stream,
 int rift_client_consumer_open(rift_client *c, const char *stream,
                               size_t stream_len, const char *name,
                               size_t name_len,
-                              const rift_client_consumer_config *cfg,
+                              const rift_consumer_config *config,
                               rift_error *err) {
+    rift_consumer_config cfg;
+    if (config != NULL) {
+        cfg = *config;
+    } else {
+        rift_consumer_config_default(&cfg);
+    }
+    if (cfg.filter == NULL || cfg.filter_len == 0) {
+        cfg.filter = ">";
+        cfg.filter_len = 1;
+    }
     int rc;
     if ((rc = check_consumer(stream, stream_len, name, name_len, err)) != 0 ||
-        (rc = rift_client_check_string(cfg->filter, cfg->filter_len, err)) !=
-            0) {
+        (rc = rift_client_check_string(cfg.filter, cfg.filter_len, err)) != 0) {
         return rc;
     }
-    if (cfg->ack_wait_ms > UINT32_MAX) {
+    if (cfg.ack_wait_ms > UINT32_MAX) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "ack wait too large");
     }
-    if (cfg->max_ack_pending > UINT32_MAX) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
-                              "ack pending too large");
+    if (cfg.start != RIFT_START_SEQUENCE) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_ARGUMENT,
+            "start position must be RIFT_START_SEQUENCE over the wire");
     }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n = rift_frame_encode_consumer_open(
-        hdr, sizeof(hdr), stream, stream_len, name, name_len, cfg->filter,
-        cfg->filter_len, cfg->start_sequence, (uint32_t)cfg->ack_wait_ms,
-        (uint32_t)cfg->max_ack_pending);
+        hdr, sizeof(hdr), stream, stream_len, name, name_len, cfg.filter,
+        cfg.filter_len, cfg.start_sequence, (uint32_t)cfg.ack_wait_ms,
+        cfg.max_ack_pending);
     if (n < 0) {
         return encode_error(n, err);
     }

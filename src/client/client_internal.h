@@ -205,9 +205,9 @@ struct rift_client_call {
     rift_client_delivery *out; /* FETCH: caller array of |limit| */
     size_t nmsgs;
     uint32_t limit;
-    rift_client_stored stored; /* STREAM_PUBLISH */
-    rift_client_sub *sub;      /* SUBSCRIBE: attached on OK */
-    rift_publisher *pub;       /* PUBLISHER: attached on open */
+    rift_stored stored;   /* STREAM_PUBLISH */
+    rift_client_sub *sub; /* SUBSCRIBE: attached on OK */
+    rift_publisher *pub;  /* PUBLISHER: attached on open */
     /* Asynchronous calls live on the heap and complete by callback on
      * the client thread; their frame is an owned copy (frame, moved to
      * the stream once written). */

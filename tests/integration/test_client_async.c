@@ -126,7 +126,7 @@ static bool tally_wait(tally *t, size_t n, int64_t timeout_ns) {
 
 static int publish_next(tally *t);
 
-static void on_stored(void *arg, int rc, const rift_client_stored *st,
+static void on_stored(void *arg, int rc, const rift_stored *st,
                       const rift_error *err) {
     tally *t = arg;
     pthread_mutex_lock(&t->mu);
@@ -202,7 +202,7 @@ RIFT_TEST(stream_publish_async_keeps_a_window_from_the_callbacks) {
         CHECK(t.seen[seq]);
     }
     /* The blocking call sees the same stream. */
-    rift_client_stored st;
+    rift_stored st;
     rift_error err;
     CHECK_OK(rift_client_stream_publish(c, "events", 6, "game.score", 10, NULL,
                                         0, (const uint8_t *)"x", 1, &st, &err));
@@ -334,7 +334,7 @@ RIFT_TEST(fetch_async_and_ack_async) {
     CHECK(tally_wait(&t, t.total, 30 * SEC));
     CHECK_EQ_U64(t.ok, t.total);
     rift_error err;
-    rift_client_consumer_config cfg = {
+    rift_consumer_config cfg = {
         .filter = "game.score",
         .filter_len = 10,
         .start_sequence = 1,

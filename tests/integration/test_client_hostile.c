@@ -327,13 +327,14 @@ static void one_op(worker *w, rift_client *c, rng *r, rift_client_sub **subs,
         break;
     }
     case 4: {
-        rift_client_stored st;
+        rift_stored st;
         rc = rift_client_stream_publish(c, "s", 1, "a.b", 3, NULL, 0, pl,
                                         sizeof(pl), &st, &err);
         break;
     }
     case 5: {
-        rift_client_consumer_config cc = {"a.>", 3, 1, 1000, 10};
+        rift_consumer_config cc = {"a.>", 3, 1, 1000, 10, RIFT_START_SEQUENCE,
+                                   0};
         rc = rift_client_consumer_open(c, "s", 1, "w", 1, &cc, &err);
         break;
     }

@@ -397,7 +397,7 @@ RIFT_TEST(stream_publish_consumer_fetch_ack) {
     CHECK_OK(connect_stub(&st, &c, &err));
     uint64_t before = 0;
     for (uint64_t i = 1; i <= 3; i++) {
-        rift_client_stored stored;
+        rift_stored stored;
         char payload[16];
         snprintf(payload, sizeof(payload), "rec-%llu", (unsigned long long)i);
         CHECK_OK(rift_client_stream_publish(
@@ -407,7 +407,8 @@ RIFT_TEST(stream_publish_consumer_fetch_ack) {
         CHECK(stored.timestamp_ms >= before && stored.timestamp_ms > 0);
         before = stored.timestamp_ms;
     }
-    rift_client_consumer_config cfg = {"events.>", 8, 1, 30000, 100};
+    rift_consumer_config cfg = {"events.>",          8, 1, 30000, 100,
+                                RIFT_START_SEQUENCE, 0};
     CHECK_OK(
         rift_client_consumer_open(c, S("events"), S("worker"), &cfg, &err));
     rift_client_delivery msgs[256];
@@ -455,11 +456,12 @@ RIFT_TEST(stream_publish_consumer_fetch_ack) {
         RIFT_ERR_INVALID_ARGUMENT);
     CHECK_EQ_STR(err.text, "ack wait too large");
     cfg.ack_wait_ms = 1000;
-    cfg.max_ack_pending = 1ull << 32;
+    cfg.start = RIFT_START_NEW_ONLY;
     CHECK_EQ_INT(
         rift_client_consumer_open(c, S("events"), S("worker"), &cfg, &err),
         RIFT_ERR_INVALID_ARGUMENT);
-    CHECK_EQ_STR(err.text, "ack pending too large");
+    CHECK_EQ_STR(err.text,
+                 "start position must be RIFT_START_SEQUENCE over the wire");
     char big[5000];
     memset(big, 'a', sizeof(big));
     CHECK_EQ_INT(rift_client_ack(c, big, sizeof(big), S("worker"), 1, &err),

@@ -372,7 +372,9 @@ RIFT_TEST(wrong_answer_opcode) {
     CHECK_EQ_STR(err.text, "unexpected response opcode");
     CHECK_EQ_INT(rift_client_consumer_open(
                      c, S("s"), S("n"),
-                     &(rift_client_consumer_config){"a", 1, 1, 1000, 10}, &err),
+                     &(rift_consumer_config){"a", 1, 1, 1000, 10,
+                                             RIFT_START_SEQUENCE, 0},
+                     &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "unexpected response opcode");
     /* The connection is unaffected. */
@@ -389,7 +391,7 @@ RIFT_TEST(error_codes_map_to_permission_and_remote) {
     bytes o = {0};
     add_error(&o, 1, "publication not permitted");
     script_bytes(&srv, &o, true);
-    rift_client_stored st;
+    rift_stored st;
     CHECK_EQ_INT(rift_client_stream_publish(c, S("s"), S("a.b"), NULL, 0, NULL,
                                             0, &st, &err),
                  RIFT_ERR_PERMISSION);
@@ -414,7 +416,7 @@ RIFT_TEST(stored_must_be_exactly_16_bytes) {
     uint8_t f[32];
     rift_ssize n = rift_frame_encode_stored(f, sizeof(f), 9, 1234);
     srv_script(&srv, f, (size_t)n, true);
-    rift_client_stored st;
+    rift_stored st;
     CHECK_OK(rift_client_stream_publish(c, S("s"), S("a.b"), NULL, 0, NULL, 0,
                                         &st, &err));
     CHECK_EQ_U64(st.sequence, 9);

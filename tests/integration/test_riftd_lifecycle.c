@@ -102,18 +102,18 @@ RIFT_TEST(restart_keeps_file_streams_and_consumers) {
     rift_client *c;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
     rift_error err = {0};
-    rift_client_stored s1, s2;
+    rift_stored s1, s2;
     CHECK_OK(rift_client_stream_publish(c, "jobs", 4, "plugin.jobs", 11, NULL,
                                         0, (const uint8_t *)"first", 5, &s1,
                                         &err));
     CHECK_OK(rift_client_stream_publish(c, "jobs", 4, "plugin.jobs", 11, NULL,
                                         0, (const uint8_t *)"second", 6, &s2,
                                         &err));
-    rift_client_consumer_config cc = {.filter = "plugin.jobs",
-                                      .filter_len = 11,
-                                      .start_sequence = 1,
-                                      .ack_wait_ms = 30000,
-                                      .max_ack_pending = 128};
+    rift_consumer_config cc = {.filter = "plugin.jobs",
+                               .filter_len = 11,
+                               .start_sequence = 1,
+                               .ack_wait_ms = 30000,
+                               .max_ack_pending = 128};
     CHECK_OK(rift_client_consumer_open(c, "jobs", 4, "worker", 6, &cc, &err));
     uint64_t seqs[4];
     size_t n = 0;

@@ -62,7 +62,7 @@ RIFT_TEST(valid_config_serves_the_c_client) {
     bool same = got && strcmp(got, "hi") == 0;
     free(got);
     /* The configured stream is served. */
-    rift_client_stored st;
+    rift_stored st;
     CHECK_OK(rift_client_stream_publish(c, "jobs", 4, "plugin.jobs", 11, NULL,
                                         0, (const uint8_t *)"j", 1, &st, &err));
     json_t *status = riftd_fix_control(c, "status", "{}", NULL);

@@ -129,7 +129,7 @@ RIFT_TEST(monitor_serves_health_status_and_metrics) {
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
     rift_error err = {0};
     for (int i = 0; i < 3; i++) {
-        rift_client_stored st;
+        rift_stored st;
         CHECK_OK(rift_client_stream_publish(c, "jobs", 4, "jobs.a", 6, NULL, 0,
                                             (const uint8_t *)"work", 4, &st,
                                             &err));

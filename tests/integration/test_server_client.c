@@ -142,7 +142,7 @@ RIFT_TEST(c_client_streams) {
     rift_client *c;
     CHECK(connect_as(&f, "plugin", &c));
     rift_error err;
-    rift_client_stored s1, s2;
+    rift_stored s1, s2;
     CHECK_OK(rift_client_stream_publish(c, "events", 6, "game.score", 10, NULL,
                                         0, (const uint8_t *)"one", 3, &s1,
                                         &err));
@@ -151,7 +151,7 @@ RIFT_TEST(c_client_streams) {
                                         &err));
     CHECK_EQ_U64(s1.sequence, 1);
     CHECK_EQ_U64(s2.sequence, 2);
-    rift_client_consumer_config cfg = {
+    rift_consumer_config cfg = {
         .filter = "game.score",
         .filter_len = 10,
         .start_sequence = 1,

@@ -81,7 +81,7 @@ static void outcome_locked(spub *p, uint64_t n, bool ok, uint64_t seq) {
     }
 }
 
-static void on_stored(void *arg, int rc, const rift_client_stored *st,
+static void on_stored(void *arg, int rc, const rift_stored *st,
                       const rift_error *err);
 
 /* Starts the next publication, if any is left. Returns false when none
@@ -115,7 +115,7 @@ static bool start_next(spub *p) {
     return false;
 }
 
-static void on_stored(void *arg, int rc, const rift_client_stored *st,
+static void on_stored(void *arg, int rc, const rift_stored *st,
                       const rift_error *err) {
     spub *p = arg;
     if (rc != 0) {
@@ -137,7 +137,7 @@ static void on_stored(void *arg, int rc, const rift_client_stored *st,
 static void publish_blocking(spub *p) {
     const bench_cfg *cfg = p->r->cfg;
     for (uint64_t j = 0; j < p->count; j++) {
-        rift_client_stored st;
+        rift_stored st;
         rift_error err;
         int64_t s = bench_now_ns();
         int rc = rift_client_stream_publish(
@@ -442,7 +442,7 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
         snprintf(name, sizeof(name), "bench-%d-%llx", (int)getpid(),
                  (unsigned long long)bench_wall_ns());
     }
-    rift_client_consumer_config cc = {
+    rift_consumer_config cc = {
         .filter = cfg->subject,
         .filter_len = cfg->subject_len,
         .start_sequence = first,

@@ -363,7 +363,7 @@ static int cmd_open(consumer_args *a, rift_client *c) {
     }
     if (seq != 0 && a->identity == NULL) {
         /* A sequence start is the wire's own CONSUMER_OPEN. */
-        rift_client_consumer_config cfg = {
+        rift_consumer_config cfg = {
             .filter = filter,
             .filter_len = strlen(filter),
             .start_sequence = seq,

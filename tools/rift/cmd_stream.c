@@ -131,7 +131,7 @@ static int cmd_pub(stream_args *a) {
     int rc = rift_cli_connect(&a->cc, "stream", &c);
     if (rc == 0) {
         rift_error err;
-        rift_client_stored st;
+        rift_stored st;
         const char *stream = a->pos[0], *subject = a->pos[1];
         if (rift_client_stream_publish(
                 c, stream, strlen(stream), subject, strlen(subject), a->reply,
