@@ -172,7 +172,7 @@ static int quic_reqrep(rift_broker *b, const char *dir, uint64_t requests,
         uint64_t s = now_ns();
         rift_msg *reply;
         if (rift_client_request(c, "bench.echo", 10, payload, sizeof(payload),
-                                1000, &reply, NULL) != 0) {
+                                1000 * RIFT_MSEC, &reply, NULL) != 0) {
             l.errors++;
         } else {
             rift_msg_unref(reply);

@@ -266,8 +266,8 @@ static void *rr_requester_main(void *arg) {
         rift_msg *reply = NULL;
         rift_error err = {0};
         size_t size = 8 + (size_t)(k % 57);
-        if (rift_client_request(c, "soak.rr", 7, payload, size, 10000, &reply,
-                                &err) != 0) {
+        if (rift_client_request(c, "soak.rr", 7, payload, size,
+                                10000 * RIFT_MSEC, &reply, &err) != 0) {
             fail(sk, "request", err.text);
             continue;
         }

@@ -75,10 +75,10 @@ typedef struct rift_client_settings {
     /** Authentication token (at most 4,096 bytes, UTF-8). */
     const char *token;
     /** Deadline of the whole connect (handshake and AUTH), ms. 30,000. */
-    uint32_t connect_timeout_ms;
+    uint64_t connect_timeout_ms;
     /** Deadline of each operation, ms (the original's CLIENT_TIMEOUT).
      * 30,000. Requests use their own timeout plus 5 s instead. */
-    uint32_t op_timeout_ms;
+    uint64_t op_timeout_ms;
     /** Allocator; NULL for malloc. Must outlive the client. */
     const rift_mem *mem;
 } rift_client_settings;
@@ -319,15 +319,16 @@ RIFT_EXTERN void rift_client_sub_close(rift_client_sub *sub);
 
 /* ---- Request/reply ---- */
 
-/** Request timeouts accepted by the protocol, ms. */
+/** The longest request timeout the protocol accepts, ms. */
 #define RIFT_CLIENT_REQUEST_TIMEOUT_MAX 120000u
 
 /**
  * rift_client_request publishes |payload| to |subject| with a fresh inbox
- * chosen by the server, waits up to |timeout_ms| (1..120,000) for the first
- * reply and returns it in *preply (the caller owns one reference; its
- * subject is the inbox, its reply the responder's reply subject if any). The
- * whole call has a deadline of timeout + 5 s.
+ * chosen by the server, waits up to |timeout_ns| (1 ms..120 s, rounded up
+ * to whole milliseconds for the REQUEST frame) for the first reply and returns
+ * it in *preply (the caller owns one reference; its subject is the inbox, its
+ * reply the responder's reply subject if any). The whole call has a deadline of
+ * timeout + 5 s.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("request timeout must be 1..120000 ms",
  * "request timeout too large" above 2^32-1 ms); RIFT_ERR_PROTOCOL (local
@@ -337,7 +338,7 @@ RIFT_EXTERN void rift_client_sub_close(rift_client_sub *sub);
  */
 RIFT_EXTERN int rift_client_request(rift_client *c, const char *subject,
                                     size_t subject_len, const uint8_t *payload,
-                                    size_t payload_len, uint64_t timeout_ms,
+                                    size_t payload_len, int64_t timeout_ns,
                                     rift_msg **preply, rift_error *err);
 
 /* ---- Retained streams and durable consumers ---- */

@@ -41,13 +41,17 @@ typedef ssize_t rift_ssize;
 /** Monotonic or wall-clock timestamp in nanoseconds, as documented. */
 typedef uint64_t rift_tstamp;
 
+/** One millisecond and one second as a timeout_ns (`5 * RIFT_SEC`). */
+#define RIFT_MSEC ((int64_t)1000000)
+#define RIFT_SEC  ((int64_t)1000000000)
+
 /* ---- Error codes ---- */
 
 /*
  * Functions return 0 (or a count) on success and a negative value on
  * failure. System failures are -errno. Library codes live in [-1000,-1999];
  * codes below RIFT_ERR_FATAL mean the object is dead and only its _del
- * function may be called.
+ * (or _close) function may be called.
  *
  * The X-macro below is the single source of the enum, rift_strerror(),
  * rift_err_name() and rift_err_is_fatal().

@@ -453,8 +453,13 @@ static rift_ssize encode_ack(uint8_t *hdr, const char *stream,
 
 int rift_client_request(rift_client *c, const char *subject, size_t subject_len,
                         const uint8_t *payload, size_t payload_len,
-                        uint64_t timeout_ms, rift_msg **preply,
+                        int64_t timeout_ns, rift_msg **preply,
                         rift_error *err) {
+    /* The wire carries whole milliseconds: round up, so a positive wait
+     * never becomes 0; 0 and negative fail the 1..120000 ms check. */
+    uint64_t timeout_ms =
+        timeout_ns <= 0 ? 0
+                        : ((uint64_t)timeout_ns + RIFT_MSEC - 1) / RIFT_MSEC;
     int rc = rift_client_check_request_timeout(timeout_ms, err);
     if (rc != 0 || (rc = rift_client_check_publish(subject, subject_len, NULL,
                                                    0, payload_len, err)) != 0) {

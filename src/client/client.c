@@ -592,8 +592,8 @@ int rift_client_new(rift_client **pc, const rift_client_settings *s,
     }
     c->mem = s->mem;
     atomic_init(&c->refs, 1);
-    uint32_t op_ms = s->op_timeout_ms ? s->op_timeout_ms : 30000;
-    uint32_t conn_ms = s->connect_timeout_ms ? s->connect_timeout_ms : 30000;
+    uint64_t op_ms = s->op_timeout_ms ? s->op_timeout_ms : 30000;
+    uint64_t conn_ms = s->connect_timeout_ms ? s->connect_timeout_ms : 30000;
     c->op_timeout_ns = (uint64_t)op_ms * 1000000u;
     c->connect_timeout_ns = (uint64_t)conn_ms * 1000000u;
     pthread_mutex_init(&c->mu, NULL);

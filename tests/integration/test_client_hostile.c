@@ -274,8 +274,8 @@ static void one_op(worker *w, rift_client *c, rng *r, rift_client_sub **subs,
     static const uint8_t pl[16] = "payload";
     if (w->requests) {
         rift_msg *m = NULL;
-        rc = rift_client_request(c, "a.b", 3, pl, sizeof(pl), 1 + below(r, 50),
-                                 &m, &err);
+        rc = rift_client_request(c, "a.b", 3, pl, sizeof(pl),
+                                 (1 + below(r, 50)) * RIFT_MSEC, &m, &err);
         rift_msg_unref(m);
         w->ops++;
         w->failures += rc != 0;

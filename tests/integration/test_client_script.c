@@ -367,8 +367,9 @@ RIFT_TEST(wrong_answer_opcode) {
     srv_script(&srv, f, (size_t)rift_frame_encode_stored(f, sizeof(f), 1, 2),
                true);
     rift_msg *m = NULL;
-    CHECK_EQ_INT(rift_client_request(c, S("svc.a"), NULL, 0, 1000, &m, &err),
-                 RIFT_ERR_PROTOCOL);
+    CHECK_EQ_INT(
+        rift_client_request(c, S("svc.a"), NULL, 0, 1000 * RIFT_MSEC, &m, &err),
+        RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "unexpected response opcode");
     CHECK_EQ_INT(rift_client_consumer_open(
                      c, S("s"), S("n"),
@@ -521,7 +522,8 @@ RIFT_TEST(large_answer_is_assembled) {
     add_message(&o, "_INBOX.x", p, n);
     script_bytes(&srv, &o, true);
     rift_msg *m = NULL;
-    CHECK_OK(rift_client_request(c, S("svc.big"), NULL, 0, 1000, &m, &err));
+    CHECK_OK(rift_client_request(c, S("svc.big"), NULL, 0, 1000 * RIFT_MSEC, &m,
+                                 &err));
     size_t len;
     const uint8_t *got = rift_msg_payload(m, &len);
     CHECK_EQ_INT(len, n);

@@ -127,8 +127,9 @@ RIFT_TEST(control_over_the_wire_with_events) {
     rift_error forged_err = err;
     /* Without control = true the publish grant is not enough. */
     rift_msg *m = NULL;
-    int denied = rift_client_request(w, "rift.control.status", 19,
-                                     (const uint8_t *)"{}", 2, 5000, &m, &err);
+    int denied =
+        rift_client_request(w, "rift.control.status", 19, (const uint8_t *)"{}",
+                            2, 5000 * RIFT_MSEC, &m, &err);
     rift_error denied_err = err;
     rift_msg_unref(m);
 
@@ -277,8 +278,8 @@ static const char lua_config_fmt[] =
 static char *echo_request(rift_client *c, const uint8_t *p, size_t len) {
     rift_msg *reply = NULL;
     rift_error err = {0};
-    if (rift_client_request(c, "plugin.echo", 11, p, len, 10000, &reply,
-                            &err) != 0) {
+    if (rift_client_request(c, "plugin.echo", 11, p, len, 10000 * RIFT_MSEC,
+                            &reply, &err) != 0) {
         fprintf(stderr, "  request: %s\n", err.text);
         return NULL;
     }
@@ -303,8 +304,8 @@ RIFT_TEST(lua_responder_and_reload_over_the_wire) {
     static const uint8_t bin[] = {0, 1, 2, 0xff, 'x'};
     rift_msg *reply = NULL;
     rift_error err = {0};
-    int r1 = rift_client_request(c, "plugin.echo", 11, bin, sizeof(bin), 10000,
-                                 &reply, &err);
+    int r1 = rift_client_request(c, "plugin.echo", 11, bin, sizeof(bin),
+                                 10000 * RIFT_MSEC, &reply, &err);
     size_t n = 0;
     const uint8_t *p = r1 == 0 ? rift_msg_payload(reply, &n) : NULL;
     bool same = p != NULL && n == sizeof(bin) && memcmp(p, bin, n) == 0;

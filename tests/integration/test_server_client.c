@@ -96,7 +96,7 @@ RIFT_TEST(c_client_round_trip) {
     CHECK_OK(pthread_create(&t, NULL, responder, rs));
     rift_msg *reply;
     CHECK_OK(rift_client_request(c, "game.echo", 9, (const uint8_t *)"ping", 4,
-                                 5000, &reply, &err));
+                                 5000 * RIFT_MSEC, &reply, &err));
     pthread_join(t, NULL);
     pl = rift_msg_payload(reply, &len);
     CHECK_EQ_MEM(pl, len, "ping", 4);
@@ -112,9 +112,9 @@ RIFT_TEST(c_client_round_trip) {
     rift_client_sub_close(sub);
     CHECK(fix_wait_subs(&f, before - 1, 2000));
     /* Nobody (the game.> subscription included) listens any more. */
-    CHECK_EQ_INT(
-        rift_client_request(c, "game.none", 9, NULL, 0, 1000, &reply, &err),
-        RIFT_ERR_REMOTE);
+    CHECK_EQ_INT(rift_client_request(c, "game.none", 9, NULL, 0,
+                                     1000 * RIFT_MSEC, &reply, &err),
+                 RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text, "no responders available");
 
     rift_publisher_close(p);

@@ -94,8 +94,8 @@ json_t *riftd_fix_control(rift_client *c, const char *cmd, const char *payload,
         *text = NULL;
     }
     if (rift_client_request(c, subject, strlen(subject),
-                            (const uint8_t *)payload, strlen(payload), 30000,
-                            &reply, &err) != 0) {
+                            (const uint8_t *)payload, strlen(payload),
+                            30000 * RIFT_MSEC, &reply, &err) != 0) {
         fprintf(stderr, "  request %s: %s\n", subject, err.text);
         return NULL;
     }

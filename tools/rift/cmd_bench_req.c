@@ -188,7 +188,8 @@ static void *requester_main(void *arg) {
     uint64_t warm = w->count / 10 < 1000 ? w->count / 10 : 1000;
     for (uint64_t j = 0; j < warm; j++) {
         if (rift_client_request(w->client, cfg->subject, cfg->subject_len,
-                                w->payload, cfg->size, tmo, &m, &err) != 0) {
+                                w->payload, cfg->size, tmo * RIFT_MSEC, &m,
+                                &err) != 0) {
             break;
         }
         rift_msg_unref(m);
@@ -199,7 +200,8 @@ static void *requester_main(void *arg) {
     for (uint64_t j = 0; j < w->count; j++) {
         int64_t s = bench_now_ns();
         if (rift_client_request(w->client, cfg->subject, cfg->subject_len,
-                                w->payload, cfg->size, tmo, &m, &err) != 0) {
+                                w->payload, cfg->size, tmo * RIFT_MSEC, &m,
+                                &err) != 0) {
             bench_note_error("request", &err);
             w->failed++;
             continue;

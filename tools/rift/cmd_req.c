@@ -82,8 +82,8 @@ int rift_cmd_req(int argc, char **argv) {
     if (rc == 0) {
         rift_error err;
         rift_msg *m;
-        if (rift_client_request(c, pos[0], strlen(pos[0]), data, len, timeout,
-                                &m, &err) != 0) {
+        if (rift_client_request(c, pos[0], strlen(pos[0]), data, len,
+                                timeout * RIFT_MSEC, &m, &err) != 0) {
             fprintf(stderr, "rift req: %s\n", err.text);
             rc = 1;
         } else {

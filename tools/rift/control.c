@@ -27,9 +27,9 @@ int rift_cli_control_quiet(rift_client *c, const char *cmd, const char *command,
     (void)cmd;
     rift_msg *reply = NULL;
     rift_error err = {0};
-    int rc = rift_client_request(c, subject, strlen(subject),
-                                 (const uint8_t *)payload, strlen(payload),
-                                 RIFT_CLI_CONTROL_TIMEOUT_MS, &reply, &err);
+    int rc = rift_client_request(
+        c, subject, strlen(subject), (const uint8_t *)payload, strlen(payload),
+        RIFT_CLI_CONTROL_TIMEOUT_MS * RIFT_MSEC, &reply, &err);
     free(payload);
     if (rc != 0) {
         snprintf(why, why_size, "%s", err.text);
