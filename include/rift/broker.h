@@ -117,7 +117,8 @@ typedef struct rift_broker_settings {
 RIFT_EXTERN void rift_broker_settings_default(rift_broker_settings *s);
 
 /**
- * rift_broker_new creates a broker. |settings| is copied (NULL = defaults).
+ * rift_broker_new creates a broker. |settings| is copied (NULL = defaults);
+ * the caller owns *pbroker (rift_broker_del).
  *
  * Errors: RIFT_ERR_INVALID_CONFIG ("invalid messaging configuration: limits
  * must be positive") when a limit is zero or the capacity is above 2^30
@@ -252,7 +253,9 @@ RIFT_EXTERN rift_ssize rift_sub_recv_batch(rift_sub *sub, int64_t timeout_ns,
  * that is readable while the subscription has messages queued or has
  * become slow or closed. Level-triggered: it stays readable until
  * rift_sub_recv drains the queue. The descriptor belongs to the
- * subscription. Returns the fd or -errno.
+ * subscription. Returns the fd.
+ *
+ * Errors: -errno from eventfd.
  */
 RIFT_EXTERN int rift_sub_fd(rift_sub *sub);
 

@@ -121,7 +121,8 @@ RIFT_EXTERN int rift_client_new(rift_client **pc,
 RIFT_EXTERN void rift_client_del(rift_client *c);
 
 /**
- * rift_client_local_addr copies the local UDP address of the connection.
+ * rift_client_local_addr copies the local UDP address of the connection
+ * into |ss| and its length into |len| (caller storage). Cannot fail.
  */
 RIFT_EXTERN void rift_client_local_addr(const rift_client *c,
                                         struct sockaddr_storage *ss,
@@ -425,7 +426,7 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
  *
  * Completion. When a call returns 0 its callback runs exactly once, on
  * the client's internal thread — possibly before the call has returned —
- * with rc 0 and the result, or a negative code and |err| (valid during
+ * with status 0 and the result, or a negative code and |err| (valid during
  * the callback only) holding the same errors, with the same texts, as the
  * blocking call would have returned. The operation's deadline
  * (op_timeout_ms) counts from the moment the client thread takes it up,
@@ -444,31 +445,32 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
  * subscribe, recv with a timeout, the blocking stream calls, close) may
  * be made from one. Starting further asynchronous operations from a
  * callback is allowed and is the cheapest way to keep a window full.
- * |arg| is passed through untouched; the caller keeps it valid until the
- * callback has run. Payloads and strings are copied before the call
+ * |user_data| is passed through untouched; the caller keeps it valid until
+ * the callback has run. Payloads and strings are copied before the call
  * returns.
  */
 
-/** Completion of rift_client_stream_publish_async: |stored| (NULL when rc
- * is not 0) says where the record went. */
-typedef void (*rift_client_stored_cb)(void *arg, int rc,
+/** Completion of rift_client_stream_publish_async: |stored| (NULL when
+ * |status| is not 0) says where the record went. */
+typedef void (*rift_client_stored_cb)(void *user_data, int status,
                                       const rift_stored *stored,
                                       const rift_error *err);
 
 /** Completion of rift_client_ack_async. */
-typedef void (*rift_client_done_cb)(void *arg, int rc, const rift_error *err);
+typedef void (*rift_client_done_cb)(void *user_data, int status,
+                                    const rift_error *err);
 
 /** Completion of rift_client_fetch_async: |count| deliveries in |d| (an
- * array valid during the callback only; 0 entries when rc is not 0). The
+ * array valid during the callback only; 0 entries when |status| is not 0). The
  * callback owns one reference to every d[i].msg and must release each
  * with rift_msg_unref (now or later, from any thread). */
-typedef void (*rift_client_fetched_cb)(void *arg, int rc,
+typedef void (*rift_client_fetched_cb)(void *user_data, int status,
                                        rift_client_delivery *d, size_t count,
                                        const rift_error *err);
 
 /**
  * rift_client_stream_publish_async is rift_client_stream_publish without
- * the wait: |done| reports STORED or the failure.
+ * the wait: |cb| reports STORED or the failure.
  *
  * Errors at the call: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol
  * limit", "string must be UTF-8"); RIFT_ERR_PROTOCOL (local subject texts);
@@ -481,11 +483,11 @@ typedef void (*rift_client_fetched_cb)(void *arg, int rc,
 RIFT_EXTERN int rift_client_stream_publish_async(
     rift_client *c, const char *stream, size_t stream_len, const char *subject,
     size_t subject_len, const char *reply, size_t reply_len,
-    const uint8_t *payload, size_t payload_len, rift_client_stored_cb done,
-    void *arg, rift_error *err);
+    const uint8_t *payload, size_t payload_len, rift_client_stored_cb cb,
+    void *user_data, rift_error *err);
 
 /**
- * rift_client_ack_async is rift_client_ack without the wait: |done|
+ * rift_client_ack_async is rift_client_ack without the wait: |cb|
  * reports the server's OK or the failure.
  *
  * Errors at the call: RIFT_ERR_INVALID_ARGUMENT (string texts);
@@ -497,11 +499,11 @@ RIFT_EXTERN int rift_client_stream_publish_async(
 RIFT_EXTERN int rift_client_ack_async(rift_client *c, const char *stream,
                                       size_t stream_len, const char *name,
                                       size_t name_len, uint64_t sequence,
-                                      rift_client_done_cb done, void *arg,
+                                      rift_client_done_cb cb, void *user_data,
                                       rift_error *err);
 
 /**
- * rift_client_fetch_async is rift_client_fetch without the wait: |done|
+ * rift_client_fetch_async is rift_client_fetch without the wait: |cb|
  * gets the deliveries once the server's OK arrived (on failure none).
  *
  * Errors at the call: RIFT_ERR_INVALID_ARGUMENT ("fetch limit must be
@@ -511,8 +513,8 @@ RIFT_EXTERN int rift_client_ack_async(rift_client *c, const char *stream,
 RIFT_EXTERN int rift_client_fetch_async(rift_client *c, const char *stream,
                                         size_t stream_len, const char *name,
                                         size_t name_len, uint32_t limit,
-                                        rift_client_fetched_cb done, void *arg,
-                                        rift_error *err);
+                                        rift_client_fetched_cb cb,
+                                        void *user_data, rift_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,74 @@
 /*
  * rift.h — common public definitions of librift: version, export marker,
- * error codes and the error detail record, the allocator hook.
+ * error codes and the error detail record, the allocator hook, and the
+ * conventions every public header (rift.h, broker.h, stream.h, server.h,
+ * client.h) follows.
  *
  * Every other public header includes this one.
+ *
+ * Conventions
+ *
+ * Names. Functions read rift_<object>_<verb>; types are rift_<noun>, the
+ * struct tag equal to the typedef. The client's stand-in for an in-process
+ * object is rift_client_<noun> (rift_client_sub mirrors rift_sub,
+ * rift_client_delivery rift_delivery); data that means the same on both
+ * sides is one type (rift_stored, rift_consumer_config).
+ *
+ * Lifecycle. An object that stands alone is made by rift_<obj>_new(&obj,
+ * ..., err) and destroyed by rift_<obj>_del(obj) (rift_broker, rift_stream,
+ * rift_server, rift_client, rift_notifier). A handle opened on another
+ * object is made by that object's verb (rift_broker_subscribe,
+ * rift_stream_consumer_open, rift_client_subscribe,
+ * rift_client_publisher_open) and released by rift_<handle>_close, which
+ * ends the handle, not what it names (a durable consumer's state stays).
+ * A message is counted: rift_msg_new, rift_msg_ref, rift_msg_unref.
+ * _del, _close, _unref and _free accept NULL as a no-op.
+ *
+ * Results. A created object comes back through a rift_<x> ** out-parameter,
+ * set only on success. A result struct (rift_stored, rift_batch,
+ * rift_stream_info, rift_server_stats, ...) is caller storage filled on
+ * success; when it holds memory the library allocated, rift_<type>_free
+ * empties it. Optional result pointers are documented as "may be NULL".
+ *
+ * Returns. A call that can fail returns int: 0 on success, a negative
+ * RIFT_ERR_* code or -errno on failure; a count-or-error is rift_ssize.
+ * Predicates return bool, calls that cannot fail return void. The one
+ * positive status is RIFT_STREAM_DONE (stream.h: an _async call already
+ * complete, its callback not called).
+ *
+ * Errors. A call that can fail takes `rift_error *err` as its last
+ * parameter; NULL is allowed, and it is written only on failure (code and
+ * the reference's text). The _fd getters, whose one failure is -errno from
+ * eventfd, are the exception. Every function's comment ends with its
+ * error codes.
+ *
+ * Callbacks. A callback type is rift_<event>_cb. Its first parameter is
+ * `void *user_data`, then `int status` (0 or the failure code) and the
+ * results, then `const rift_error *err` (valid during the call). A call
+ * that registers one takes `(rift_<event>_cb cb, void *user_data)` side by
+ * side; if the call fails, the callback never runs. Each header says on
+ * which thread callbacks run and what they may call.
+ *
+ * Time. A wait passed to a call is `int64_t timeout_ns`: 0 polls, a
+ * negative value waits without limit (RIFT_MSEC and RIFT_SEC spell
+ * values). A configured duration or a protocol field (settings, consumer
+ * configuration) is `uint64_t <name>_ms`, the unit of the wire and of
+ * riftd's configuration. Timestamps are rift_tstamp (ns) or *_ms since the
+ * Unix epoch, as named.
+ *
+ * Memory. An object with settings takes its allocator in settings.mem;
+ * other constructors take `const rift_mem *mem` right after the
+ * out-pointer. NULL means malloc (or the library's own message cache); a
+ * given allocator must outlive everything made with it.
+ *
+ * Ownership words. "Borrowed": valid for the call only, the library keeps
+ * no pointer (all string and payload arguments, always pointer + length,
+ * no NUL needed). "Copied": settings and configurations. "The caller owns":
+ * release it with the function named. "Must outlive": the library keeps the
+ * pointer (a broker, a stream, an allocator).
+ *
+ * Threads. Each header's opening comment says which calls are
+ * thread-safe; a function that differs says so in its own comment.
  */
 #ifndef RIFT_RIFT_H
 #define RIFT_RIFT_H

@@ -115,13 +115,12 @@ RIFT_EXTERN void rift_server_settings_default(rift_server_settings *s);
 
 /**
  * rift_server_new validates |settings| and creates a stopped server over
- * |broker|. Everything in |settings| is copied except the broker and the
- * streams, which are borrowed for the server's lifetime. Validation (the
- * original's AuthConfig, §3.7), in order:
- *   "invalid QUIC resource limits" — max_connections 0,
- *     max_streams_per_connection 0 or above 65,535, a zero timeout;
- *   "identity names and tokens must be nonempty and unique";
- *   "invalid subject length" / "invalid subject pattern" for a grant;
+ * |broker|, owned by the caller (rift_server_del). Everything in |settings| is
+ * copied except the broker and the streams, which are borrowed for the server's
+ * lifetime. Validation (the original's AuthConfig, §3.7), in order: "invalid
+ * QUIC resource limits" — max_connections 0, max_streams_per_connection 0 or
+ * above 65,535, a zero timeout; "identity names and tokens must be nonempty and
+ * unique"; "invalid subject length" / "invalid subject pattern" for a grant;
  *   "invalid stream name" — a stream name failing the name rule, a
  *     duplicate name, or a NULL stream.
  *

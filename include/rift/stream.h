@@ -170,7 +170,8 @@ typedef void (*rift_stream_done_cb)(void *user_data, int status,
  * rift_stream_new opens a stream: in memory, or in |settings|'s
  * storage_path, recovering its records and consumers (a torn tail of the
  * newest segment or of the state log is truncated). |settings| is copied
- * (NULL = defaults); *|pstream| is set on success.
+ * (NULL = defaults); *|pstream| is set on success and owned by the caller
+ * (rift_stream_del).
  *
  * Errors: RIFT_ERR_INVALID_CONFIG ("invalid messaging configuration: stream
  * limits must be positive and payload must fit a frame");
@@ -283,11 +284,16 @@ typedef struct rift_stream_info {
 } rift_stream_info;
 
 /**
- * rift_stream_info fills |out|, which the caller releases with
- * rift_stream_info_free. Errors: RIFT_ERR_NOMEM.
+ * rift_stream_get_info fills |out| (caller storage), which the caller
+ * then empties with rift_stream_info_free. Never waits for I/O. Any thread.
+ *
+ * Errors: RIFT_ERR_NOMEM ("out of memory").
  */
 RIFT_EXTERN int rift_stream_get_info(rift_stream *stream, rift_stream_info *out,
                                      rift_error *err);
+
+/** rift_stream_info_free releases the names rift_stream_get_info allocated
+ * and zeroes |info|. Safe on a zeroed info. */
 RIFT_EXTERN void rift_stream_info_free(rift_stream_info *info);
 
 /**
@@ -421,6 +427,11 @@ RIFT_EXTERN int rift_stream_consumer_get(rift_stream *stream, const char *name,
 RIFT_EXTERN int rift_stream_consumer_delete(rift_stream *stream,
                                             const char *name, size_t name_len,
                                             rift_error *err);
+
+/** rift_stream_consumer_delete_async: as rift_stream_consumer_delete,
+ * without waiting for durability; returns 0 / RIFT_STREAM_DONE / error as
+ * rift_stream_publish_async. Errors: those of rift_stream_consumer_delete
+ * (RIFT_ERR_INVALID_ARGUMENT excepted: callbacks may call it). */
 RIFT_EXTERN int
 rift_stream_consumer_delete_async(rift_stream *stream, const char *name,
                                   size_t name_len, rift_stream_done_cb cb,
@@ -453,7 +464,8 @@ RIFT_EXTERN int rift_consumer_fetch(rift_consumer *consumer, size_t limit,
 /** rift_consumer_fetch_async fills |out| at once; the records must not be
  * handed out before RIFT_STREAM_DONE or a callback with status 0 (on
  * failure the caller just frees |out|). Returns as
- * rift_stream_publish_async. */
+ * rift_stream_publish_async. Errors: those of rift_consumer_fetch
+ * (RIFT_ERR_INVALID_ARGUMENT only for the limit). */
 RIFT_EXTERN int rift_consumer_fetch_async(rift_consumer *consumer, size_t limit,
                                           rift_batch *out,
                                           rift_stream_done_cb cb,
@@ -467,6 +479,9 @@ RIFT_EXTERN int rift_consumer_fetch_async(rift_consumer *consumer, size_t limit,
  * the client has taken the previous one, so a client that does not read
  * pins at most about |max_bytes| of records read back from disk. Each
  * call commits its own delivery state (one sync on a synced stream).
+ *
+ * Errors: those of rift_consumer_fetch (RIFT_ERR_INVALID_ARGUMENT
+ * excepted: callbacks may call it).
  */
 RIFT_EXTERN int rift_consumer_fetch_bytes_async(
     rift_consumer *consumer, size_t limit, uint64_t max_bytes, rift_batch *out,
@@ -483,6 +498,11 @@ RIFT_EXTERN int rift_consumer_fetch_bytes_async(
  */
 RIFT_EXTERN int rift_consumer_ack(rift_consumer *consumer, uint64_t sequence,
                                   rift_error *err);
+
+/** rift_consumer_ack_async: as rift_consumer_ack, without waiting for
+ * durability; returns 0 / RIFT_STREAM_DONE / error as
+ * rift_stream_publish_async. Errors: those of rift_consumer_ack
+ * (RIFT_ERR_INVALID_ARGUMENT excepted: callbacks may call it). */
 RIFT_EXTERN int rift_consumer_ack_async(rift_consumer *consumer,
                                         uint64_t sequence,
                                         rift_stream_done_cb cb, void *user_data,
