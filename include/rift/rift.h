@@ -69,6 +69,13 @@
  *
  * Threads. Each header's opening comment says which calls are
  * thread-safe; a function that differs says so in its own comment.
+ *
+ * Seams. Two settings fields point at types the public headers only name:
+ * rift_stream_settings.vfs (struct rift_vfs, src/store/vfs.h: the file
+ * system the store's fault tests replace) and rift_server_settings.quota
+ * (struct rift_quota, src/subject/quota.h: accounting riftd shares between
+ * front ends). They are for the library's own tests and riftd;
+ * applications leave them NULL.
  */
 #ifndef RIFT_RIFT_H
 #define RIFT_RIFT_H

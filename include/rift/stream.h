@@ -90,8 +90,10 @@ typedef struct rift_stream_settings {
     /** File storage: the consumer-state log is rewritten as a snapshot
      * once it exceeds max(this, 2 × the last snapshot). Default 8 MiB. */
     uint64_t state_snapshot_bytes;
-    /** File system and wall clock; NULL = POSIX and CLOCK_REALTIME. Must
-     * outlive the stream. Memory streams use only its clock. */
+    /** File system and wall clock; NULL = POSIX and CLOCK_REALTIME. A seam
+     * for the library's own tests (see "Seams" in rift/rift.h):
+     * applications leave it NULL. Must outlive the stream. Memory streams
+     * use only its clock. */
     const rift_vfs *vfs;
     /** Allocator; NULL = malloc. Must outlive the stream. */
     const rift_mem *mem;
