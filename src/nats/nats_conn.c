@@ -127,6 +127,10 @@ static bool flush(nats_conn *c) {
     return true;
 }
 
+bool rift_nats_conn_flush(nats_conn *c) {
+    return flush(c);
+}
+
 void rift_nats_flush_dirty(rift_nats *srv) {
     while (srv->dirty != NULL) {
         nats_conn *c = srv->dirty;

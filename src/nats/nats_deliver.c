@@ -86,8 +86,16 @@ static int deliver(nats_sub *ns, const rift_msg *msg) {
         hlen = 0;
     }
     size_t need = LINE_SLACK + slen + rlen + ns->sid_len + hlen + plen + 2;
-    if (rift_nats_conn_pending(c) + need > c->srv->s.max_pending) {
-        slow(c);
+    /* Output is written at the end of each loop callback, but one callback
+     * may route several MiB; what the socket takes now is not pending, so
+     * write before judging the client slow (nats-server flushes between
+     * reads for the same reason). */
+    if (rift_nats_conn_pending(c) + need > c->srv->s.max_pending &&
+        (!rift_nats_conn_flush(c) ||
+         rift_nats_conn_pending(c) + need > c->srv->s.max_pending)) {
+        if (!c->closing) {
+            slow(c);
+        }
         return DELIVER_CONN_CLOSED;
     }
     uint8_t *p = rift_nats_conn_reserve(c, need);

@@ -130,6 +130,8 @@ void rift_nats_flush_dirty(rift_nats *srv);
 void rift_nats_reap(rift_nats *srv);
 /* Outbound bytes not yet written. */
 size_t rift_nats_conn_pending(const nats_conn *c);
+/* Writes what the socket takes now; false when the connection closed. */
+bool rift_nats_conn_flush(nats_conn *c);
 
 /* ---- nats_ops.c ---- */
 
