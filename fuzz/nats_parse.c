@@ -14,18 +14,12 @@
  *   bytes left over.
  */
 #include "nats/nats_parse.h"
+#include "fuzz_require.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                          \
- do {                                                                          \
-  if (!(cond)) {                                                               \
-   fprintf(stderr, "invariant failed: %s (line %d)\n", #cond, __LINE__);       \
-   abort();                                                                    \
-  }                                                                            \
- } while (0)
 
 #define MAX_LINE    300
 #define MAX_PAYLOAD 2048

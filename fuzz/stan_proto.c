@@ -11,18 +11,12 @@
  *   (decode ∘ encode is the identity on views).
  */
 #include "stan/proto.h"
+#include "fuzz_require.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                          \
- do {                                                                          \
-  if (!(cond)) {                                                               \
-   fprintf(stderr, "invariant failed: %s (line %d)\n", #cond, __LINE__);       \
-   abort();                                                                    \
-  }                                                                            \
- } while (0)
 
 typedef int (*decode_fn)(const uint8_t *, size_t, void *, rift_error *);
 typedef size_t (*encode_fn)(const void *, uint8_t *, size_t);

@@ -22,18 +22,12 @@
 #include "common/debug_str.h"
 #include "subject/name.h"
 #include "subject/subject.h"
+#include "fuzz_require.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                          \
- do {                                                                          \
-  if (!(cond)) {                                                               \
-   fprintf(stderr, "invariant failed: %s (line %d)\n", #cond, __LINE__);       \
-   abort();                                                                    \
-  }                                                                            \
- } while (0)
 
 #define LIT(s) (s), (sizeof(s) - 1)
 

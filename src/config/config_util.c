@@ -119,6 +119,15 @@ static void wipe_free(char *s, size_t len) {
     }
 }
 
+/* Frees a string array of |n| entries (NULL entries and a NULL array are
+ * fine). */
+static void free_strv(char **v, size_t n) {
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        rift_free(NULL, v[i]);
+    }
+    rift_free(NULL, v);
+}
+
 int rift_config_load_tokens(rift_config *cfg, rift_config_getenv_fn getenv_fn,
                             void *ud, rift_error *err) {
     if (getenv_fn == NULL) {
@@ -304,14 +313,8 @@ void rift_config_free(rift_config *cfg) {
         rift_config_principal *p = &m->principals[i];
         rift_free(NULL, p->name);
         rift_free(NULL, p->token_env);
-        for (size_t j = 0; p->publish != NULL && j < p->n_publish; j++) {
-            rift_free(NULL, p->publish[j]);
-        }
-        rift_free(NULL, p->publish);
-        for (size_t j = 0; p->subscribe != NULL && j < p->n_subscribe; j++) {
-            rift_free(NULL, p->subscribe[j]);
-        }
-        rift_free(NULL, p->subscribe);
+        free_strv(p->publish, p->n_publish);
+        free_strv(p->subscribe, p->n_subscribe);
         wipe_free(p->token, p->token_len);
     }
     rift_free(NULL, m->principals);
@@ -324,10 +327,7 @@ void rift_config_free(rift_config *cfg) {
     for (size_t i = 0; m->streams != NULL && i < m->n_streams; i++) {
         rift_config_stream *s = &m->streams[i];
         rift_free(NULL, s->name);
-        for (size_t j = 0; s->subjects != NULL && j < s->n_subjects; j++) {
-            rift_free(NULL, s->subjects[j]);
-        }
-        rift_free(NULL, s->subjects);
+        free_strv(s->subjects, s->n_subjects);
         rift_free(NULL, s->storage_path);
     }
     rift_free(NULL, m->streams);
@@ -335,14 +335,8 @@ void rift_config_free(rift_config *cfg) {
         rift_config_plugin *p = &cfg->plugins[i];
         rift_free(NULL, p->name);
         rift_free(NULL, p->path);
-        for (size_t j = 0; p->publish != NULL && j < p->n_publish; j++) {
-            rift_free(NULL, p->publish[j]);
-        }
-        rift_free(NULL, p->publish);
-        for (size_t j = 0; p->subscribe != NULL && j < p->n_subscribe; j++) {
-            rift_free(NULL, p->subscribe[j]);
-        }
-        rift_free(NULL, p->subscribe);
+        free_strv(p->publish, p->n_publish);
+        free_strv(p->subscribe, p->n_subscribe);
     }
     rift_free(NULL, cfg->plugins);
     rift_free(NULL, cfg->monitor.listen);
