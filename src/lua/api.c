@@ -277,67 +277,71 @@ static rift_lua_binding *find_adoptable(rift_lua_vm *old, const char *pattern,
     return NULL;
 }
 
-static int l_subscribe(lua_State *L) {
-    rift_lua_vm *vm = rift_lua_vm_of(L);
-    rift_plugin_host *h = vm->host;
-    size_t plen, qlen = 0;
-    const char *pattern = luaL_checklstring(L, 1, &plen);
-    const char *queue = NULL;
+/* Reads rift.subscribe's arguments; returns the index of the function.
+ * The queue string stays on the stack, anchored, until l_subscribe
+ * returns. */
+static int subscribe_args(lua_State *L, const char **pattern, size_t *plen,
+                          const char **queue, size_t *qlen) {
+    *pattern = luaL_checklstring(L, 1, plen);
+    *queue = NULL;
+    *qlen = 0;
     int fn = 2;
     if (lua_type(L, 2) == LUA_TTABLE) {
         fn = 3;
         int t = lua_getfield(L, 2, "queue");
         if (t == LUA_TSTRING) {
-            queue = lua_tolstring(L, -1, &qlen);
+            *queue = lua_tolstring(L, -1, qlen);
         } else if (t != LUA_TNIL) {
             return luaL_error(L, "rift.subscribe: queue must be a string");
         }
-        /* The string stays on the stack, anchored, until we return. */
     }
     luaL_checktype(L, fn, LUA_TFUNCTION);
-    if (h->broker == NULL) {
-        return luaL_error(L, RIFT_LUA_TEXT_NO_BROKER);
+    return fn;
+}
+
+/* Raises unless this state may subscribe to |pattern| now: a broker, a
+ * valid subject, room for one more binding, and the plugin's ACL. */
+static void subscribe_check(lua_State *L, rift_lua_vm *vm, const char *pattern,
+                            size_t plen, const char *queue, size_t qlen) {
+    if (vm->host->broker == NULL) {
+        luaL_error(L, RIFT_LUA_TEXT_NO_BROKER);
     }
     check_utf8(L, "rift.subscribe", "pattern", pattern, plen);
     if (strlen(pattern) != plen || (queue != NULL && strlen(queue) != qlen)) {
-        return luaL_error(L, "rift.subscribe: invalid subject: %s", pattern);
+        luaL_error(L, "rift.subscribe: invalid subject: %s", pattern);
     }
     if (vm->n_bindings >= RIFT_LUA_MAX_BINDINGS) {
-        return luaL_error(L,
-                          "rift.subscribe: at most %d subscriptions and "
-                          "pending requests per plugin",
-                          RIFT_LUA_MAX_BINDINGS);
+        luaL_error(L,
+                   "rift.subscribe: at most %d subscriptions and "
+                   "pending requests per plugin",
+                   RIFT_LUA_MAX_BINDINGS);
     }
     if (vm->conf->restricted) {
         rift_error err;
         if (rift_identity_can_subscribe(&vm->conf->identity, pattern, plen,
                                         &err) != 0) {
-            return luaL_error(L, "%s", err.text);
+            luaL_error(L, "%s", err.text);
         }
     }
-    /* Lua-side objects first: these may raise, nothing is held yet. */
-    sub_handle *hd = lua_newuserdatauv(L, sizeof(*hd), 0);
-    hd->b = NULL;
-    luaL_setmetatable(L, SUB_MT);
-    lua_pushvalue(L, fn);
-    int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
 
-    rift_lua_binding *b = NULL;
-    if (vm->adopt_from != NULL) {
-        b = find_adoptable(vm->adopt_from, pattern, queue);
-    }
-    if (b != NULL) {
-        /* Reload: keep the broker subscription and its queued messages;
-         * the binding moves to the new state (undone if the load fails). */
-        unlink_binding(b);
-        b->old_vm = vm->adopt_from;
-        b->old_fn_ref = b->fn_ref;
-        b->fn_ref = ref;
-        link_binding(vm, b);
-        hd->b = b;
-        return 1;
-    }
-    b = rift_calloc(vm->mem, 1, sizeof(*b));
+/* Reload: keeps the broker subscription of |b| and its queued messages;
+ * the binding moves to the new state with |ref| as its function (undone
+ * if the load fails). */
+static void adopt_binding(rift_lua_vm *vm, rift_lua_binding *b, int ref) {
+    unlink_binding(b);
+    b->old_vm = vm->adopt_from;
+    b->old_fn_ref = b->fn_ref;
+    b->fn_ref = ref;
+    link_binding(vm, b);
+}
+
+/* A new subscription binding with its pattern, queue and label, not yet
+ * subscribed; NULL when out of memory. */
+static rift_lua_binding *sub_binding_new(rift_lua_vm *vm, const char *pattern,
+                                         size_t plen, const char *queue,
+                                         size_t qlen) {
+    rift_lua_binding *b = rift_calloc(vm->mem, 1, sizeof(*b));
     if (b != NULL) {
         b->pattern = rift_strndup(vm->mem, pattern, plen);
         b->queue = queue != NULL ? rift_strndup(vm->mem, queue, qlen) : NULL;
@@ -352,6 +356,35 @@ static int l_subscribe(lua_State *L) {
         if (b != NULL) {
             free_binding(vm->mem, b);
         }
+        return NULL;
+    }
+    return b;
+}
+
+static int l_subscribe(lua_State *L) {
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    size_t plen, qlen;
+    const char *pattern, *queue;
+    int fn = subscribe_args(L, &pattern, &plen, &queue, &qlen);
+    subscribe_check(L, vm, pattern, plen, queue, qlen);
+    /* Lua-side objects first: these may raise, nothing is held yet. */
+    sub_handle *hd = lua_newuserdatauv(L, sizeof(*hd), 0);
+    hd->b = NULL;
+    luaL_setmetatable(L, SUB_MT);
+    lua_pushvalue(L, fn);
+    int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+
+    rift_lua_binding *b = NULL;
+    if (vm->adopt_from != NULL) {
+        b = find_adoptable(vm->adopt_from, pattern, queue);
+    }
+    if (b != NULL) {
+        adopt_binding(vm, b, ref);
+        hd->b = b;
+        return 1;
+    }
+    b = sub_binding_new(vm, pattern, plen, queue, qlen);
+    if (b == NULL) {
         luaL_unref(L, LUA_REGISTRYINDEX, ref);
         return luaL_error(L, "rift.subscribe: out of memory");
     }
@@ -360,7 +393,7 @@ static int l_subscribe(lua_State *L) {
     b->fn_ref = ref;
     b->old_fn_ref = LUA_NOREF;
     rift_error err;
-    if (rift_plugin_host_subscribe(h, b, &err) != 0) {
+    if (rift_plugin_host_subscribe(vm->host, b, &err) != 0) {
         free_binding(vm->mem, b);
         luaL_unref(L, LUA_REGISTRYINDEX, ref);
         return luaL_error(L, "%s", err.text);
@@ -387,68 +420,51 @@ static int l_unsubscribe(lua_State *L) {
 
 /* ---- rift.request(subject, payload [, timeout_ms]) [-0, +(1|2), e] ---- */
 
-static int l_request(lua_State *L) {
-    rift_lua_vm *vm = rift_lua_vm_of(L);
-    rift_plugin_host *h = vm->host;
-    if (!vm->runtime) {
-        return luaL_error(L, "rift.request " RIFT_LUA_TEXT_NOT_RUNTIME);
-    }
-    size_t slen, plen;
-    const char *subject = luaL_checklstring(L, 1, &slen);
-    const char *payload = luaL_checklstring(L, 2, &plen);
-    lua_Integer ms = luaL_optinteger(L, 3, RIFT_LUA_REQUEST_DEFAULT_MS);
-    luaL_argcheck(L, ms >= 1 && ms <= RIFT_LUA_REQUEST_MAX_MS, 3,
-                  "timeout must be 1..=3600000 milliseconds");
+/* Raises unless the running callback may make this request now (after
+ * the arguments are read). */
+static void request_check(lua_State *L, rift_lua_vm *vm, const char *subject,
+                          size_t slen, size_t plen) {
     if (L != vm->cur_co || !lua_isyieldable(L)) {
-        return luaL_error(L, "rift.request: call it from the callback "
-                             "itself (not from a coroutine it created, a "
-                             "metamethod or a C function)");
+        luaL_error(L, "rift.request: call it from the callback "
+                      "itself (not from a coroutine it created, a "
+                      "metamethod or a C function)");
     }
     count_publication(L, vm, "rift.request", plen);
     check_utf8(L, "rift.request", "subject", subject, slen);
     check_publish_acl(L, vm->conf, subject, slen, NULL, 0);
     if (vm->n_bindings >= RIFT_LUA_MAX_BINDINGS) {
-        return luaL_error(L,
-                          "rift.request: at most %d subscriptions and "
-                          "pending requests per plugin",
-                          RIFT_LUA_MAX_BINDINGS);
+        luaL_error(L,
+                   "rift.request: at most %d subscriptions and "
+                   "pending requests per plugin",
+                   RIFT_LUA_MAX_BINDINGS);
     }
+}
 
-    /* From here C resources exist: no Lua call may raise until they are
-     * either released or owned by the vm. */
-    rift_error err;
-    int rc = RIFT_ERR_NOMEM;
-    snprintf(err.text, sizeof(err.text), "rift.request: out of memory");
-    char inbox[RIFT_INBOX_LEN + 1];
-    rift_lua_request *r = rift_calloc(vm->mem, 1, sizeof(*r));
-    rift_lua_binding *b = rift_calloc(vm->mem, 1, sizeof(*b));
-    rift_lua_timer *t = rift_calloc(vm->mem, 1, sizeof(*t));
-    if (r == NULL || b == NULL || t == NULL) {
-        goto fail;
-    }
-    if ((rc = rift_broker_new_inbox(inbox, &err)) != 0) {
-        goto fail;
+/* Makes |b| the reply inbox of |r|: a fresh inbox subject, subscribed
+ * (never raises; on failure |err| says why and the caller frees |b|). */
+static int request_inbox(rift_lua_vm *vm, rift_lua_request *r,
+                         rift_lua_binding *b, char *inbox, rift_error *err) {
+    int rc = rift_broker_new_inbox(inbox, err);
+    if (rc != 0) {
+        return rc;
     }
     b->pattern = rift_strndup(vm->mem, inbox, RIFT_INBOX_LEN);
     if (b->pattern == NULL) {
-        rc = RIFT_ERR_NOMEM;
-        goto fail;
+        snprintf(err->text, sizeof(err->text), "rift.request: out of memory");
+        return RIFT_ERR_NOMEM;
     }
     b->plugin = vm->plugin;
     b->kind = RIFT_LUA_BIND_INBOX;
     b->fn_ref = b->old_fn_ref = LUA_NOREF;
     b->req = r;
-    if ((rc = rift_plugin_host_subscribe(h, b, &err)) != 0) {
-        goto fail;
-    }
-    rift_publish_report rep;
-    rc = rift_broker_publish(h->broker, subject, slen, inbox, RIFT_INBOX_LEN,
-                             (const uint8_t *)payload, plen, &rep, &err);
-    if (rc != 0 || rep.delivered == 0) {
-        /* Closing outside any list: the binding was never linked. */
-        rift_plugin_host_close_sub(h, b);
-        goto fail;
-    }
+    return rift_plugin_host_subscribe(vm->host, b, err);
+}
+
+/* The request was published: the vm owns |r|, its inbox |b| and its
+ * timeout |t| from now on, and the timeout runs for |ms|. */
+static void request_start(rift_lua_vm *vm, rift_lua_request *r,
+                          rift_lua_binding *b, rift_lua_timer *t,
+                          lua_Integer ms) {
     atomic_fetch_add_explicit(&vm->plugin->published, 1, memory_order_relaxed);
     r->vm = vm;
     r->co_ref = LUA_NOREF;
@@ -463,8 +479,46 @@ static int l_request(lua_State *L) {
     t->req = r;
     t->heap_idx = SIZE_MAX;
     t->due = rift_now_ns() + (uint64_t)ms * 1000000u;
-    rift_plugin_host_arm_timer(h, t);
+    rift_plugin_host_arm_timer(vm->host, t);
     vm->yield_req = r;
+}
+
+static int l_request(lua_State *L) {
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    rift_plugin_host *h = vm->host;
+    if (!vm->runtime) {
+        return luaL_error(L, "rift.request " RIFT_LUA_TEXT_NOT_RUNTIME);
+    }
+    size_t slen, plen;
+    const char *subject = luaL_checklstring(L, 1, &slen);
+    const char *payload = luaL_checklstring(L, 2, &plen);
+    lua_Integer ms = luaL_optinteger(L, 3, RIFT_LUA_REQUEST_DEFAULT_MS);
+    luaL_argcheck(L, ms >= 1 && ms <= RIFT_LUA_REQUEST_MAX_MS, 3,
+                  "timeout must be 1..=3600000 milliseconds");
+    request_check(L, vm, subject, slen, plen);
+
+    /* From here C resources exist: no Lua call may raise until they are
+     * either released or owned by the vm. */
+    rift_error err;
+    int rc = RIFT_ERR_NOMEM;
+    snprintf(err.text, sizeof(err.text), "rift.request: out of memory");
+    char inbox[RIFT_INBOX_LEN + 1];
+    rift_lua_request *r = rift_calloc(vm->mem, 1, sizeof(*r));
+    rift_lua_binding *b = rift_calloc(vm->mem, 1, sizeof(*b));
+    rift_lua_timer *t = rift_calloc(vm->mem, 1, sizeof(*t));
+    if (r == NULL || b == NULL || t == NULL ||
+        (rc = request_inbox(vm, r, b, inbox, &err)) != 0) {
+        goto fail;
+    }
+    rift_publish_report rep;
+    rc = rift_broker_publish(h->broker, subject, slen, inbox, RIFT_INBOX_LEN,
+                             (const uint8_t *)payload, plen, &rep, &err);
+    if (rc != 0 || rep.delivered == 0) {
+        /* Closing outside any list: the binding was never linked. */
+        rift_plugin_host_close_sub(h, b);
+        goto fail;
+    }
+    request_start(vm, r, b, t, ms);
     /* Resumed with (reply message) or (nil, error) by the worker. */
     return lua_yield(L, 0);
 

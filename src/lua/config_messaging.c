@@ -467,23 +467,17 @@ static char *normalize_path(const char *path) {
     return out;
 }
 
-static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
-                        rift_config_stream *s, rift_error *err) {
-    char path[RIFT_CONFIG_PATH_MAX];
-    int rc;
-    snprintf(path, sizeof(path), "messaging.streams.%s", s->name);
-    if (lua_type(L, t) != LUA_TTABLE) {
-        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                              "%s: expected a table", path);
-    }
-    if ((rc = rift_config_check_keys(L, t, path, stream_keys, err)) != 0) {
-        return rc;
-    }
+/* The stream's subjects; a stream without the key takes every subject
+ * (">"), an empty list is an error. */
+static int stream_subjects(lua_State *L, int t, const char *path,
+                           rift_config_messaging *m, rift_config_stream *s,
+                           rift_error *err) {
     bool present = false;
-    if ((rc = rift_config_get_patterns(
-             L, t, path, "subjects", "messaging", m->max_subject_bytes,
-             RIFT_CONFIG_MAX_STREAM_SUBJECTS, &s->subjects, &s->n_subjects,
-             &present, err)) != 0) {
+    int rc = rift_config_get_patterns(
+        L, t, path, "subjects", "messaging", m->max_subject_bytes,
+        RIFT_CONFIG_MAX_STREAM_SUBJECTS, &s->subjects, &s->n_subjects, &present,
+        err);
+    if (rc != 0) {
         return rc;
     }
     if (present && s->n_subjects == 0) {
@@ -501,8 +495,16 @@ static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
             return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         }
     }
-    /* Stream limits are read as 0..=max and a zero is reported as the
-     * stream validation failure of §5.1 ("limits must be positive"). */
+    return 0;
+}
+
+/* The stream's limits, defaults first. Stream limits are read as 0..=max
+ * and a zero is reported as the stream validation failure of §5.1
+ * ("limits must be positive"). */
+static int stream_limits(lua_State *L, int t, const char *path,
+                         rift_config_messaging *m, rift_config_stream *s,
+                         rift_error *err) {
+    int rc;
     s->max_messages = 100000;
     s->max_bytes = 67108864;
     s->max_consumers = 128;
@@ -543,6 +545,12 @@ static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
                               "stream byte limits",
                               path);
     }
+    return 0;
+}
+
+/* The stream's optional storage_path: a non-empty string without NULs. */
+static int stream_storage(lua_State *L, int t, const char *path,
+                          rift_config_stream *s, rift_error *err) {
     int type = rift_config_push_field(L, t, "storage_path");
     if (type != LUA_TNIL && type != LUA_TSTRING) {
         lua_pop(L, 1);
@@ -565,6 +573,23 @@ static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
     }
     lua_pop(L, 1);
     return 0;
+}
+
+static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
+                        rift_config_stream *s, rift_error *err) {
+    char path[RIFT_CONFIG_PATH_MAX];
+    int rc;
+    snprintf(path, sizeof(path), "messaging.streams.%s", s->name);
+    if (lua_type(L, t) != LUA_TTABLE) {
+        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                              "%s: expected a table", path);
+    }
+    if ((rc = rift_config_check_keys(L, t, path, stream_keys, err)) != 0 ||
+        (rc = stream_subjects(L, t, path, m, s, err)) != 0 ||
+        (rc = stream_limits(L, t, path, m, s, err)) != 0) {
+        return rc;
+    }
+    return stream_storage(L, t, path, s, err);
 }
 
 static int cmp_stream(const void *a, const void *b) {

@@ -1,8 +1,9 @@
 /*
  * host_internal.h — shared internals of the Lua plugin host (lua layer): the
- * sandboxed state with its budgets (vm.c), the rift.* API (api.c,
- * json.c), plugins and their reload (plugin.c), and the worker pool, the
- * poller and timers (host.c).
+ * sandboxed state with its budgets (vm.c) and its files (vm_require.c), the
+ * rift.* API (api.c, json.c), plugins (plugin.c) and their reload
+ * (plugin_apply.c), the worker pool, the poller and timers (host.c), and
+ * events and status (host_status.c).
  *
  * Locking: host->lock guards scheduling (run queue, each plugin's sched,
  * held, ready and due lists, compat queue), the timer heap, the plugin
@@ -289,6 +290,10 @@ int rift_lua_vm_load(rift_lua_vm *vm, const char *src, size_t len,
 int rift_lua_read_file(const rift_mem *mem, const char *path, const char *root,
                        char **pbuf, size_t *plen);
 
+/* require(name) for plugins (vm_require.c): modules from <plugin>/lua/;
+ * upvalue 1 is the plugin's loaded-modules table. */
+int rift_lua_require(lua_State *L);
+
 /* A callback to start or resume. */
 typedef struct rift_lua_call {
     int fn_ref; /* function to start in a fresh coroutine, or LUA_NOREF */
@@ -428,5 +433,10 @@ void rift_lua_plugin_run(rift_lua_plugin *p);
  * when it was disabled (its vm is gone). */
 bool rift_lua_plugin_failed(rift_lua_plugin *p, const char *cb,
                             const char *error);
+
+/* Sets the plugin's status error to "<cb>: <error>" (it keeps none when
+ * out of memory); plugin_apply.c records a failed load with it. */
+void rift_lua_plugin_set_last_error(rift_lua_plugin *p, const char *cb,
+                                    const char *error);
 
 #endif /* RIFT_LUA_HOST_INTERNAL_H */

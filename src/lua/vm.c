@@ -3,9 +3,9 @@
  * lua_Alloc that caps memory, the count hook that enforces the instruction
  * budget and the wall-clock deadline of each callback, the restricted
  * standard library (no io, os beyond time/clock, debug, bytecode, dofile,
- * loadfile, string.dump or __gc), `require` confined to the plugin's lua/
- * folder, and the runner that starts or resumes a callback in a host-owned
- * coroutine.
+ * loadfile, string.dump or __gc), and the runner that starts or resumes a
+ * callback in a host-owned coroutine. Reading plugin files and `require`
+ * are in vm_require.c.
  *
  * Every entry into Lua goes through lua_pcall (rule 31): state set-up,
  * loading and the per-callback body are protected C functions, so a memory
@@ -159,91 +159,6 @@ static void budget_text(const rift_lua_vm *vm, int status, char *text,
     }
 }
 
-/* ---- Files ---- */
-
-int rift_lua_read_file(const rift_mem *mem, const char *path, const char *root,
-                       char **pbuf, size_t *plen) {
-    if (root != NULL) {
-        /* Resolve symbolic links first: a link inside the folder must not
-         * lead out of it. */
-        char *real = realpath(path, NULL);
-        if (real == NULL) {
-            return -errno;
-        }
-        size_t rl = strlen(root);
-        bool inside = strncmp(real, root, rl) == 0 && real[rl] == '/';
-        free(real);
-        if (!inside) {
-            return RIFT_ERR_PERMISSION;
-        }
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        return -errno;
-    }
-    int rc = 0;
-    char *buf = NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = -errno;
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = -EISDIR;
-        goto done;
-    }
-    if (st.st_size > RIFT_LUA_MAX_SOURCE) {
-        rc = RIFT_ERR_LIMIT;
-        goto done;
-    }
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    buf = rift_malloc(mem, cap);
-    if (buf == NULL) {
-        rc = RIFT_ERR_NOMEM;
-        goto done;
-    }
-    for (;;) {
-        ssize_t r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0) {
-            rc = -errno;
-            goto done;
-        }
-        if (r == 0) {
-            break;
-        }
-        len += (size_t)r;
-        if (len == cap) {
-            /* The file grew while we read it. */
-            rc = RIFT_ERR_LIMIT;
-            goto done;
-        }
-    }
-    *pbuf = buf;
-    *plen = len;
-    buf = NULL;
-done:
-    rift_free(mem, buf);
-    close(fd);
-    return rc;
-}
-
-/* Describes a rift_lua_read_file failure. */
-static const char *read_error(int rc) {
-    switch (rc) {
-    case RIFT_ERR_LIMIT:
-        return "file exceeds 1 MiB";
-    case RIFT_ERR_PERMISSION:
-        return "file lies outside the plugin folder";
-    case RIFT_ERR_NOMEM:
-        return "out of memory";
-    default:
-        return strerror(-rc);
-    }
-}
-
 /* ---- Sandboxed standard library ---- */
 
 /* load(chunk [, chunkname [, mode [, env]]]) with mode forced to "t": text
@@ -332,126 +247,6 @@ static int l_print(lua_State *L) {
     return 0;
 }
 
-/* ---- require, confined to <plugin>/lua/ ---- */
-
-/* Module names: dot-separated tokens of letters, digits, '_' or '-'. */
-static bool module_name_valid(const char *s, size_t len) {
-    if (len == 0 || len > 128) {
-        return false;
-    }
-    size_t tok = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (c == '.') {
-            if (tok == 0) {
-                return false;
-            }
-            tok = 0;
-            continue;
-        }
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '-')) {
-            return false;
-        }
-        tok++;
-    }
-    return tok > 0;
-}
-
-/* The address of this byte marks a module being loaded (cycle guard). */
-static const char loading_mark = 0;
-
-/* require(name): upvalue 1 is the plugin's loaded-modules table. */
-static int l_require(lua_State *L) {
-    size_t len;
-    const char *name = luaL_checklstring(L, 1, &len);
-    lua_settop(L, 1);
-    lua_pushvalue(L, 1);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) {
-        if (lua_touserdata(L, -1) == &loading_mark) {
-            return luaL_error(L, "module '%s': require loop", name);
-        }
-        return 1;
-    }
-    lua_pop(L, 1);
-    rift_lua_vm *vm = rift_lua_vm_of(L);
-    const rift_lua_conf *p = vm->conf;
-    if (!module_name_valid(name, len)) {
-        return luaL_error(L,
-                          "module '%s' not found: module names are "
-                          "dot-separated letters, digits, '_' or '-'",
-                          name);
-    }
-    if (p->dir_real == NULL) {
-        return luaL_error(L, "module '%s' not found: no plugin folder", name);
-    }
-    /* Mark first: this may raise, and nothing is held yet. */
-    lua_pushvalue(L, 1);
-    lua_pushlightuserdata(L, (void *)&loading_mark);
-    lua_rawset(L, lua_upvalueindex(1));
-
-    char rel[160], path[PATH_MAX];
-    memcpy(rel, name, len);
-    rel[len] = '\0';
-    for (size_t i = 0; i < len; i++) {
-        if (rel[i] == '.') {
-            rel[i] = '/';
-        }
-    }
-    char *buf = NULL;
-    size_t blen = 0;
-    int rc = -ENOENT;
-    /* <dir>/lua/a/b.lua, then <dir>/lua/a/b/init.lua. */
-    for (int form = 0; form < 2 && rc == -ENOENT; form++) {
-        int w = snprintf(path, sizeof(path), "%s/lua/%s%s", p->dir, rel,
-                         form == 0 ? ".lua" : "/init.lua");
-        if (w < 0 || (size_t)w >= sizeof(path)) {
-            rc = -ENAMETOOLONG;
-            break;
-        }
-        rc = rift_lua_read_file(vm->mem, path, p->dir_real, &buf, &blen);
-    }
-    /* Lua's messages and tracebacks name the chunk, and they travel (the
-     * plugin status, rift.events.plugin, a reload's answer): name the file
-     * relative to the plugin, "<plugin>/lua/a/b.lua", never by its path. */
-    const char *pname = vm->plugin->name;
-    char chunk[PATH_MAX + 2];
-    if (rc == 0) {
-        snprintf(chunk, sizeof(chunk), "@%s%s", pname, path + strlen(p->dir));
-        rc = luaL_loadbufferx(L, buf, blen, chunk, "t");
-        rift_free(vm->mem, buf);
-        if (rc != LUA_OK) {
-            goto fail_lua;
-        }
-    } else {
-        rift_log(RIFT_LOG_DEBUG, "%s: require '%s': %s/lua: %s", pname, name,
-                 p->dir, rc == -ENOENT ? "no such file" : read_error(rc));
-        lua_pushfstring(L, "module '%s' not found in %s/lua: %s", name, pname,
-                        rc == -ENOENT ? "no such file" : read_error(rc));
-        goto fail_lua;
-    }
-    lua_pushvalue(L, 1);
-    lua_pushstring(L, chunk + 1);
-    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-        goto fail_lua;
-    }
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        lua_pushboolean(L, 1);
-    }
-    lua_pushvalue(L, 1);
-    lua_pushvalue(L, -2);
-    lua_rawset(L, lua_upvalueindex(1));
-    return 1;
-
-fail_lua:
-    /* Forget the mark so a later require may try again, then rethrow. */
-    lua_pushvalue(L, 1);
-    lua_pushnil(L);
-    lua_rawset(L, lua_upvalueindex(1));
-    return lua_error(L);
-}
-
 /* ---- State set-up ---- */
 
 /* Runs every message handler in registration order; an error stops the
@@ -469,8 +264,9 @@ static void wrap_global(lua_State *L, const char *name, lua_CFunction fn) {
     lua_setglobal(L, name);
 }
 
-static int setup(lua_State *L) {
-    rift_lua_vm *vm = lua_touserdata(L, 1);
+/* The safe standard libraries, without the functions that reach files
+ * (dofile, loadfile), the console (warn) or bytecode (string.dump). */
+static void open_libs(lua_State *L) {
     static const struct {
         const char *name;
         lua_CFunction open;
@@ -492,7 +288,13 @@ static int setup(lua_State *L) {
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
     lua_pop(L, 1);
-    /* Weak-keyed set of the host's coroutines. */
+}
+
+/* Guards the builtins that could break the host's hold on the state: the
+ * host's own coroutines (a weak-keyed registry set) cannot be resumed or
+ * closed by plugin code, and load, setmetatable, collectgarbage and print
+ * go through the host. */
+static void wrap_builtins(lua_State *L) {
     lua_newtable(L);
     lua_createtable(L, 0, 1);
     lua_pushliteral(L, "k");
@@ -512,25 +314,28 @@ static int setup(lua_State *L) {
     wrap_global(L, "collectgarbage", l_collectgarbage);
     lua_pushcfunction(L, l_print);
     lua_setglobal(L, "print");
+}
 
-    /* os: the clock functions; the configuration also reads the
-     * environment and dates, as riftd's configuration evaluator allows. */
+/* os: the clock functions; the configuration also reads the environment
+ * and dates, as riftd's configuration evaluator allows. */
+static void open_os(lua_State *L, bool compat) {
     luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);
     lua_newtable(L);
     static const char *const os_plugin[] = {"time", "clock", NULL};
     static const char *const os_compat[] = {"time", "clock", "getenv", "date",
                                             NULL};
-    const char *const *keep = vm->plugin->is_compat ? os_compat : os_plugin;
+    const char *const *keep = compat ? os_compat : os_plugin;
     for (size_t i = 0; keep[i] != NULL; i++) {
         lua_getfield(L, -2, keep[i]);
         lua_setfield(L, -2, keep[i]);
     }
     lua_setglobal(L, LUA_OSLIBNAME);
     lua_pop(L, 1);
+}
 
-    rift_lua_open_api(L, vm);
-
-    /* Modules: rift and rift.json are reserved names. */
+/* require for plugins (the configuration has none); its loaded-modules
+ * table starts with rift and rift.json, which are reserved names. */
+static void open_require(lua_State *L, bool compat) {
     lua_newtable(L);
     lua_getglobal(L, "rift");
     lua_setfield(L, -2, "rift");
@@ -538,13 +343,17 @@ static int setup(lua_State *L) {
     lua_getfield(L, -1, "json");
     lua_setfield(L, -3, "rift.json");
     lua_pop(L, 1);
-    if (!vm->plugin->is_compat) {
-        lua_pushcclosure(L, l_require, 1);
+    if (!compat) {
+        lua_pushcclosure(L, rift_lua_require, 1);
         lua_setglobal(L, "require");
     } else {
         lua_pop(L, 1);
     }
+}
 
+/* The message handlers' list and the chain that runs them, both kept in
+ * the registry. */
+static int make_chain(lua_State *L, rift_lua_vm *vm) {
     lua_newtable(L);
     lua_pushvalue(L, -1);
     vm->handlers_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -556,6 +365,16 @@ static int setup(lua_State *L) {
     lua_call(L, 1, 1);
     vm->chain_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return 0;
+}
+
+static int setup(lua_State *L) {
+    rift_lua_vm *vm = lua_touserdata(L, 1);
+    open_libs(L);
+    wrap_builtins(L);
+    open_os(L, vm->plugin->is_compat);
+    rift_lua_open_api(L, vm);
+    open_require(L, vm->plugin->is_compat);
+    return make_chain(L, vm);
 }
 
 void rift_lua_conf_free(const rift_mem *mem, rift_lua_conf *c) {
