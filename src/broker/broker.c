@@ -192,10 +192,11 @@ static void group_leave(rift_broker *b, rift_qgroup *g) {
 
 /* ---- Registry ---- */
 
-int rift_broker_subscribe(rift_broker *b, const char *pattern,
-                          size_t pattern_len, const rift_sub_options *opts,
-                          rift_sub **psub, rift_error *err) {
-    const rift_broker_settings *st = &b->settings;
+/* The pattern, queue group and capacity checks; *cap is the capacity
+ * the subscription gets. */
+static int check_subscribe(const rift_broker_settings *st, const char *pattern,
+                           size_t pattern_len, const rift_sub_options *opts,
+                           size_t *cap, rift_error *err) {
     if (pattern == NULL || !rift_subject_valid(pattern, pattern_len, true,
                                                st->max_subject_bytes)) {
         return invalid_subject(err, pattern, pattern_len);
@@ -206,18 +207,22 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
         return rift_error_set(err, RIFT_ERR_INVALID_QUEUE,
                               "invalid queue group");
     }
-    size_t cap =
-        opts && opts->capacity ? opts->capacity : st->subscription_capacity;
-    if (cap > RIFT_BROKER_MAX_CAPACITY) {
+    *cap = opts && opts->capacity ? opts->capacity : st->subscription_capacity;
+    if (*cap > RIFT_BROKER_MAX_CAPACITY) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "subscription capacity %zu exceeds limit %zu",
-                              cap, RIFT_BROKER_MAX_CAPACITY);
+                              *cap, RIFT_BROKER_MAX_CAPACITY);
     }
+    return 0;
+}
 
-    int rc;
+/* A new open subscription, not yet registered; NULL when out of memory. */
+static rift_sub *sub_new(rift_broker *b, const char *pattern,
+                         size_t pattern_len, const rift_sub_options *opts,
+                         size_t cap) {
     rift_sub *sub = rift_calloc(b->mem, 1, sizeof(*sub) + pattern_len + 1);
     if (sub == NULL) {
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        return NULL;
     }
     sub->mem = b->mem;
     sub->broker = b;
@@ -231,24 +236,28 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
     atomic_init(&sub->count, 0);
     atomic_init(&sub->wseq, 0);
     rift_spin_init(&sub->lock);
+    return sub;
+}
 
-    rift_drlock_wrlock(&b->lock);
+/* Enters sub in the trie, its queue group and the broker's list; the
+ * caller holds the write lock. */
+static int sub_register(rift_broker *b, rift_sub *sub, const char *queue,
+                        size_t queue_len, rift_error *err) {
+    const char *pattern = sub->pattern;
+    size_t pattern_len = sub->pattern_len;
     if (b->dead) {
-        rc = rift_error_set(err, RIFT_ERR_CLOSED, "subscription closed");
-        goto fail_locked;
+        return rift_error_set(err, RIFT_ERR_CLOSED, "subscription closed");
     }
     if (atomic_load_explicit(&b->nsubs, memory_order_relaxed) >=
-        st->max_subscriptions) {
-        rc = rift_error_set(err, RIFT_ERR_SUBSCRIPTION_LIMIT,
-                            "subscription limit reached");
-        goto fail_locked;
+        b->settings.max_subscriptions) {
+        return rift_error_set(err, RIFT_ERR_SUBSCRIPTION_LIMIT,
+                              "subscription limit reached");
     }
     rift_qgroup *g = NULL;
     if (queue != NULL) {
         g = group_get(b, queue, queue_len);
         if (g == NULL) {
-            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-            goto fail_locked;
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         }
     }
     sub->entry.seq = ++b->next_seq;
@@ -257,8 +266,7 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
             g->nmembers = 1;
             group_leave(b, g);
         }
-        rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        goto fail_locked;
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     if (g != NULL) {
         g->nmembers++;
@@ -270,14 +278,32 @@ int rift_broker_subscribe(rift_broker *b, const char *pattern,
     sub->registered = true;
     atomic_fetch_add_explicit(&b->nsubs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    return 0;
+}
+
+int rift_broker_subscribe(rift_broker *b, const char *pattern,
+                          size_t pattern_len, const rift_sub_options *opts,
+                          rift_sub **psub, rift_error *err) {
+    const rift_broker_settings *st = &b->settings;
+    size_t cap = 0;
+    int rc = check_subscribe(st, pattern, pattern_len, opts, &cap, err);
+    if (rc != 0) {
+        return rc;
+    }
+    rift_sub *sub = sub_new(b, pattern, pattern_len, opts, cap);
+    if (sub == NULL) {
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    rift_drlock_wrlock(&b->lock);
+    rc = sub_register(b, sub, opts ? opts->queue : NULL,
+                      opts ? opts->queue_len : 0, err);
     rift_drlock_wrunlock(&b->lock);
+    if (rc != 0) {
+        rift_free(b->mem, sub);
+        return rc;
+    }
     *psub = sub;
     return 0;
-
-fail_locked:
-    rift_drlock_wrunlock(&b->lock);
-    rift_free(b->mem, sub);
-    return rc;
 }
 
 /* unregister removes |sub| from the registry (write lock held). */
@@ -362,6 +388,51 @@ static size_t deliver_group(const rift_gmatch *gm, rift_msg *msg,
     return ok;
 }
 
+/* The checks a publish passes before routing; a cached subject is known
+ * to be valid. */
+static inline int check_publish(const rift_broker_settings *st, bool cached,
+                                const char *subject, size_t slen,
+                                const char *reply, size_t rlen, size_t plen,
+                                rift_error *err) {
+    if (!cached &&
+        !rift_subject_valid(subject, slen, false, st->max_subject_bytes)) {
+        return invalid_subject(err, subject, slen);
+    }
+    if (reply != NULL &&
+        !rift_subject_valid(reply, rlen, false, st->max_subject_bytes)) {
+        return invalid_subject(err, reply, rlen);
+    }
+    if (plen > st->max_payload_bytes) {
+        return rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
+                              "payload size %zu exceeds limit %zu", plen,
+                              st->max_payload_bytes);
+    }
+    return 0;
+}
+
+/* Hands msg, which holds want references for the purpose, to every plain
+ * subscriber and one member per group, then drops the references no one
+ * took; returns the deliveries and adds the slow consumers to *slow. */
+static inline size_t fan_out(rift_broker *b, const rift_match *m, rift_msg *msg,
+                             size_t want, size_t *slow) {
+    size_t delivered = 0;
+    for (size_t i = 0; i < m->nplain; i++) {
+        int r = rift_sub_enqueue(m->plain[i], msg);
+        delivered += r == ENQ_OK;
+        *slow += r == ENQ_SLOW;
+    }
+    for (size_t i = 0; i < m->ngroups; i++) {
+        delivered += deliver_group(&m->groups[i], msg, slow);
+    }
+    if (delivered < want) {
+        rift_msg_unref_n(msg, want - delivered);
+    }
+    if (*slow > 0) {
+        atomic_fetch_add_explicit(&b->slow_total, *slow, memory_order_relaxed);
+    }
+    return delivered;
+}
+
 /*
  * route is the publish path shared by rift_broker_publish (given == NULL:
  * the message is built only when somebody matches) and
@@ -388,20 +459,8 @@ static int route(rift_broker *b, const char *subject, size_t slen,
     rift_drlock_slot *slot = rift_drlock_rdlock(&b->lock);
     /* Only valid subjects are ever cached, so a hit needs no validation. */
     rift_match *m = rift_cache_lookup(b, h, subject, slen);
-    if (m == NULL &&
-        !rift_subject_valid(subject, slen, false, st->max_subject_bytes)) {
-        rc = invalid_subject(err, subject, slen);
-        goto out;
-    }
-    if (reply != NULL &&
-        !rift_subject_valid(reply, rlen, false, st->max_subject_bytes)) {
-        rc = invalid_subject(err, reply, rlen);
-        goto out;
-    }
-    if (plen > st->max_payload_bytes) {
-        rc = rift_error_set(err, RIFT_ERR_PAYLOAD_TOO_LARGE,
-                            "payload size %zu exceeds limit %zu", plen,
-                            st->max_payload_bytes);
+    if ((rc = check_publish(st, m != NULL, subject, slen, reply, rlen, plen,
+                            err)) != 0) {
         goto out;
     }
     if (m == NULL &&
@@ -428,21 +487,7 @@ static int route(rift_broker *b, const char *subject, size_t slen,
             goto out;
         }
     }
-    for (size_t i = 0; i < m->nplain; i++) {
-        int r = rift_sub_enqueue(m->plain[i], msg);
-        delivered += r == ENQ_OK;
-        slow += r == ENQ_SLOW;
-    }
-    for (size_t i = 0; i < m->ngroups; i++) {
-        delivered += deliver_group(&m->groups[i], msg, &slow);
-    }
-    if (delivered < want) {
-        rift_msg_unref_n(msg, want - delivered);
-    }
-    if (slow > 0) {
-        atomic_fetch_add_explicit(&b->slow_total, slow, memory_order_relaxed);
-    }
-
+    delivered = fan_out(b, m, msg, want, &slow);
 out:
     rift_drlock_rdunlock(&b->lock, slot);
     if (temp) {

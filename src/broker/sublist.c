@@ -263,6 +263,70 @@ static void sort_by_seq(rift_sl_entry **v, size_t n) {
     }
 }
 
+/* Doubles the walk's stack; the first one lives on the C stack and is
+ * never freed here. Rare: only subjects deeper than 64 frames get here. */
+static int grow_stack(const rift_mem *mem, frame **stack, size_t *cap,
+                      size_t depth, const frame *inline_stack) {
+    frame *bigger = rift_malloc(mem, *cap * 2 * sizeof(*bigger));
+    if (bigger == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    memcpy(bigger, *stack, depth * sizeof(*bigger));
+    if (*stack != inline_stack) {
+        rift_free(mem, *stack);
+    }
+    *stack = bigger;
+    *cap *= 2;
+    return 0;
+}
+
+/* Pushes the children of n that match the token [pos, end): the star,
+ * and the literal child of that name. The caller made room for two. */
+static inline size_t push_children(const rift_sublist *sl,
+                                   const rift_sl_node *n, const char *subject,
+                                   size_t pos, size_t end, frame *stack,
+                                   size_t depth) {
+    if (n->star != NULL) {
+        stack[depth++] = (frame){n->star, end + 1};
+    }
+    if (n->nchildren > (size_t)(n->star != NULL) + (n->gt != NULL)) {
+        const char *tok = subject + pos;
+        size_t tlen = end - pos;
+        const rift_sl_node *c =
+            child_find(sl, n, tok, tlen, child_hash(sl, n, tok, tlen));
+        if (c != NULL && c->kind == NODE_LITERAL) {
+            stack[depth++] = (frame){c, end + 1};
+        }
+    }
+    return depth;
+}
+
+/* Puts the exact node's entries before the wildcard ones collected from
+ * base on (those sorted by seq); *nexact is how many exact ones. */
+static inline int place_exact(rift_sl_vec *out, size_t base,
+                              const rift_sl_node *exact, size_t *nexact) {
+    size_t nwild = out->len - base;
+    *nexact = 0;
+    if (exact != NULL) {
+        for (rift_sl_entry *e = exact->head; e != NULL; e = e->next) {
+            (*nexact)++;
+        }
+        int rc = vec_reserve(out, *nexact);
+        if (rc != 0) {
+            return rc;
+        }
+        memmove(out->v + base + *nexact, out->v + base,
+                nwild * sizeof(*out->v));
+        size_t i = base;
+        for (rift_sl_entry *e = exact->head; e != NULL; e = e->next) {
+            out->v[i++] = e;
+        }
+        out->len += *nexact;
+    }
+    sort_by_seq(out->v + base + *nexact, nwild);
+    return 0;
+}
+
 rift_ssize rift_sublist_match(const rift_sublist *sl, const char *subject,
                               size_t len, rift_sl_vec *out) {
     /* Depth-first walk with an explicit stack: subjects may have hundreds
@@ -293,50 +357,17 @@ rift_ssize rift_sublist_match(const rift_sublist *sl, const char *subject,
         if (n->gt != NULL && (rc = collect(out, n->gt)) != 0) {
             goto done;
         }
-        if (depth + 2 > cap) {
-            frame *bigger = rift_malloc(out->mem, cap * 2 * sizeof(*bigger));
-            if (bigger == NULL) {
-                rc = RIFT_ERR_NOMEM;
-                goto done;
-            }
-            memcpy(bigger, stack, depth * sizeof(*bigger));
-            if (stack != inline_stack) {
-                rift_free(out->mem, stack);
-            }
-            stack = bigger;
-            cap *= 2;
-        }
-        if (n->star != NULL) {
-            stack[depth++] = (frame){n->star, end + 1};
-        }
-        if (n->nchildren > (size_t)(n->star != NULL) + (n->gt != NULL)) {
-            const char *tok = subject + f.pos;
-            size_t tlen = end - f.pos;
-            const rift_sl_node *c =
-                child_find(sl, n, tok, tlen, child_hash(sl, n, tok, tlen));
-            if (c != NULL && c->kind == NODE_LITERAL) {
-                stack[depth++] = (frame){c, end + 1};
-            }
-        }
-    }
-
-    size_t nwild = out->len - base;
-    size_t nexact = 0;
-    if (exact != NULL) {
-        for (rift_sl_entry *e = exact->head; e != NULL; e = e->next) {
-            nexact++;
-        }
-        if ((rc = vec_reserve(out, nexact)) != 0) {
+        if (depth + 2 > cap && (rc = grow_stack(out->mem, &stack, &cap, depth,
+                                                inline_stack)) != 0) {
             goto done;
         }
-        memmove(out->v + base + nexact, out->v + base, nwild * sizeof(*out->v));
-        size_t i = base;
-        for (rift_sl_entry *e = exact->head; e != NULL; e = e->next) {
-            out->v[i++] = e;
-        }
-        out->len += nexact;
+        depth = push_children(sl, n, subject, f.pos, end, stack, depth);
     }
-    sort_by_seq(out->v + base + nexact, nwild);
+
+    size_t nexact = 0;
+    if ((rc = place_exact(out, base, exact, &nexact)) != 0) {
+        goto done;
+    }
 
 done:
     if (stack != inline_stack) {

@@ -51,6 +51,51 @@ void rift_frame_reader_reset(rift_frame_reader *r) {
     trim(r);
 }
 
+/* Completes the 4-byte length prefix from data, moving *pos and counting
+ * the bytes this chunk gave in *taken; false while it is still short. */
+static inline bool take_prefix(rift_frame_reader *r, const uint8_t *data,
+                               size_t len, size_t *pos, uint8_t *taken) {
+    if (r->prefix_have == 0 && len >= 4) {
+        /* The common case, a whole prefix in the chunk: no byte loop. */
+        r->body_len = rift_be32_load(data);
+        r->prefix_have = 4;
+        *pos = *taken = 4;
+    } else if (r->prefix_have < 4) {
+        while (r->prefix_have < 4 && *pos < len) {
+            r->prefix[r->prefix_have++] = data[(*pos)++];
+            (*taken)++;
+        }
+        if (r->prefix_have < 4) {
+            return false;
+        }
+        r->body_len = rift_be32_load(r->prefix);
+    }
+    return true;
+}
+
+/* Makes the assembly buffer hold body_len bytes. */
+static int reserve_body(rift_frame_reader *r, uint8_t taken, rift_error *err) {
+    if (r->buf_cap >= r->body_len) {
+        return 0;
+    }
+    /* Free first: peak memory stays at one frame per reader. */
+    rift_free(r->mem, r->buf);
+    r->buf = NULL;
+    r->buf_cap = 0;
+    uint8_t *nb = rift_malloc(r->mem, r->body_len);
+    if (nb == NULL) {
+        /* Give back the prefix bytes of this chunk: the caller may
+         * feed the same chunk again. */
+        r->prefix_have = (uint8_t)(r->prefix_have - taken);
+        return rift_error_set(err, RIFT_ERR_NOMEM,
+                              "out of memory for a %u-byte frame",
+                              (unsigned)r->body_len);
+    }
+    r->buf = nb;
+    r->buf_cap = r->body_len;
+    return 0;
+}
+
 rift_ssize rift_frame_reader_feed(rift_frame_reader *r, const uint8_t *data,
                                   size_t len, rift_frame_body *out,
                                   rift_error *err) {
@@ -65,20 +110,8 @@ rift_ssize rift_frame_reader_feed(rift_frame_reader *r, const uint8_t *data,
 
     size_t pos = 0;
     uint8_t taken = 0; /* prefix bytes taken from this chunk */
-    if (r->prefix_have == 0 && len >= 4) {
-        /* The common case, a whole prefix in the chunk: no byte loop. */
-        r->body_len = rift_be32_load(data);
-        r->prefix_have = 4;
-        pos = taken = 4;
-    } else if (r->prefix_have < 4) {
-        while (r->prefix_have < 4 && pos < len) {
-            r->prefix[r->prefix_have++] = data[pos++];
-            taken++;
-        }
-        if (r->prefix_have < 4) {
-            return (rift_ssize)pos;
-        }
-        r->body_len = rift_be32_load(r->prefix);
+    if (!take_prefix(r, data, len, &pos, &taken)) {
+        return (rift_ssize)pos;
     }
     /* Checked on every call, before any allocation: a bad length stays in
      * the prefix, which makes the error final. */
@@ -98,22 +131,9 @@ rift_ssize rift_frame_reader_feed(rift_frame_reader *r, const uint8_t *data,
         if (left == 0) {
             return (rift_ssize)pos;
         }
-        if (r->buf_cap < r->body_len) {
-            /* Free first: peak memory stays at one frame per reader. */
-            rift_free(r->mem, r->buf);
-            r->buf = NULL;
-            r->buf_cap = 0;
-            uint8_t *nb = rift_malloc(r->mem, r->body_len);
-            if (nb == NULL) {
-                /* Give back the prefix bytes of this chunk: the caller may
-                 * feed the same chunk again. */
-                r->prefix_have = (uint8_t)(r->prefix_have - taken);
-                return rift_error_set(err, RIFT_ERR_NOMEM,
-                                      "out of memory for a %u-byte frame",
-                                      (unsigned)r->body_len);
-            }
-            r->buf = nb;
-            r->buf_cap = r->body_len;
+        int rc = reserve_body(r, taken, err);
+        if (rc != 0) {
+            return rc;
         }
         r->assembling = true;
         r->body_have = 0;

@@ -397,6 +397,105 @@ static int send_plain(rift_udp *u, const txview *v, size_t *done) {
 /* Sends |n| views with sendmmsg. Returns the index of the first view that
  * was refused with EAGAIN (with |*partial| bytes of it already sent by the
  * plain fallback), or |n| when everything went out or was dropped. */
+/* Fills mm[0..] for the messages of v[0..cnt) that go out as they are;
+ * returns how many, stopping at the first that needs splitting (GSO off
+ * and several packets in it). */
+static inline size_t build_batch(rift_udp *u, const txview *v, size_t cnt,
+                                 struct mmsghdr *mm, struct iovec *iov,
+                                 cmsgbuf *cb) {
+    size_t k;
+    for (k = 0; k < cnt; k++) {
+        const txview *x = &v[k];
+        if (x->len > x->seg && !u->gso) {
+            break; /* needs splitting: handled by the caller */
+        }
+        iov[k].iov_base = (void *)x->data;
+        iov[k].iov_len = x->len;
+        memset(&mm[k], 0, sizeof(mm[k]));
+        mm[k].msg_hdr.msg_name = (void *)&x->to->ss;
+        mm[k].msg_hdr.msg_namelen = x->to->len;
+        mm[k].msg_hdr.msg_iov = &iov[k];
+        mm[k].msg_hdr.msg_iovlen = 1;
+        fill_cmsgs(u, x, &cb[k], &mm[k].msg_hdr, x->len > x->seg);
+    }
+    return k;
+}
+
+/* One sendmmsg of the k messages built for v, or the failure a test
+ * injects; returns what sendmmsg returns, errno set on -1. */
+static inline int send_batch(rift_udp *u, const txview *v, size_t k,
+                             struct mmsghdr *mm) {
+    int r;
+    size_t fit = k;
+    for (size_t j = 0; u->inject_mtu > 0 && j < k; j++) {
+        if (v[j].seg > u->inject_mtu) {
+            fit = j;
+            break;
+        }
+    }
+    if (u->inject_eagain > 0) {
+        u->inject_eagain--;
+        errno = EAGAIN;
+        r = -1;
+    } else if (fit == 0) {
+        errno = v[0].len > v[0].seg ? EINVAL : EMSGSIZE;
+        r = -1;
+    } else if (u->inject_eio > 0 && v[0].len > v[0].seg) {
+        u->inject_eio--;
+        errno = EIO;
+        r = -1;
+    } else {
+        do {
+            r = sendmmsg(u->fd, mm, (unsigned)fit, 0);
+        } while (r < 0 && errno == EINTR);
+    }
+    u->stats.tx_calls++;
+    return r;
+}
+
+/* What send_views does after a failed send of x. */
+enum {
+    TX_STOP,
+    TX_NEXT,
+    TX_RETRY
+};
+
+/* Sends x packet by packet; false when that stopped part-way (*partial
+ * says how many bytes went). */
+static inline bool send_split(rift_udp *u, const txview *x, size_t *partial) {
+    size_t done = 0;
+    if (send_plain(u, x, &done) != 0) {
+        *partial = done;
+        return false;
+    }
+    return true;
+}
+
+/* Decides, from errno, what a failed send of x means for the queue. */
+static inline int after_failure(rift_udp *u, const txview *x, size_t *partial) {
+    if (transient(errno)) {
+        u->stats.tx_eagain++;
+        return TX_STOP;
+    }
+    if ((errno == EMSGSIZE || errno == EINVAL) && x->len > x->seg) {
+        /* One segment is larger than the path allows (a path MTU
+         * probe, with the packets that followed it into the
+         * message): send them one by one so only the probe is lost. */
+        return send_split(u, x, partial) ? TX_NEXT : TX_STOP;
+    }
+    if (errno == EIO && x->len > x->seg && u->gso) {
+        /* The path cannot segment (e.g. a device without GSO): plain
+         * sends from now on, starting with this message. */
+        u->gso = false;
+        u->stats.gso_fallbacks++;
+        return TX_RETRY;
+    }
+    /* EMSGSIZE (a PMTUD probe too big), unreachable and friends: the
+     * packet is lost; QUIC recovers. */
+    u->stats.tx_errors += (x->len + x->seg - 1) / x->seg;
+    return TX_NEXT;
+}
+
 static size_t send_views(rift_udp *u, const txview *v, size_t n,
                          size_t *partial) {
     struct mmsghdr mm[RIFT_UDP_TX_MSGS];
@@ -406,56 +505,16 @@ static size_t send_views(rift_udp *u, const txview *v, size_t n,
     *partial = 0;
     while (i < n) {
         size_t cnt = n - i < RIFT_UDP_TX_MSGS ? n - i : RIFT_UDP_TX_MSGS;
-        size_t k;
-        for (k = 0; k < cnt; k++) {
-            const txview *x = &v[i + k];
-            if (x->len > x->seg && !u->gso) {
-                break; /* needs splitting: handled below */
-            }
-            iov[k].iov_base = (void *)x->data;
-            iov[k].iov_len = x->len;
-            memset(&mm[k], 0, sizeof(mm[k]));
-            mm[k].msg_hdr.msg_name = (void *)&x->to->ss;
-            mm[k].msg_hdr.msg_namelen = x->to->len;
-            mm[k].msg_hdr.msg_iov = &iov[k];
-            mm[k].msg_hdr.msg_iovlen = 1;
-            fill_cmsgs(u, x, &cb[k], &mm[k].msg_hdr, x->len > x->seg);
-        }
+        size_t k = build_batch(u, &v[i], cnt, mm, iov, cb);
         if (k == 0) {
             /* GSO is off and this message holds several packets. */
-            size_t done = 0;
-            if (send_plain(u, &v[i], &done) != 0) {
-                *partial = done;
+            if (!send_split(u, &v[i], partial)) {
                 return i;
             }
             i++;
             continue;
         }
-        int r;
-        size_t fit = k;
-        for (size_t j = 0; u->inject_mtu > 0 && j < k; j++) {
-            if (v[i + j].seg > u->inject_mtu) {
-                fit = j;
-                break;
-            }
-        }
-        if (u->inject_eagain > 0) {
-            u->inject_eagain--;
-            errno = EAGAIN;
-            r = -1;
-        } else if (fit == 0) {
-            errno = v[i].len > v[i].seg ? EINVAL : EMSGSIZE;
-            r = -1;
-        } else if (u->inject_eio > 0 && v[i].len > v[i].seg) {
-            u->inject_eio--;
-            errno = EIO;
-            r = -1;
-        } else {
-            do {
-                r = sendmmsg(u->fd, mm, (unsigned)fit, 0);
-            } while (r < 0 && errno == EINTR);
-        }
-        u->stats.tx_calls++;
+        int r = send_batch(u, &v[i], k, mm);
         if (r > 0) {
             for (int j = 0; j < r; j++) {
                 const txview *x = &v[i + (size_t)j];
@@ -464,34 +523,11 @@ static size_t send_views(rift_udp *u, const txview *v, size_t n,
             i += (size_t)r;
             continue;
         }
-        const txview *x = &v[i];
-        if (transient(errno)) {
-            u->stats.tx_eagain++;
+        int next = after_failure(u, &v[i], partial);
+        if (next == TX_STOP) {
             return i;
         }
-        if ((errno == EMSGSIZE || errno == EINVAL) && x->len > x->seg) {
-            /* One segment is larger than the path allows (a path MTU
-             * probe, with the packets that followed it into the
-             * message): send them one by one so only the probe is lost. */
-            size_t done = 0;
-            if (send_plain(u, x, &done) != 0) {
-                *partial = done;
-                return i;
-            }
-            i++;
-            continue;
-        }
-        if (errno == EIO && x->len > x->seg && u->gso) {
-            /* The path cannot segment (e.g. a device without GSO): plain
-             * sends from now on, starting with this message. */
-            u->gso = false;
-            u->stats.gso_fallbacks++;
-            continue;
-        }
-        /* EMSGSIZE (a PMTUD probe too big), unreachable and friends: the
-         * packet is lost; QUIC recovers. */
-        u->stats.tx_errors += (x->len + x->seg - 1) / x->seg;
-        i++;
+        i += next == TX_NEXT;
     }
     return n;
 }

@@ -376,6 +376,69 @@ static void teardown(rift_server *srv) {
     srv->id_conns = NULL;
 }
 
+/* The event loop, the stop timer and the notifier other threads wake the
+ * server thread with. */
+static int start_loop(rift_server *srv, rift_error *err) {
+    int rc;
+    if ((rc = rift_loop_new(&srv->loop, srv->mem)) != 0) {
+        rift_error_set(err, rc, "cannot create event loop: %s",
+                       rift_strerror(rc));
+        return rc;
+    }
+    rift_timer_init(srv->loop, &srv->stop_timer, NULL, srv);
+    if ((rc = rift_notifier_new(&srv->notifier, srv->mem, NULL)) != 0) {
+        rift_error_set(err, rc, "cannot create notifier: %s",
+                       rift_strerror(rc));
+        return rc;
+    }
+    if ((rc = rift_io_start(srv->loop, &srv->notify_io,
+                            rift_notifier_fd(srv->notifier), RIFT_IO_READ,
+                            rift_srv_notify_cb, srv)) != 0) {
+        rift_error_set(err, rc, "cannot watch notifier: %s", rift_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+/* The QUIC endpoint bound to ss; records the address it got. */
+static int start_quic(rift_server *srv, const struct sockaddr_storage *ss,
+                      socklen_t sslen, rift_error *err) {
+    int rc;
+    rift_quic_settings qs;
+    rift_quic_settings_default(&qs);
+    qs.handshake_timeout = srv->handshake_ns;
+    qs.max_streams_bidi = srv->max_streams;
+    qs.max_connections = srv->max_connections;
+    qs.cert_file = srv->cert_file;
+    qs.key_file = srv->key_file;
+    qs.static_secret = srv->has_secret ? srv->secret : NULL;
+    qs.retry = srv->retry;
+    qs.mem = srv->mem;
+    if ((rc = rift_quic_server_new(&srv->ep, srv->loop,
+                                   (const struct sockaddr *)ss, sslen, &qs,
+                                   &rift_srv_callbacks, srv, err)) != 0) {
+        return rc;
+    }
+    rift_quic_endpoint_local_addr(srv->ep, &srv->addr, &srv->addrlen);
+    return 0;
+}
+
+/* The server thread takes no process signals: they belong to the
+ * application (riftd watches them with a signalfd). */
+static int start_thread(rift_server *srv, rift_error *err) {
+    sigset_t all, old;
+    sigfillset(&all);
+    atomic_store_explicit(&srv->thread_ended, false, memory_order_relaxed);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&srv->thread, NULL, thread_main, srv);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        return rift_error_set(err, -rc, "cannot start server thread: %s",
+                              strerror(rc));
+    }
+    return 0;
+}
+
 int rift_server_start(rift_server *srv, const char *address, rift_error *err) {
     struct sockaddr_storage ss;
     socklen_t sslen = 0;
@@ -402,51 +465,9 @@ int rift_server_start(rift_server *srv, const char *address, rift_error *err) {
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = rift_loop_new(&srv->loop, srv->mem)) != 0) {
-        rift_error_set(err, rc, "cannot create event loop: %s",
-                       rift_strerror(rc));
-        goto fail;
-    }
-    rift_timer_init(srv->loop, &srv->stop_timer, NULL, srv);
-    if ((rc = rift_notifier_new(&srv->notifier, srv->mem, NULL)) != 0) {
-        rift_error_set(err, rc, "cannot create notifier: %s",
-                       rift_strerror(rc));
-        goto fail;
-    }
-    if ((rc = rift_io_start(srv->loop, &srv->notify_io,
-                            rift_notifier_fd(srv->notifier), RIFT_IO_READ,
-                            rift_srv_notify_cb, srv)) != 0) {
-        rift_error_set(err, rc, "cannot watch notifier: %s", rift_strerror(rc));
-        goto fail;
-    }
-    rift_quic_settings qs;
-    rift_quic_settings_default(&qs);
-    qs.handshake_timeout = srv->handshake_ns;
-    qs.max_streams_bidi = srv->max_streams;
-    qs.max_connections = srv->max_connections;
-    qs.cert_file = srv->cert_file;
-    qs.key_file = srv->key_file;
-    qs.static_secret = srv->has_secret ? srv->secret : NULL;
-    qs.retry = srv->retry;
-    qs.mem = srv->mem;
-    if ((rc = rift_quic_server_new(&srv->ep, srv->loop,
-                                   (const struct sockaddr *)&ss, sslen, &qs,
-                                   &rift_srv_callbacks, srv, err)) != 0) {
-        goto fail;
-    }
-    rift_quic_endpoint_local_addr(srv->ep, &srv->addr, &srv->addrlen);
-
-    /* The server thread takes no process signals: they belong to the
-     * application (riftd watches them with a signalfd). */
-    sigset_t all, old;
-    sigfillset(&all);
-    atomic_store_explicit(&srv->thread_ended, false, memory_order_relaxed);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&srv->thread, NULL, thread_main, srv);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        rc = rift_error_set(err, -rc, "cannot start server thread: %s",
-                            strerror(rc));
+    if ((rc = start_loop(srv, err)) != 0 ||
+        (rc = start_quic(srv, &ss, sslen, err)) != 0 ||
+        (rc = start_thread(srv, err)) != 0) {
         goto fail;
     }
     srv->run = SRV_RUNNING;

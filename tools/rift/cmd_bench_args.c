@@ -184,7 +184,8 @@ static const char *const opt_names[OPT_COUNT] = {
     "--ack-wait",
 };
 
-static int check(bench_cfg *cfg, const char *const *v) {
+/* The numeric options, each with its default and its bound. */
+static int check_numbers(bench_cfg *cfg, const char *const *v) {
     uint64_t n;
     cfg->msgs = 100000;
     if (v[OPT_MSGS] != NULL) {
@@ -228,6 +229,11 @@ static int check(bench_cfg *cfg, const char *const *v) {
         }
         cfg->server_pid = (int)n;
     }
+    return 0;
+}
+
+/* The duration and the two word-valued options. */
+static int check_words(bench_cfg *cfg, const char *const *v) {
     cfg->timeout_ns = 30000000000ull;
     if (v[OPT_TIMEOUT] != NULL &&
         (!parse_duration(v[OPT_TIMEOUT], &cfg->timeout_ns) ||
@@ -259,6 +265,11 @@ static int check(bench_cfg *cfg, const char *const *v) {
             return 2;
         }
     }
+    return 0;
+}
+
+/* The string options; the subject defaults to bench.<scenario>. */
+static void set_strings(bench_cfg *cfg, const char *const *v) {
     cfg->csv = v[OPT_CSV];
     cfg->label = v[OPT_LABEL] != NULL ? v[OPT_LABEL] : "";
     cfg->stream = v[OPT_STREAM] != NULL ? v[OPT_STREAM] : "bench";
@@ -272,7 +283,11 @@ static int check(bench_cfg *cfg, const char *const *v) {
         cfg->subject = cfg->subject_buf;
     }
     cfg->subject_len = strlen(cfg->subject);
+}
 
+/* The limits that involve more than one option or the scenario; NULL
+ * when the combination is fine. */
+static const char *cross_check(const bench_cfg *cfg) {
     const char *why = NULL;
     if (cfg->msgs < 1) {
         why = "--msgs must be at least 1";
@@ -296,6 +311,15 @@ static int check(bench_cfg *cfg, const char *const *v) {
     } else if (cfg->ack_threads < 1 || cfg->ack_threads > 4096) {
         why = "--ack-threads must be 1..4096";
     }
+    return why;
+}
+
+static int check(bench_cfg *cfg, const char *const *v) {
+    if (check_numbers(cfg, v) != 0 || check_words(cfg, v) != 0) {
+        return 2;
+    }
+    set_strings(cfg, v);
+    const char *why = cross_check(cfg);
     if (why != NULL) {
         fprintf(stderr, "rift bench: %s\n", why);
         return 2;

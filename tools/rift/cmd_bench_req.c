@@ -330,6 +330,88 @@ done:
     return rc;
 }
 
+/* Waits for the first answered request: the measured run starts there, so
+ * time spent waiting for requesters is not counted. */
+static void wait_first(rr *r) {
+    pthread_mutex_lock(&r->mu);
+    while (answered(r) == 0 && !responders_finished(r) &&
+           !bench_interrupted()) {
+        struct timespec ts = bench_deadline(100000000);
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Waits for the total, or until nothing moved for the timeout. */
+static void wait_total(rr *r, const bench_cfg *cfg) {
+    uint64_t last = answered(r);
+    int64_t last_change = bench_now_ns();
+    pthread_mutex_lock(&r->mu);
+    while (answered(r) < cfg->msgs && !responders_finished(r)) {
+        struct timespec ts = bench_deadline(50000000);
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+        uint64_t t = answered(r);
+        int64_t now = bench_now_ns();
+        if (t != last) {
+            last = t;
+            last_change = now;
+        } else if (now - last_change > (int64_t)cfg->timeout_ns ||
+                   bench_interrupted()) {
+            fprintf(stderr, "rift bench: requesters stopped early\n");
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Keeps answering (uncounted) until requests stop for 1 s, so that
+ * requesters still running are not left waiting; then joins the
+ * responders. */
+static void linger_and_stop(rr *r) {
+    uint64_t seen = atomic_load(&r->total);
+    while (!responders_finished(r) && !bench_interrupted()) {
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL);
+        uint64_t now_total = atomic_load(&r->total);
+        if (now_total == seen) {
+            break;
+        }
+        seen = now_total;
+    }
+    atomic_store(&r->stop, true);
+    for (unsigned i = 0; i < r->nresp; i++) {
+        pthread_join(r->resp[i].thread, NULL);
+        r->resp[i].started = false;
+    }
+}
+
+/* Sums the responders' counts and rates into res. */
+static int sum_responders(rr *r, const bench_cfg *cfg, bench_result *res) {
+    int64_t t0 = INT64_MAX, end = 0;
+    uint64_t total = 0;
+    for (unsigned i = 0; i < r->nresp; i++) {
+        responder *w = &r->resp[i];
+        uint64_t n = atomic_load(&w->n);
+        int64_t first = atomic_load(&w->first_ns);
+        int64_t lst = atomic_load(&w->last_ns);
+        if (n > 0) {
+            t0 = first < t0 ? first : t0;
+            end = lst > end ? lst : end;
+        }
+        double rate =
+            lst > first ? (double)n / ((double)(lst - first) / 1e9) : 0;
+        if (bench_result_add_rate(res, rate) != 0) {
+            return -1;
+        }
+        total += n;
+        res->errors += w->failed;
+    }
+    res->msgs = total;
+    res->errors += total < cfg->msgs ? cfg->msgs - total : 0;
+    res->seconds = end > t0 ? (double)(end - t0) / 1e9 : 0;
+    return 0;
+}
+
 int bench_run_reply(const bench_cfg *cfg, bench_result *res) {
     rr r;
     int rc = 1;
@@ -343,76 +425,18 @@ int bench_run_reply(const bench_cfg *cfg, bench_result *res) {
     bench_progress_reset(cfg->msgs);
     fprintf(stderr, "rift bench: answering %llu requests on %s\n",
             (unsigned long long)cfg->msgs, cfg->subject);
-    pthread_mutex_lock(&r.mu);
-    while (answered(&r) == 0 && !responders_finished(&r) &&
-           !bench_interrupted()) {
-        struct timespec ts = bench_deadline(100000000);
-        pthread_cond_timedwait(&r.cv, &r.mu, &ts);
-    }
-    pthread_mutex_unlock(&r.mu);
+    wait_first(&r);
     if (answered(&r) == 0) {
         fprintf(stderr, "rift bench: no request arrived\n");
         goto done;
     }
     res->cpu0 = bench_cpu_mark(cfg->server_pid);
-    /* Wait for the total, or until nothing moved for the timeout. */
-    uint64_t last = answered(&r);
-    int64_t last_change = bench_now_ns();
-    pthread_mutex_lock(&r.mu);
-    while (answered(&r) < cfg->msgs && !responders_finished(&r)) {
-        struct timespec ts = bench_deadline(50000000);
-        pthread_cond_timedwait(&r.cv, &r.mu, &ts);
-        uint64_t t = answered(&r);
-        int64_t now = bench_now_ns();
-        if (t != last) {
-            last = t;
-            last_change = now;
-        } else if (now - last_change > (int64_t)cfg->timeout_ns ||
-                   bench_interrupted()) {
-            fprintf(stderr, "rift bench: requesters stopped early\n");
-            break;
-        }
-    }
-    pthread_mutex_unlock(&r.mu);
+    wait_total(&r, cfg);
     res->cpu1 = bench_cpu_mark(cfg->server_pid);
-    /* Linger: keep answering (uncounted) until requests stop for 1 s. */
-    uint64_t seen = atomic_load(&r.total);
-    while (!responders_finished(&r) && !bench_interrupted()) {
-        struct timespec ts = {1, 0};
-        nanosleep(&ts, NULL);
-        uint64_t now_total = atomic_load(&r.total);
-        if (now_total == seen) {
-            break;
-        }
-        seen = now_total;
+    linger_and_stop(&r);
+    if (sum_responders(&r, cfg, res) != 0) {
+        goto done;
     }
-    atomic_store(&r.stop, true);
-    for (unsigned i = 0; i < r.nresp; i++) {
-        pthread_join(r.resp[i].thread, NULL);
-        r.resp[i].started = false;
-    }
-    int64_t t0 = INT64_MAX, end = 0;
-    uint64_t total = 0;
-    for (unsigned i = 0; i < r.nresp; i++) {
-        responder *w = &r.resp[i];
-        uint64_t n = atomic_load(&w->n);
-        int64_t first = atomic_load(&w->first_ns);
-        int64_t lst = atomic_load(&w->last_ns);
-        if (n > 0) {
-            t0 = first < t0 ? first : t0;
-            end = lst > end ? lst : end;
-        }
-        double rate =
-            lst > first ? (double)n / ((double)(lst - first) / 1e9) : 0;
-        if (bench_result_add_rate(res, rate) != 0) {
-            goto done;
-        }
-        total += n;
-        res->errors += w->failed;
-    }
-    res->msgs = total;
-    res->errors += total < cfg->msgs ? cfg->msgs - total : 0;
-    res->seconds = end > t0 ? (double)(end - t0) / 1e9 : 0;
     rc = 0;
 done:
     rr_free(&r);

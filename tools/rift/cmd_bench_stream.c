@@ -421,25 +421,15 @@ done:
     return rc;
 }
 
-int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
-    int rc = 1;
-    uint64_t first;
-    rift_client *c = NULL;
-    rift_client_delivery *out = NULL;
-    ackq q;
-    memset(&q, 0, sizeof(q));
-    pthread_mutex_init(&q.mu, NULL);
-    pthread_cond_init(&q.cv, NULL);
-    if (prefill(cfg, &first) != 0 || bench_connect(cfg, &c) != 0) {
-        goto done;
-    }
-    char name[96];
+/* Opens the consumer the run fetches from into name[len]. */
+static int open_consumer(const bench_cfg *cfg, rift_client *c, uint64_t first,
+                         char *name, size_t len) {
     if (cfg->consumer != NULL) {
-        snprintf(name, sizeof(name), "%s", cfg->consumer);
+        snprintf(name, len, "%s", cfg->consumer);
     } else {
         /* Consumers cannot be deleted and reopening needs identical
          * settings, so every run opens its own. */
-        snprintf(name, sizeof(name), "bench-%d-%llx", (int)getpid(),
+        snprintf(name, len, "bench-%d-%llx", (int)getpid(),
                  (unsigned long long)bench_wall_ns());
     }
     rift_consumer_config cc = {
@@ -454,33 +444,59 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
                                   strlen(name), &cc, &err) != 0) {
         fprintf(stderr, "rift bench: consumer %s on %s: %s\n", name,
                 cfg->stream, err.text);
-        goto done;
+        return -1;
     }
-    q.cfg = cfg;
-    q.client = c;
-    q.name = name;
-    q.name_len = strlen(name);
-    q.window = cfg->ack_threads;
-    q.seqs = malloc(cfg->msgs * sizeof(*q.seqs));
-    out = calloc(BENCH_FETCH_MAX, sizeof(*out));
-    size_t lat_cap = (size_t)(cfg->msgs / cfg->batch) + 16, nlat = 0;
-    res->lat = malloc(lat_cap * sizeof(*res->lat));
-    if (q.seqs == NULL || out == NULL || res->lat == NULL) {
-        fprintf(stderr, "rift bench: out of memory\n");
-        goto done;
+    return 0;
+}
+
+/* Appends one fetch latency, doubling res->lat when it is full. */
+static int lat_push(bench_result *res, size_t *nlat, size_t *cap, int64_t ns) {
+    if (*nlat == *cap) {
+        int64_t *p = realloc(res->lat, 2 * *cap * sizeof(*p));
+        if (p == NULL) {
+            fprintf(stderr, "rift bench: out of memory\n");
+            return -1;
+        }
+        res->lat = p;
+        *cap *= 2;
     }
-    res->lat_what = "fetch";
-    bench_progress_reset(cfg->msgs);
-    uint64_t got = 0, bad = 0;
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
-    int64_t t0 = bench_now_ns(), idle_since = t0;
-    while (got < cfg->msgs && !bench_interrupted()) {
+    res->lat[(*nlat)++] = ns;
+    return 0;
+}
+
+/* Hands the fetched sequences to the ack threads and drops the messages;
+ * returns how many payloads had the wrong size. */
+static uint64_t take_batch(ackq *q, rift_client_delivery *out, size_t count) {
+    uint64_t bad = 0;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < count; i++) {
+        size_t len;
+        rift_msg_payload(out[i].msg, &len);
+        bad += len != q->cfg->size;
+        if (q->produced < q->cfg->msgs) {
+            q->seqs[q->produced++] = out[i].sequence;
+        }
+        rift_msg_unref(out[i].msg);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return bad;
+}
+
+/* Fetches until cfg->msgs arrived, fetch fails, nothing comes for the
+ * timeout or the user interrupts; -1 only when out of memory. */
+static int fetch_all(ackq *q, rift_client_delivery *out, bench_result *res,
+                     size_t lat_cap, uint64_t *got, uint64_t *bad) {
+    const bench_cfg *cfg = q->cfg;
+    size_t nlat = 0;
+    rift_error err;
+    int64_t idle_since = bench_now_ns();
+    while (*got < cfg->msgs && !bench_interrupted()) {
         uint64_t want =
-            cfg->msgs - got < cfg->batch ? cfg->msgs - got : cfg->batch;
+            cfg->msgs - *got < cfg->batch ? cfg->msgs - *got : cfg->batch;
         size_t count = 0;
         int64_t s = bench_now_ns();
-        if (rift_client_fetch(c, cfg->stream, cfg->stream_len, name,
-                              strlen(name), (uint32_t)want, out, &count,
+        if (rift_client_fetch(q->client, cfg->stream, cfg->stream_len, q->name,
+                              q->name_len, (uint32_t)want, out, &count,
                               &err) != 0) {
             fprintf(stderr, "rift bench: fetch: %s\n", err.text);
             break;
@@ -498,32 +514,53 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
             continue;
         }
         idle_since = now;
-        if (nlat == lat_cap) {
-            int64_t *p = realloc(res->lat, 2 * lat_cap * sizeof(*p));
-            if (p == NULL) {
-                fprintf(stderr, "rift bench: out of memory\n");
-                goto done;
-            }
-            res->lat = p;
-            lat_cap *= 2;
+        if (lat_push(res, &nlat, &lat_cap, now - s) != 0) {
+            return -1;
         }
-        res->lat[nlat++] = now - s;
-        pthread_mutex_lock(&q.mu);
-        for (size_t i = 0; i < count; i++) {
-            size_t len;
-            rift_msg_payload(out[i].msg, &len);
-            bad += len != cfg->size;
-            if (q.produced < cfg->msgs) {
-                q.seqs[q.produced++] = out[i].sequence;
-            }
-            rift_msg_unref(out[i].msg);
-        }
-        pthread_mutex_unlock(&q.mu);
-        ack_pump(&q);
-        got += count;
+        *bad += take_batch(q, out, count);
+        ack_pump(q);
+        *got += count;
         bench_progress_add(count);
     }
     res->nlat = nlat;
+    return 0;
+}
+
+int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
+    int rc = 1;
+    uint64_t first;
+    rift_client *c = NULL;
+    rift_client_delivery *out = NULL;
+    ackq q;
+    memset(&q, 0, sizeof(q));
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.cv, NULL);
+    char name[96];
+    if (prefill(cfg, &first) != 0 || bench_connect(cfg, &c) != 0 ||
+        open_consumer(cfg, c, first, name, sizeof(name)) != 0) {
+        goto done;
+    }
+    q.cfg = cfg;
+    q.client = c;
+    q.name = name;
+    q.name_len = strlen(name);
+    q.window = cfg->ack_threads;
+    q.seqs = malloc(cfg->msgs * sizeof(*q.seqs));
+    out = calloc(BENCH_FETCH_MAX, sizeof(*out));
+    size_t lat_cap = (size_t)(cfg->msgs / cfg->batch) + 16;
+    res->lat = malloc(lat_cap * sizeof(*res->lat));
+    if (q.seqs == NULL || out == NULL || res->lat == NULL) {
+        fprintf(stderr, "rift bench: out of memory\n");
+        goto done;
+    }
+    res->lat_what = "fetch";
+    bench_progress_reset(cfg->msgs);
+    uint64_t got = 0, bad = 0;
+    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    int64_t t0 = bench_now_ns();
+    if (fetch_all(&q, out, res, lat_cap, &got, &bad) != 0) {
+        goto done;
+    }
     /* The barrier: every ACK answered. */
     ack_drain(&q);
     int64_t end = bench_now_ns();

@@ -304,6 +304,61 @@ static bool differs(const char *text) {
            NULL;
 }
 
+/* Opens at a sequence with the wire's own CONSUMER_OPEN; drops args. */
+static int open_wire(consumer_args *a, rift_client *c, json_t *args,
+                     const char *filter, uint64_t seq, uint64_t ack_wait,
+                     uint64_t pending) {
+    rift_consumer_config cfg = {
+        .filter = filter,
+        .filter_len = strlen(filter),
+        .start_sequence = seq,
+        .ack_wait_ms = ack_wait,
+        .max_ack_pending = pending,
+    };
+    rift_error err;
+    if (rift_client_consumer_open(c, a->pos[0], strlen(a->pos[0]), a->pos[1],
+                                  strlen(a->pos[1]), &cfg, &err) != 0) {
+        if (strcmp(err.text, "unknown stream") == 0) {
+            fprintf(stderr,
+                    "rift consumer: unknown stream \"%s\"; rift stream "
+                    "info lists the streams\n",
+                    a->pos[0]);
+        } else {
+            fprintf(stderr, "rift consumer: %s\n", err.text);
+        }
+        if (differs(err.text)) {
+            explain_differs(c, a, args);
+        }
+        json_decref(args);
+        return 1;
+    }
+    json_decref(args);
+    printf("consumer %s on %s: open (filter %s, start sequence %llu)\n",
+           a->pos[1], a->pos[0], filter, (unsigned long long)seq);
+    return 0;
+}
+
+/* Opens through the consumer.open control call, the path for any other
+ * start and for an identity; drops args. */
+static int open_control(consumer_args *a, rift_client *c, json_t *args) {
+    json_t *data;
+    char why[RIFT_ERROR_TEXT_MAX + 1];
+    if (rift_cli_control_quiet(c, "consumer", "consumer.open",
+                               json_incref(args), &data, why,
+                               sizeof(why)) != 0) {
+        rift_cli_control_error("consumer", why);
+        if (differs(why)) {
+            explain_differs(c, a, args);
+        }
+        json_decref(args);
+        return 1;
+    }
+    json_decref(args);
+    print_consumer(data);
+    json_decref(data);
+    return 0;
+}
+
 static int cmd_open(consumer_args *a, rift_client *c) {
     uint64_t ack_wait = 30000, pending = 128, seq;
     if ((a->ack_wait != NULL && (!rift_cli_parse_u64("consumer", "--ack-wait",
@@ -341,52 +396,9 @@ static int cmd_open(consumer_args *a, rift_client *c) {
     }
     if (seq != 0 && a->identity == NULL) {
         /* A sequence start is the wire's own CONSUMER_OPEN. */
-        rift_consumer_config cfg = {
-            .filter = filter,
-            .filter_len = strlen(filter),
-            .start_sequence = seq,
-            .ack_wait_ms = ack_wait,
-            .max_ack_pending = pending,
-        };
-        rift_error err;
-        if (rift_client_consumer_open(c, a->pos[0], strlen(a->pos[0]),
-                                      a->pos[1], strlen(a->pos[1]), &cfg,
-                                      &err) != 0) {
-            if (strcmp(err.text, "unknown stream") == 0) {
-                fprintf(stderr,
-                        "rift consumer: unknown stream \"%s\"; rift stream "
-                        "info lists the streams\n",
-                        a->pos[0]);
-            } else {
-                fprintf(stderr, "rift consumer: %s\n", err.text);
-            }
-            if (differs(err.text)) {
-                explain_differs(c, a, args);
-            }
-            json_decref(args);
-            return 1;
-        }
-        json_decref(args);
-        printf("consumer %s on %s: open (filter %s, start sequence %llu)\n",
-               a->pos[1], a->pos[0], filter, (unsigned long long)seq);
-        return 0;
+        return open_wire(a, c, args, filter, seq, ack_wait, pending);
     }
-    json_t *data;
-    char why[RIFT_ERROR_TEXT_MAX + 1];
-    if (rift_cli_control_quiet(c, "consumer", "consumer.open",
-                               json_incref(args), &data, why,
-                               sizeof(why)) != 0) {
-        rift_cli_control_error("consumer", why);
-        if (differs(why)) {
-            explain_differs(c, a, args);
-        }
-        json_decref(args);
-        return 1;
-    }
-    json_decref(args);
-    print_consumer(data);
-    json_decref(data);
-    return 0;
+    return open_control(a, c, args);
 }
 
 /* ---- fetch, ack ---- */

@@ -23,6 +23,53 @@ static void usage(FILE *out) {
     rift_cli_conn_usage(out);
 }
 
+/* Answers one request with data (or its own payload when echoing);
+ * returns whether the answer went out. */
+static bool answer(rift_client *c, rift_msg *m, const uint8_t *data, size_t len,
+                   bool echo) {
+    size_t rlen;
+    const char *reply = rift_msg_reply(m, &rlen);
+    if (reply == NULL) {
+        fprintf(stderr, "rift reply: message without a reply subject "
+                        "ignored\n");
+        return false;
+    }
+    size_t plen = len;
+    const uint8_t *p = data;
+    if (echo) {
+        p = rift_msg_payload(m, &plen);
+    }
+    rift_error err;
+    if (rift_client_publish(c, reply, rlen, p, plen, &err) != 0) {
+        fprintf(stderr, "rift reply: answering: %s\n", err.text);
+        return false;
+    }
+    return true;
+}
+
+/* Prints and answers requests until count were answered (0: forever), a
+ * signal arrives or receiving fails (then 1). */
+static int serve(rift_client *c, rift_client_sub *sub, uint64_t count,
+                 const uint8_t *data, size_t len, bool echo, bool raw) {
+    uint64_t answered = 0;
+    rift_error err;
+    while ((count == 0 || answered < count) && !rift_cli_stop_requested()) {
+        rift_msg *m;
+        int r = rift_client_sub_recv(sub, 200000000, &m, &err);
+        if (r == RIFT_ERR_AGAIN) {
+            continue;
+        }
+        if (r != 0) {
+            fprintf(stderr, "rift reply: %s\n", err.text);
+            return 1;
+        }
+        rift_cli_print_msg(stdout, m, raw);
+        answered += answer(c, m, data, len, echo);
+        rift_msg_unref(m);
+    }
+    return 0;
+}
+
 int rift_cmd_reply(int argc, char **argv) {
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
@@ -85,38 +132,7 @@ int rift_cmd_reply(int argc, char **argv) {
         }
         return 1;
     }
-    uint64_t answered = 0;
-    while ((count == 0 || answered < count) && !rift_cli_stop_requested()) {
-        rift_msg *m;
-        int r = rift_client_sub_recv(sub, 200000000, &m, &err);
-        if (r == RIFT_ERR_AGAIN) {
-            continue;
-        }
-        if (r != 0) {
-            fprintf(stderr, "rift reply: %s\n", err.text);
-            rc = 1;
-            break;
-        }
-        rift_cli_print_msg(stdout, m, raw);
-        size_t rlen;
-        const char *reply = rift_msg_reply(m, &rlen);
-        if (reply == NULL) {
-            fprintf(stderr, "rift reply: message without a reply subject "
-                            "ignored\n");
-        } else {
-            size_t plen = len;
-            const uint8_t *p = data;
-            if (echo) {
-                p = rift_msg_payload(m, &plen);
-            }
-            if (rift_client_publish(c, reply, rlen, p, plen, &err) != 0) {
-                fprintf(stderr, "rift reply: answering: %s\n", err.text);
-            } else {
-                answered++;
-            }
-        }
-        rift_msg_unref(m);
-    }
+    rc = serve(c, sub, count, data, len, echo, raw);
     rift_client_sub_close(sub);
     rift_client_del(c);
     if (owned) {

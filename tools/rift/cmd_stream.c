@@ -323,6 +323,43 @@ static bool print_record(const json_t *r, const stream_args *a) {
     return true;
 }
 
+/* A record alone larger than an answer: says so and moves *from past it
+ * (riftd skips nothing itself); false when why is another failure. */
+static bool skip_oversized(const char *why, uint64_t *from) {
+    unsigned long long big;
+    if (sscanf(why, "record %llu does not fit a control answer", &big) != 1 ||
+        big < *from) {
+        return false;
+    }
+    fflush(stdout);
+    fprintf(stderr,
+            "rift stream: record %llu does not fit a control "
+            "answer (about 1 MiB); skipped, read it with a "
+            "consumer\n",
+            big);
+    *from = big + 1;
+    return true;
+}
+
+/* Prints one answer's records, counting them in *printed; 1 at the first
+ * malformed one. */
+static int print_records(const json_t *records, stream_args *a,
+                         uint64_t *printed) {
+    size_t i;
+    json_t *r;
+    json_array_foreach((json_t *)records, i, r) {
+        if (!print_record(r, a)) {
+            fprintf(stderr,
+                    "rift stream: record %lld has a malformed "
+                    "payload\n",
+                    rift_cli_json_int(r, "seq"));
+            return 1;
+        }
+        (*printed)++;
+    }
+    return 0;
+}
+
 static int cmd_replay(stream_args *a) {
     uint64_t from = 1, limit = 0;
     if (a->npos != 1) {
@@ -350,26 +387,14 @@ static int cmd_replay(stream_args *a) {
         uint64_t want = limit == 0 ? 1000 : limit - printed - skipped;
         json_t *data;
         char why[RIFT_ERROR_TEXT_MAX + 1];
-        unsigned long long big;
         if (rift_cli_control_quiet(
                 c, "stream", "stream.replay",
                 json_pack("{s:s,s:I,s:I}", "stream", a->pos[0], "from",
                           (json_int_t)from, "limit",
                           (json_int_t)(want > 1000 ? 1000 : want)),
                 &data, why, sizeof(why)) != 0) {
-            /* A record alone larger than an answer: say so and go on
-             * after it (riftd skips nothing itself). */
-            if (sscanf(why, "record %llu does not fit a control answer",
-                       &big) == 1 &&
-                big >= from) {
-                fflush(stdout);
-                fprintf(stderr,
-                        "rift stream: record %llu does not fit a control "
-                        "answer (about 1 MiB); skipped, read it with a "
-                        "consumer\n",
-                        big);
+            if (skip_oversized(why, &from)) {
                 skipped++;
-                from = big + 1;
                 continue;
             }
             rift_cli_control_error("stream", why);
@@ -377,19 +402,7 @@ static int cmd_replay(stream_args *a) {
             break;
         }
         const json_t *records = json_object_get(data, "records");
-        size_t i;
-        json_t *r;
-        json_array_foreach((json_t *)records, i, r) {
-            if (!print_record(r, a)) {
-                fprintf(stderr,
-                        "rift stream: record %lld has a malformed "
-                        "payload\n",
-                        rift_cli_json_int(r, "seq"));
-                rc = 1;
-                break;
-            }
-            printed++;
-        }
+        rc = print_records(records, a, &printed);
         uint64_t next = (uint64_t)rift_cli_json_int(data, "next");
         bool end = json_array_size(records) == 0 || next <= from ||
                    next > (uint64_t)rift_cli_json_int(data, "last_seq");

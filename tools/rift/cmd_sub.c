@@ -79,6 +79,39 @@ static void explain_refusal(const char *pattern) {
     }
 }
 
+/* Prints what arrives until count messages were shown (0: forever), a
+ * signal arrives or receiving fails (then 1); hidden control messages are
+ * dropped unshown when filter is set. */
+static int print_loop(rift_client_sub *sub, uint64_t count, bool filter,
+                      bool raw, const char *sep, size_t sep_len) {
+    uint64_t got = 0;
+    rift_error err;
+    while ((count == 0 || got < count) && !rift_cli_stop_requested()) {
+        rift_msg *m;
+        /* Short waits so a signal is noticed promptly. */
+        int r = rift_client_sub_recv(sub, 200000000, &m, &err);
+        if (r == RIFT_ERR_AGAIN) {
+            continue;
+        }
+        if (r != 0) {
+            fprintf(stderr, "rift sub: %s\n", err.text);
+            return 1;
+        }
+        if (filter && is_hidden(m)) {
+            rift_msg_unref(m);
+            continue;
+        }
+        rift_cli_print_msg(stdout, m, raw);
+        if (sep_len > 0) {
+            fwrite(sep, 1, sep_len, stdout);
+            fflush(stdout);
+        }
+        rift_msg_unref(m);
+        got++;
+    }
+    return 0;
+}
+
 int rift_cmd_sub(int argc, char **argv) {
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
@@ -137,31 +170,7 @@ int rift_cmd_sub(int argc, char **argv) {
         rift_client_del(c);
         return 1;
     }
-    uint64_t got = 0;
-    while ((count == 0 || got < count) && !rift_cli_stop_requested()) {
-        rift_msg *m;
-        /* Short waits so a signal is noticed promptly. */
-        int r = rift_client_sub_recv(sub, 200000000, &m, &err);
-        if (r == RIFT_ERR_AGAIN) {
-            continue;
-        }
-        if (r != 0) {
-            fprintf(stderr, "rift sub: %s\n", err.text);
-            rc = 1;
-            break;
-        }
-        if (filter && is_hidden(m)) {
-            rift_msg_unref(m);
-            continue;
-        }
-        rift_cli_print_msg(stdout, m, raw);
-        if (sep_len > 0) {
-            fwrite(sep, 1, sep_len, stdout);
-            fflush(stdout);
-        }
-        rift_msg_unref(m);
-        got++;
-    }
+    rc = print_loop(sub, count, filter, raw, sep, sep_len);
     rift_client_sub_close(sub);
     rift_client_del(c);
     return rc;
