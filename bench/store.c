@@ -309,9 +309,11 @@ static double async_window(int depth, int low, bool sync) {
             break;
         }
         window_wait(&w, depth - 1, low);
+        bool completed = false;
         int rc = rift_stream_publish_async(st, "bench.rec", 9, NULL, 0, payload,
-                                           PAYLOAD, NULL, on_stored, &w, NULL);
-        if (rc == RIFT_STREAM_DONE) {
+                                           PAYLOAD, NULL, &completed, on_stored,
+                                           &w, NULL);
+        if (rc == 0 && completed) {
             pthread_mutex_lock(&w.mu);
             w.outstanding--;
             w.done++;
@@ -425,8 +427,10 @@ static double fetch_ack(rift_stream *st, uint64_t total, bool publish_too,
                 pthread_mutex_lock(&w.mu);
                 w.outstanding++;
                 pthread_mutex_unlock(&w.mu);
-                int rc = rift_consumer_ack_async(c, q, on_acked, &w, NULL);
-                if (rc == RIFT_STREAM_DONE) {
+                bool completed = false;
+                int rc = rift_consumer_ack_async(c, q, &completed, on_acked, &w,
+                                                 NULL);
+                if (rc == 0 && completed) {
                     pthread_mutex_lock(&w.mu);
                     w.outstanding--;
                     pthread_mutex_unlock(&w.mu);

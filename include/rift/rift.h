@@ -32,9 +32,10 @@
  *
  * Returns. A call that can fail returns int: 0 on success, a negative
  * RIFT_ERR_* code or -errno on failure; a count-or-error is rift_ssize.
- * Predicates return bool, calls that cannot fail return void. The one
- * positive status is RIFT_STREAM_DONE (stream.h: an _async call already
- * complete, its callback not called).
+ * Predicates return bool, calls that cannot fail return void. No call
+ * returns a positive status: a success that needs telling apart is a
+ * result (stream.h's _async calls set `bool *completed` when already
+ * complete and their callback will not run).
  *
  * Errors. A call that can fail takes `rift_error *err` as its last
  * parameter; NULL is allowed, and it is written only on failure (code and

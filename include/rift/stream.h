@@ -29,8 +29,8 @@
  * writes its own mutation (one write, under the stream lock) when the
  * writer thread is idle, else waits for the writer's next group write; the
  * _async calls always complete through the callback on the writer thread,
- * after its group write. Memory streams complete at once
- * (RIFT_STREAM_DONE).
+ * after its group write. Memory streams complete at once (*completed set
+ * true, the callback not called).
  *
  * Strings are pointer + length and need not be NUL-terminated; they are
  * borrowed for the duration of the call. Errors fill |err| (if not NULL)
@@ -142,11 +142,6 @@ RIFT_EXTERN void rift_batch_free(rift_batch *b);
 
 /* ---- Completion callbacks ---- */
 
-/** Returned by the _async functions when the operation is already
- * complete (memory storage, or nothing was written): the callback is then
- * NOT called. */
-#define RIFT_STREAM_DONE 1
-
 /**
  * rift_stream_done_cb reports the completion of an _async operation:
  * |status| 0 once it is durable (synced, or for sync_on_write false
@@ -232,17 +227,19 @@ RIFT_EXTERN int rift_stream_publish(rift_stream *stream, const char *subject,
 /**
  * rift_stream_publish_async is rift_stream_publish without waiting: the
  * record is appended and |out| filled before it returns, and the sequence
- * is taken even if nobody waits for the callback. Returns 0 when |cb| will
- * report durability, RIFT_STREAM_DONE when nothing remains to wait for
- * (memory storage) and |cb| is not called, or an
- * error as rift_stream_publish (|cb| not called). STORED must be sent only
- * after RIFT_STREAM_DONE or a callback with status 0.
+ * is taken even if nobody waits for the callback. Returns 0 or an error
+ * as rift_stream_publish (|cb| not called). On success *|completed| (may
+ * be NULL) tells which: true when the operation is already complete
+ * (memory storage, or nothing was written) and |cb| is NOT called, false
+ * when |cb| (if not NULL) will report durability. STORED must be sent
+ * only after *completed true or a callback with status 0. The other
+ * _async functions report the same way.
  */
 RIFT_EXTERN int rift_stream_publish_async(
     rift_stream *stream, const char *subject, size_t subject_len,
     const char *reply, size_t reply_len, const uint8_t *payload,
-    size_t payload_len, rift_stored *out, rift_stream_done_cb cb,
-    void *user_data, rift_error *err);
+    size_t payload_len, rift_stored *out, bool *completed,
+    rift_stream_done_cb cb, void *user_data, rift_error *err);
 
 /**
  * rift_stream_replay reads up to |limit| (0..65,536) retained records from
@@ -398,12 +395,13 @@ RIFT_EXTERN int rift_stream_consumer_open(rift_stream *stream, const char *name,
                                           rift_error *err);
 
 /** rift_stream_consumer_open_async: as rift_stream_consumer_open, the
- * handle usable at once; returns 0 / RIFT_STREAM_DONE / error as
- * rift_stream_publish_async (DONE when the consumer already existed). */
+ * handle usable at once; returns and sets *|completed| as
+ * rift_stream_publish_async (completed when the consumer already existed
+ * on disk). */
 RIFT_EXTERN int rift_stream_consumer_open_async(
     rift_stream *stream, const char *name, size_t name_len,
     const rift_consumer_config *config, rift_consumer **pconsumer,
-    rift_stream_done_cb cb, void *user_data, rift_error *err);
+    bool *completed, rift_stream_done_cb cb, void *user_data, rift_error *err);
 
 /**
  * rift_stream_consumer_get returns a handle to the existing consumer
@@ -431,13 +429,12 @@ RIFT_EXTERN int rift_stream_consumer_delete(rift_stream *stream,
                                             rift_error *err);
 
 /** rift_stream_consumer_delete_async: as rift_stream_consumer_delete,
- * without waiting for durability; returns 0 / RIFT_STREAM_DONE / error as
+ * without waiting for durability; returns and sets *|completed| as
  * rift_stream_publish_async. Errors: those of rift_stream_consumer_delete
  * (RIFT_ERR_INVALID_ARGUMENT excepted: callbacks may call it). */
-RIFT_EXTERN int
-rift_stream_consumer_delete_async(rift_stream *stream, const char *name,
-                                  size_t name_len, rift_stream_done_cb cb,
-                                  void *user_data, rift_error *err);
+RIFT_EXTERN int rift_stream_consumer_delete_async(
+    rift_stream *stream, const char *name, size_t name_len, bool *completed,
+    rift_stream_done_cb cb, void *user_data, rift_error *err);
 
 /**
  * rift_consumer_close releases a handle; the consumer's durable state is
@@ -464,12 +461,12 @@ RIFT_EXTERN int rift_consumer_fetch(rift_consumer *consumer, size_t limit,
                                     rift_batch *out, rift_error *err);
 
 /** rift_consumer_fetch_async fills |out| at once; the records must not be
- * handed out before RIFT_STREAM_DONE or a callback with status 0 (on
- * failure the caller just frees |out|). Returns as
+ * handed out before *|completed| true or a callback with status 0 (on
+ * failure the caller just frees |out|). Returns and sets *|completed| as
  * rift_stream_publish_async. Errors: those of rift_consumer_fetch
  * (RIFT_ERR_INVALID_ARGUMENT only for the limit). */
 RIFT_EXTERN int rift_consumer_fetch_async(rift_consumer *consumer, size_t limit,
-                                          rift_batch *out,
+                                          rift_batch *out, bool *completed,
                                           rift_stream_done_cb cb,
                                           void *user_data, rift_error *err);
 
@@ -487,7 +484,7 @@ RIFT_EXTERN int rift_consumer_fetch_async(rift_consumer *consumer, size_t limit,
  */
 RIFT_EXTERN int rift_consumer_fetch_bytes_async(
     rift_consumer *consumer, size_t limit, uint64_t max_bytes, rift_batch *out,
-    rift_stream_done_cb cb, void *user_data, rift_error *err);
+    bool *completed, rift_stream_done_cb cb, void *user_data, rift_error *err);
 
 /**
  * rift_consumer_ack acknowledges |sequence|, removing it from the pending
@@ -502,11 +499,11 @@ RIFT_EXTERN int rift_consumer_ack(rift_consumer *consumer, uint64_t sequence,
                                   rift_error *err);
 
 /** rift_consumer_ack_async: as rift_consumer_ack, without waiting for
- * durability; returns 0 / RIFT_STREAM_DONE / error as
+ * durability; returns and sets *|completed| as
  * rift_stream_publish_async. Errors: those of rift_consumer_ack
  * (RIFT_ERR_INVALID_ARGUMENT excepted: callbacks may call it). */
 RIFT_EXTERN int rift_consumer_ack_async(rift_consumer *consumer,
-                                        uint64_t sequence,
+                                        uint64_t sequence, bool *completed,
                                         rift_stream_done_cb cb, void *user_data,
                                         rift_error *err);
 

@@ -241,11 +241,12 @@ static void done_cb(void *user_data, int status, const rift_error *err) {
     }
 }
 
-/* The common tail of a submission: |rc| is what the _async call returned.
- */
-static void submitted(srv_store_op *op, int rc, const rift_error *err) {
+/* The common tail of a submission: |rc| is what the _async call returned,
+ * |completed| what it set (true: done now, done_cb will not run). */
+static void submitted(srv_store_op *op, int rc, bool completed,
+                      const rift_error *err) {
     rift_server *srv = op->srv;
-    if (rc == 0) {
+    if (rc == 0 && !completed) {
         op->in_store = true;
         /* The completion will be posted, typically after an fdatasync:
          * longer than the usual ACK hold, and a bare ACK meanwhile would
@@ -257,7 +258,7 @@ static void submitted(srv_store_op *op, int rc, const rift_error *err) {
         return;
     }
     atomic_fetch_sub_explicit(&srv->store_inflight, 1, memory_order_relaxed);
-    if (rc == RIFT_STREAM_DONE) {
+    if (rc == 0) {
         op->status = 0;
     } else {
         op->status = rc;
@@ -472,10 +473,11 @@ static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
     op->payload_len = f.payload_len;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
-    int rc = rift_stream_publish_async(st, f.subject, f.subject_len, f.reply,
-                                       f.reply_len, f.payload, f.payload_len,
-                                       &op->stored, done_cb, op, &err);
-    submitted(op, rc, &err);
+    bool completed = false;
+    int rc = rift_stream_publish_async(
+        st, f.subject, f.subject_len, f.reply, f.reply_len, f.payload,
+        f.payload_len, &op->stored, &completed, done_cb, op, &err);
+    submitted(op, rc, completed, &err);
 }
 
 static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
@@ -537,10 +539,11 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     cfg.max_ack_pending = f.max_ack_pending;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
-    rc =
-        rift_stream_consumer_open_async(st, scoped, RIFT_SCOPED_CONSUMER_LEN,
-                                        &cfg, &op->consumer, done_cb, op, &err);
-    submitted(op, rc, &err);
+    bool completed = false;
+    rc = rift_stream_consumer_open_async(st, scoped, RIFT_SCOPED_CONSUMER_LEN,
+                                         &cfg, &op->consumer, &completed,
+                                         done_cb, op, &err);
+    submitted(op, rc, completed, &err);
 }
 
 /* Stream lookup then consumer lookup, for FETCH and ACK. */
@@ -607,8 +610,10 @@ static void fetch_submit(srv_stream *ss, srv_store_op *op) {
     op->portion = p;
     op->next = 0;
     atomic_fetch_add_explicit(&srv->store_inflight, 1, memory_order_relaxed);
-    int rc = rift_consumer_fetch_bytes_async(
-        op->consumer, op->left, SRV_FETCH_BYTES, &p->batch, done_cb, op, &err);
+    bool completed = false;
+    int rc = rift_consumer_fetch_bytes_async(op->consumer, op->left,
+                                             SRV_FETCH_BYTES, &p->batch,
+                                             &completed, done_cb, op, &err);
     /* The store filled the batch at once: its records are pinned from
      * now on, whether or not the completion is still to come. */
     op->unwritten = 0;
@@ -617,7 +622,7 @@ static void fetch_submit(srv_stream *ss, srv_store_op *op) {
     }
     ss->extra = op->unwritten;
     rift_srv_account(ss);
-    submitted(op, rc, &err);
+    submitted(op, rc, completed, &err);
 }
 
 static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
@@ -641,8 +646,9 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
     op->consumer = c;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
-    rc = rift_consumer_ack_async(c, f.sequence, done_cb, op, &err);
-    submitted(op, rc, &err);
+    bool completed = false;
+    rc = rift_consumer_ack_async(c, f.sequence, &completed, done_cb, op, &err);
+    submitted(op, rc, completed, &err);
 }
 
 void rift_srv_stream_op(srv_stream *ss, const srv_frame *f) {

@@ -217,11 +217,13 @@ static void publish_record(rift_stan *svc, stan_channel *ch,
     }
     rift_stored st;
     rift_error e = {0};
-    int rc = rift_stream_publish_async(ch->stream, ch->name, strlen(ch->name),
-                                       NULL, 0, (const uint8_t *)pm->data.p,
-                                       pm->data.len, &st, pub_done, c, &e);
+    bool completed = false;
+    int rc =
+        rift_stream_publish_async(ch->stream, ch->name, strlen(ch->name), NULL,
+                                  0, (const uint8_t *)pm->data.p, pm->data.len,
+                                  &st, &completed, pub_done, c, &e);
     ch->last_activity_ms = stan_mono_ms();
-    if (rc == RIFT_STREAM_DONE) {
+    if (rc == 0 && completed) {
         send_pub_ack(svc, reply, reply_len, pm->guid, NULL);
         atomic_store(&ch->dirty, true);
         pub_ctx_free(c);

@@ -161,7 +161,7 @@ static int create_locked(rift_stream *st, const char *name, size_t name_len,
 
 static int consumer_open(rift_stream *st, const char *name, size_t name_len,
                          const rift_consumer_config *config,
-                         rift_consumer **pconsumer, bool blocking,
+                         rift_consumer **pconsumer, bool blocking, bool *done,
                          rift_stream_done_cb cb, void *user_data,
                          rift_error *err) {
     rift_consumer_norm nc;
@@ -194,7 +194,7 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
         *pconsumer = take_handle(c);
         /* Its creation may still be on its way to the disk. */
         rc = rift_writer_commit_ticket(st, c->created_gen, cb, user_data,
-                                       blocking, &wait, err);
+                                       blocking, &wait, done, err);
         goto out;
     }
     rc = create_locked(st, name, name_len, &nc, &c, err);
@@ -202,7 +202,8 @@ static int consumer_open(rift_stream *st, const char *name, size_t name_len,
         goto out;
     }
     *pconsumer = take_handle(c);
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, done,
+                            err);
 out:
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
@@ -222,17 +223,19 @@ int rift_stream_consumer_open(rift_stream *st, const char *name,
                               const rift_consumer_config *config,
                               rift_consumer **pconsumer, rift_error *err) {
     return consumer_open(st, name, name_len, config, pconsumer, true, NULL,
-                         NULL, err);
+                         NULL, NULL, err);
 }
 
 int rift_stream_consumer_open_async(rift_stream *st, const char *name,
                                     size_t name_len,
                                     const rift_consumer_config *config,
-                                    rift_consumer **pconsumer,
+                                    rift_consumer **pconsumer, bool *completed,
                                     rift_stream_done_cb cb, void *user_data,
                                     rift_error *err) {
-    return consumer_open(st, name, name_len, config, pconsumer, false, cb,
-                         user_data, err);
+    bool done = false;
+    int rc = consumer_open(st, name, name_len, config, pconsumer, false, &done,
+                           cb, user_data, err);
+    return rift_async_result(rc, done, completed);
 }
 
 int rift_stream_consumer_get(rift_stream *st, const char *name, size_t name_len,
@@ -254,7 +257,7 @@ int rift_stream_consumer_get(rift_stream *st, const char *name, size_t name_len,
 }
 
 static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
-                           bool blocking, rift_stream_done_cb cb,
+                           bool blocking, bool *done, rift_stream_done_cb cb,
                            void *user_data, rift_error *err) {
     if (blocking && rift_writer_is_self(st)) {
         return refuse_callback(err);
@@ -291,7 +294,8 @@ static int consumer_delete(rift_stream *st, const char *name, size_t name_len,
     }
     c->deleted = true;
     rift_consumer_unref_locked(c);
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, done,
+                            err);
 out:
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
@@ -302,13 +306,17 @@ out:
 
 int rift_stream_consumer_delete(rift_stream *st, const char *name,
                                 size_t name_len, rift_error *err) {
-    return consumer_delete(st, name, name_len, true, NULL, NULL, err);
+    return consumer_delete(st, name, name_len, true, NULL, NULL, NULL, err);
 }
 
 int rift_stream_consumer_delete_async(rift_stream *st, const char *name,
-                                      size_t name_len, rift_stream_done_cb cb,
-                                      void *user_data, rift_error *err) {
-    return consumer_delete(st, name, name_len, false, cb, user_data, err);
+                                      size_t name_len, bool *completed,
+                                      rift_stream_done_cb cb, void *user_data,
+                                      rift_error *err) {
+    bool done = false;
+    int rc =
+        consumer_delete(st, name, name_len, false, &done, cb, user_data, err);
+    return rift_async_result(rc, done, completed);
 }
 
 void rift_consumer_close(rift_consumer *c) {
@@ -581,8 +589,8 @@ static int fetch_locked(rift_consumer *c, fetch_plan *fp, rift_batch *out,
 }
 
 static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
-                 rift_batch *out, bool blocking, rift_stream_done_cb cb,
-                 void *user_data, rift_error *err) {
+                 rift_batch *out, bool blocking, bool *done,
+                 rift_stream_done_cb cb, void *user_data, rift_error *err) {
     rift_stream *st = c->st;
     if (limit > RIFT_CONSUMER_MAX_BATCH) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
@@ -614,7 +622,8 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
     }
     plan_free(st, &fp, false);
     uint64_t wait = 0;
-    rc = rift_writer_commit(st, staged, cb, user_data, blocking, &wait, err);
+    rc = rift_writer_commit(st, staged, cb, user_data, blocking, &wait, done,
+                            err);
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
@@ -627,26 +636,30 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
 
 int rift_consumer_fetch(rift_consumer *c, size_t limit, rift_batch *out,
                         rift_error *err) {
-    return fetch(c, limit, UINT64_MAX, out, true, NULL, NULL, err);
+    return fetch(c, limit, UINT64_MAX, out, true, NULL, NULL, NULL, err);
 }
 
 int rift_consumer_fetch_async(rift_consumer *c, size_t limit, rift_batch *out,
-                              rift_stream_done_cb cb, void *user_data,
-                              rift_error *err) {
-    return fetch(c, limit, UINT64_MAX, out, false, cb, user_data, err);
+                              bool *completed, rift_stream_done_cb cb,
+                              void *user_data, rift_error *err) {
+    bool done = false;
+    int rc = fetch(c, limit, UINT64_MAX, out, false, &done, cb, user_data, err);
+    return rift_async_result(rc, done, completed);
 }
 
 int rift_consumer_fetch_bytes_async(rift_consumer *c, size_t limit,
                                     uint64_t max_bytes, rift_batch *out,
-                                    rift_stream_done_cb cb, void *user_data,
-                                    rift_error *err) {
-    return fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, out, false, cb,
-                 user_data, err);
+                                    bool *completed, rift_stream_done_cb cb,
+                                    void *user_data, rift_error *err) {
+    bool done = false;
+    int rc = fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, out, false, &done,
+                   cb, user_data, err);
+    return rift_async_result(rc, done, completed);
 }
 
 /* ---- Ack and info ---- */
 
-static int ack(rift_consumer *c, uint64_t seq, bool blocking,
+static int ack(rift_consumer *c, uint64_t seq, bool blocking, bool *done,
                rift_stream_done_cb cb, void *user_data, rift_error *err) {
     rift_stream *st = c->st;
     if (blocking && rift_writer_is_self(st)) {
@@ -684,7 +697,8 @@ static int ack(rift_consumer *c, uint64_t seq, bool blocking,
     } else {
         rift_pend_drop(c, p);
     }
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, done,
+                            err);
 out:
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
@@ -694,13 +708,15 @@ out:
 }
 
 int rift_consumer_ack(rift_consumer *c, uint64_t seq, rift_error *err) {
-    return ack(c, seq, true, NULL, NULL, err);
+    return ack(c, seq, true, NULL, NULL, NULL, err);
 }
 
-int rift_consumer_ack_async(rift_consumer *c, uint64_t seq,
+int rift_consumer_ack_async(rift_consumer *c, uint64_t seq, bool *completed,
                             rift_stream_done_cb cb, void *user_data,
                             rift_error *err) {
-    return ack(c, seq, false, cb, user_data, err);
+    bool done = false;
+    int rc = ack(c, seq, false, &done, cb, user_data, err);
+    return rift_async_result(rc, done, completed);
 }
 
 int rift_consumer_get_info(rift_consumer *c, rift_consumer_info *out,

@@ -270,7 +270,7 @@ static void release_owner(rift_push *p, uint64_t seq) {
 }
 
 int rift_push_ack(rift_push *p, uint64_t seq, rift_error *err) {
-    int rc = rift_consumer_ack_async(p->s.consumer, seq, NULL, NULL, err);
+    int rc = rift_consumer_ack_async(p->s.consumer, seq, NULL, NULL, NULL, err);
     if (rc < 0) {
         return rc;
     }

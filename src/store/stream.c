@@ -505,7 +505,8 @@ static int append_locked(rift_stream *st, const pub_msg *m, rift_srec *r,
 static int publish(rift_stream *st, const char *subject, size_t subject_len,
                    const char *reply, size_t reply_len, const uint8_t *payload,
                    size_t payload_len, rift_stored *out, bool blocking,
-                   rift_stream_done_cb cb, void *user_data, rift_error *err) {
+                   bool *done, rift_stream_done_cb cb, void *user_data,
+                   rift_error *err) {
     pub_msg m = {.subject = subject,
                  .subject_len = subject_len,
                  .reply = reply,
@@ -542,7 +543,8 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
         return rc;
     }
     uint64_t wait = 0;
-    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, err);
+    rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, done,
+                            err);
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
@@ -555,17 +557,19 @@ int rift_stream_publish(rift_stream *st, const char *subject,
                         const uint8_t *payload, size_t payload_len,
                         rift_stored *out, rift_error *err) {
     return publish(st, subject, subject_len, reply, reply_len, payload,
-                   payload_len, out, true, NULL, NULL, err);
+                   payload_len, out, true, NULL, NULL, NULL, err);
 }
 
 int rift_stream_publish_async(rift_stream *st, const char *subject,
                               size_t subject_len, const char *reply,
                               size_t reply_len, const uint8_t *payload,
                               size_t payload_len, rift_stored *out,
-                              rift_stream_done_cb cb, void *user_data,
-                              rift_error *err) {
-    return publish(st, subject, subject_len, reply, reply_len, payload,
-                   payload_len, out, false, cb, user_data, err);
+                              bool *completed, rift_stream_done_cb cb,
+                              void *user_data, rift_error *err) {
+    bool done = false;
+    int rc = publish(st, subject, subject_len, reply, reply_len, payload,
+                     payload_len, out, false, &done, cb, user_data, err);
+    return rift_async_result(rc, done, completed);
 }
 
 /* ---- Replay, info, checkpoint ---- */

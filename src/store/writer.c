@@ -386,10 +386,14 @@ static bool dispatch(rift_stream *st, uint64_t gen, rift_seg *s,
 
 int rift_writer_commit_ticket(rift_stream *st, uint64_t ticket,
                               rift_stream_done_cb cb, void *user_data,
-                              bool blocking, uint64_t *wait, rift_error *err) {
+                              bool blocking, uint64_t *wait, bool *done,
+                              rift_error *err) {
     (void)err;
     if (!st->file || st->durable_gen >= ticket) {
-        return blocking ? 0 : RIFT_STREAM_DONE;
+        if (!blocking) {
+            *done = true;
+        }
+        return 0;
     }
     if (!blocking) {
         if (cb == NULL) {
@@ -462,9 +466,12 @@ static int write_inline(rift_stream *st, rift_error *err) {
 
 int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
                        void *user_data, bool blocking, uint64_t *wait,
-                       rift_error *err) {
+                       bool *done, rift_error *err) {
     if (!staged || !st->file) {
-        return blocking ? 0 : RIFT_STREAM_DONE;
+        if (!blocking) {
+            *done = true;
+        }
+        return 0;
     }
     uint64_t ticket = st->fill_gen;
     st->fill.nops++;
@@ -475,7 +482,7 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
     }
     rift_writer_kick(st);
     return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, wait,
-                                     err);
+                                     done, err);
 }
 
 /* ---- The thread ---- */

@@ -348,9 +348,11 @@ static void async_failure(bool sync) {
     uint8_t buf[512];
     for (uint64_t i = 1; i <= 10; i++) {
         size_t len = pattern(i, buf);
-        int rc = rift_stream_publish_async(st, "f.rec", 5, NULL, 0, buf, len,
-                                           NULL, on_done, &cs, NULL);
-        if (rc == 0) {
+        bool completed = false;
+        int rc =
+            rift_stream_publish_async(st, "f.rec", 5, NULL, 0, buf, len, NULL,
+                                      &completed, on_done, &cs, NULL);
+        if (rc == 0 && !completed) {
             pending++;
         } else {
             CHECK_EQ_INT(rc, RIFT_ERR_STORAGE); /* already poisoned */

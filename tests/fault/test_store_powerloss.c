@@ -323,10 +323,11 @@ static bool do_publish_batch(campaign *c, rift_stream *st) {
         make_payload(id, payload, len);
         slots[i] = (pub_slot){&w, i};
         rift_stored out;
-        int rc =
-            rift_stream_publish_async(st, subj, strlen(subj), NULL, 0, payload,
-                                      len, &out, pub_done, &slots[i], &c->err);
-        if (rc == RIFT_STREAM_DONE) {
+        bool completed = false;
+        int rc = rift_stream_publish_async(st, subj, strlen(subj), NULL, 0,
+                                           payload, len, &out, &completed,
+                                           pub_done, &slots[i], &c->err);
+        if (rc == 0 && completed) {
             pub_done(&slots[i], 0, NULL); /* durable already */
         } else if (rc != 0) {
             not_stored(c, id, 0);

@@ -524,9 +524,10 @@ static void vector9(bool file) {
     ctx_init(&c, file);
     CHECK_OK(ctx_open(&c, NULL));
     rift_stored out;
-    int rc = rift_stream_publish_async(
-        c.st, "a", 1, NULL, 0, (const uint8_t *)"x", 1, &out, NULL, NULL, NULL);
-    CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
+    int rc =
+        rift_stream_publish_async(c.st, "a", 1, NULL, 0, (const uint8_t *)"x",
+                                  1, &out, NULL, NULL, NULL, NULL);
+    CHECK_EQ_INT(rc, 0);
     CHECK_EQ_U64(out.sequence, 1);
     CHECK_EQ_U64(pub(c.st, "a", "y"), 2);
     CHECK_OK(ctx_reopen(&c, NULL));
@@ -1335,31 +1336,36 @@ RIFT_TEST(fetch_bytes_stops_at_the_budget) {
     rift_consumer *w = open_consumer(c.st, "worker", NULL);
     CHECK(w != NULL);
     bool called = false;
+    bool completed = false;
     rift_batch b = {0};
     /* 100 + 100 < 250, the third reaches it: three records. */
-    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 250, &b, done_never,
-                                                 &called, NULL),
-                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 250, &b, &completed,
+                                                 done_never, &called, NULL),
+                 0);
+    CHECK(completed);
     CHECK_EQ_INT(b.count, 3);
     CHECK_EQ_U64(b.items[2].record.sequence, 3);
     rift_batch_free(&b);
     /* A budget below one record still takes one. */
-    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 1, &b, done_never,
-                                                 &called, NULL),
-                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 1, &b, &completed,
+                                                 done_never, &called, NULL),
+                 0);
+    CHECK(completed);
     CHECK_EQ_INT(b.count, 1);
     CHECK_EQ_U64(b.items[0].record.sequence, 4);
     rift_batch_free(&b);
     /* The count limit still applies, then nothing is left. */
-    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 1, 1000, &b, done_never,
-                                                 &called, NULL),
-                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 1, 1000, &b, &completed,
+                                                 done_never, &called, NULL),
+                 0);
+    CHECK(completed);
     CHECK_EQ_INT(b.count, 1);
     CHECK_EQ_U64(b.items[0].record.sequence, 5);
     rift_batch_free(&b);
-    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 1000, &b, done_never,
-                                                 &called, NULL),
-                 RIFT_STREAM_DONE);
+    CHECK_EQ_INT(rift_consumer_fetch_bytes_async(w, 10, 1000, &b, &completed,
+                                                 done_never, &called, NULL),
+                 0);
+    CHECK(completed);
     CHECK_EQ_INT(b.count, 0);
     rift_batch_free(&b);
     CHECK(!called); /* memory streams complete at once */

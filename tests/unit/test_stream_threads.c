@@ -201,13 +201,14 @@ RIFT_TEST(async_publish_fetch_ack) {
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     int expected = 0;
+    bool completed = false;
     for (int i = 1; i <= 200; i++) {
         rift_stored out;
         int rc = rift_stream_publish_async(c.st, "t.x", 3, NULL, 0,
                                            (const uint8_t *)"payload", 7, &out,
-                                           on_done, &w, NULL);
-        CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
-        expected += rc == 0;
+                                           &completed, on_done, &w, NULL);
+        CHECK_EQ_INT(rc, 0);
+        expected += !completed;
         CHECK_EQ_U64(out.sequence, (uint64_t)i);
     }
     wait_for(&w, expected);
@@ -216,20 +217,21 @@ RIFT_TEST(async_publish_fetch_ack) {
     CHECK(!pthread_equal(w.cb_thread, pthread_self()));
 
     rift_consumer *cons = NULL;
-    int rc = rift_stream_consumer_open_async(c.st, "w", 1, NULL, &cons, on_done,
-                                             &w, NULL);
-    CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
-    expected += rc == 0;
+    int rc = rift_stream_consumer_open_async(c.st, "w", 1, NULL, &cons,
+                                             &completed, on_done, &w, NULL);
+    CHECK_EQ_INT(rc, 0);
+    expected += !completed;
     rift_batch b = {0};
-    rc = rift_consumer_fetch_async(cons, 200, &b, on_done, &w, NULL);
-    CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
-    expected += rc == 0;
+    rc =
+        rift_consumer_fetch_async(cons, 200, &b, &completed, on_done, &w, NULL);
+    CHECK_EQ_INT(rc, 0);
+    expected += !completed;
     CHECK_EQ_INT(b.count, 128); /* max_ack_pending */
     for (size_t i = 0; i < b.count; i++) {
-        rc = rift_consumer_ack_async(cons, b.items[i].record.sequence, on_done,
-                                     &w, NULL);
-        CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
-        expected += rc == 0;
+        rc = rift_consumer_ack_async(cons, b.items[i].record.sequence,
+                                     &completed, on_done, &w, NULL);
+        CHECK_EQ_INT(rc, 0);
+        expected += !completed;
     }
     rift_batch_free(&b);
     wait_for(&w, expected);
@@ -239,9 +241,10 @@ RIFT_TEST(async_publish_fetch_ack) {
     CHECK_EQ_INT(ci.pending, 0);
     CHECK_EQ_U64(ci.next_sequence, 129);
     rift_consumer_close(cons);
-    rc = rift_stream_consumer_delete_async(c.st, "w", 1, on_done, &w, NULL);
-    CHECK(rc == 0 || rc == RIFT_STREAM_DONE);
-    expected += rc == 0;
+    rc = rift_stream_consumer_delete_async(c.st, "w", 1, &completed, on_done,
+                                           &w, NULL);
+    CHECK_EQ_INT(rc, 0);
+    expected += !completed;
     wait_for(&w, expected);
     rift_stream_del(c.st);
     c.st = NULL;
@@ -261,20 +264,30 @@ RIFT_TEST(async_memory_completes_at_once) {
     ctx_init(&c, false);
     CHECK_OK(rift_stream_new(&c.st, &c.s, NULL));
     rift_stored out;
+    bool completed = false;
     CHECK_EQ_INT(rift_stream_publish_async(c.st, "a", 1, NULL, 0, NULL, 0, &out,
-                                           on_done, NULL, NULL),
-                 RIFT_STREAM_DONE);
+                                           &completed, on_done, NULL, NULL),
+                 0);
+    CHECK(completed);
     rift_consumer *cons = NULL;
+    completed = false;
     CHECK_EQ_INT(rift_stream_consumer_open_async(c.st, "w", 1, NULL, &cons,
-                                                 on_done, NULL, NULL),
-                 RIFT_STREAM_DONE);
+                                                 &completed, on_done, NULL,
+                                                 NULL),
+                 0);
+    CHECK(completed);
     rift_batch b = {0};
-    CHECK_EQ_INT(rift_consumer_fetch_async(cons, 5, &b, on_done, NULL, NULL),
-                 RIFT_STREAM_DONE);
+    completed = false;
+    CHECK_EQ_INT(
+        rift_consumer_fetch_async(cons, 5, &b, &completed, on_done, NULL, NULL),
+        0);
+    CHECK(completed);
     CHECK_EQ_INT(b.count, 1);
     rift_batch_free(&b);
-    CHECK_EQ_INT(rift_consumer_ack_async(cons, 1, on_done, NULL, NULL),
-                 RIFT_STREAM_DONE);
+    completed = false;
+    CHECK_EQ_INT(
+        rift_consumer_ack_async(cons, 1, &completed, on_done, NULL, NULL), 0);
+    CHECK(completed);
     rift_consumer_close(cons);
     ctx_done(&c);
 }
@@ -313,18 +326,20 @@ RIFT_TEST(unsynced_acknowledges_after_write) {
             rift_stream_publish(c.st, "t.x", 3, NULL, 0, pl, 7, &out, NULL));
         CHECK_EQ_INT(test_file_size(seg), 32 + (long)out.sequence * REC_BYTES);
     }
-    /* Async: completion, not RIFT_STREAM_DONE, on the writer thread, once
+    /* Async: completion, not *completed, on the writer thread, once
      * written. */
     waiter w = {.done = 0, .st = c.st};
+    bool completed = true;
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     written_check checks[100];
     for (int i = 0; i < 100; i++) {
         checks[i] = (written_check){.w = &w, .seg = seg};
         CHECK_EQ_INT(rift_stream_publish_async(c.st, "t.x", 3, NULL, 0, pl, 7,
-                                               &out, on_written, &checks[i],
-                                               NULL),
+                                               &out, &completed, on_written,
+                                               &checks[i], NULL),
                      0);
+        CHECK(!completed);
         checks[i].seq = out.sequence;
     }
     wait_for(&w, 100);
@@ -343,15 +358,18 @@ RIFT_TEST(unsynced_acknowledges_after_write) {
     long before = test_file_size(state);
     rift_batch b = {0};
     written_check fc = {.w = &w, .seg = state};
-    CHECK_EQ_INT(rift_consumer_fetch_async(cons, 4, &b, on_written, &fc, NULL),
+    CHECK_EQ_INT(rift_consumer_fetch_async(cons, 4, &b, &completed, on_written,
+                                           &fc, NULL),
                  0);
+    CHECK(!completed);
     wait_for(&w, 101);
     CHECK(fc.size_at_cb > before);
     before = fc.size_at_cb;
     CHECK_EQ_INT(b.count, 4);
     CHECK_EQ_INT(rift_consumer_ack_async(cons, b.items[0].record.sequence,
-                                         on_written, &fc, NULL),
+                                         &completed, on_written, &fc, NULL),
                  0);
+    CHECK(!completed);
     wait_for(&w, 102);
     CHECK(fc.size_at_cb > before);
     before = fc.size_at_cb;
