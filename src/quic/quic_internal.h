@@ -9,6 +9,7 @@
 #ifndef RIFT_QUIC_QUIC_INTERNAL_H
 #define RIFT_QUIC_QUIC_INTERNAL_H
 
+#include "common/dlist.h"
 #include "common/common.h"
 #include "quic/cidmap.h"
 #include "quic/quic.h"
@@ -199,11 +200,34 @@ int rift_quic_endpoint_reset_token(rift_quic_endpoint *ep, uint8_t *token,
 rift_quic_stream *rift_quic_stream_new(rift_quic_conn *c, int64_t id, void *ud);
 /* Unlinks and frees |s|; releases every queued chunk. */
 void rift_quic_stream_free(rift_quic_stream *s);
-/* Has something for writev_stream: data, or a FIN not yet taken. */
-bool rift_quic_stream_wants_write(const rift_quic_stream *s);
+/* Has something for writev_stream: data, or a FIN not yet taken. Inline
+ * (as the next two): the write path runs them per stream and packet, and
+ * they cost more as calls into another file than they do. */
+static inline bool rift_quic_stream_wants_write(const rift_quic_stream *s) {
+    if (s->flags & (STREAM_WR_SHUT | STREAM_WR_STOPPED)) {
+        return false;
+    }
+    return rift_sendq_unsent(&s->q) > 0 ||
+           ((s->flags & STREAM_FIN_QUEUED) && !(s->flags & STREAM_FIN_SENT));
+}
 /* Puts |s| at the back of / takes it off the connection's ready list. */
-void rift_quic_ready_add(rift_quic_stream *s);
-void rift_quic_ready_remove(rift_quic_stream *s);
+static inline void rift_quic_ready_add(rift_quic_stream *s) {
+    rift_quic_conn *c = s->conn;
+    if (s->flags & (STREAM_IN_READY | STREAM_BLOCKED)) {
+        return;
+    }
+    s->flags |= STREAM_IN_READY;
+    RIFT_DLIST_APPEND(c->ready_head, c->ready_tail, s, ready_prev, ready_next);
+}
+static inline void rift_quic_ready_remove(rift_quic_stream *s) {
+    rift_quic_conn *c = s->conn;
+    if (!(s->flags & STREAM_IN_READY)) {
+        return;
+    }
+    s->flags &= ~(uint32_t)STREAM_IN_READY;
+    RIFT_DLIST_REMOVE_TAILED(c->ready_head, c->ready_tail, s, ready_prev,
+                             ready_next);
+}
 /* Puts |s| on the list of streams with pending ngtcp2 operations. */
 void rift_quic_ops_add(rift_quic_stream *s);
 

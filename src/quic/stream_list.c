@@ -8,34 +8,6 @@
 
 #include <stddef.h>
 
-void rift_quic_ready_add(rift_quic_stream *s) {
-    rift_quic_conn *c = s->conn;
-    if (s->flags & (STREAM_IN_READY | STREAM_BLOCKED)) {
-        return;
-    }
-    s->flags |= STREAM_IN_READY;
-    RIFT_DLIST_APPEND(c->ready_head, c->ready_tail, s, ready_prev, ready_next);
-}
-
-void rift_quic_ready_remove(rift_quic_stream *s) {
-    rift_quic_conn *c = s->conn;
-    if (!(s->flags & STREAM_IN_READY)) {
-        return;
-    }
-    s->flags &= ~(uint32_t)STREAM_IN_READY;
-    RIFT_DLIST_REMOVE_TAILED(c->ready_head, c->ready_tail, s, ready_prev,
-                             ready_next);
-}
-
-/* Has something for writev_stream: data, or a FIN not yet taken. */
-bool rift_quic_stream_wants_write(const rift_quic_stream *s) {
-    if (s->flags & (STREAM_WR_SHUT | STREAM_WR_STOPPED)) {
-        return false;
-    }
-    return rift_sendq_unsent(&s->q) > 0 ||
-           ((s->flags & STREAM_FIN_QUEUED) && !(s->flags & STREAM_FIN_SENT));
-}
-
 void rift_quic_ops_add(rift_quic_stream *s) {
     if (s->flags & STREAM_IN_OPS) {
         return;
