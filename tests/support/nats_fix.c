@@ -18,11 +18,13 @@
 #define CAROL_TOKEN NATS_FIX_CAROL_TOKEN
 
 /* Limits both servers get, so that the slow-consumer scenario needs a
- * few MiB, not 64 (nats-server wants max_pending >= max_payload). 8 MiB,
+ * few MiB, not 64 (nats-server wants max_pending >= max_payload). 16 MiB,
  * not less: the scenario's publisher sends 4 MiB between flushes, and
  * riftd never slows a publisher down for a subscriber (nats-server stalls
- * it briefly), so a healthy reader needs room for one such burst. */
-#define MAX_PENDING    "8388608"
+ * it briefly), so a healthy reader needs room for one such burst and for
+ * falling behind on a loaded machine (the scenario floods 64 MiB, so a client
+ * that never reads is still cut off). */
+#define MAX_PENDING    "16777216"
 #define WRITE_DEADLINE "2"
 
 const char *nats_fix_tool(const char *name) {

@@ -59,8 +59,8 @@ func (c *stallConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
-// slowConsumer: the server's max_pending is 8 MiB (the harness's
-// config). A subscriber stops reading; the publisher sends 32 MiB; the
+// slowConsumer: the server's max_pending is 16 MiB (the harness's
+// config). A subscriber stops reading; the publisher sends 64 MiB; the
 // server must cut the subscriber off, never stall the publisher, and a
 // healthy subscriber must get every message.
 func slowConsumer(e *env) error {
@@ -84,7 +84,7 @@ func slowConsumer(e *env) error {
 		return err
 	}
 	defer healthy.Close()
-	const n, size = 512, 64 << 10
+	const n, size = 1024, 64 << 10
 	ch := make(chan *nats.Msg, n)
 	if _, err := healthy.ChanSubscribe("ni.open.flood", ch); err != nil {
 		return err
