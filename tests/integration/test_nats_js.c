@@ -24,25 +24,10 @@ static bool client(const char *name, const char **prog, const char **args) {
 
 static void scenario(nats_fix_target target, bool token_mode,
                      const char *name) {
-    nats_fix f = {.target = target, .token_mode = token_mode};
     const char *prog = NULL;
     const char *args[3] = {NULL, NULL, NULL};
     CHECK(client(name, &prog, args));
-    CHECK(nats_fix_start(&f));
-    bool restart = strcmp(name, "reconnect") == 0;
-    rift_proc c;
-    bool started = nats_fix_client_start(&f, &c, name, prog, args);
-    /* reconnect: the client says when to restart the server. */
-    bool told =
-        !restart || (started && rift_proc_wait_text(&c, false, "await-restart",
-                                                    RIFT_PROC_WAIT_MS));
-    bool restarted = !restart || (told && nats_fix_restart(&f));
-    int rc = started ? nats_fix_client_wait(&f, &c) : -1;
-    nats_fix_free(&f);
-    CHECK(started);
-    CHECK(told);
-    CHECK(restarted);
-    CHECK_EQ_INT(rc, 0);
+    nats_fix_scenario(target, token_mode, name, prog, args);
 }
 
 static void riftd(const char *name) {

@@ -313,3 +313,24 @@ int nats_fix_client_run(nats_fix *f, const char *prog,
     }
     return nats_fix_client_wait(f, &c);
 }
+
+void nats_fix_scenario(nats_fix_target target, bool token_mode,
+                       const char *name, const char *prog,
+                       const char *const *args) {
+    nats_fix f = {.target = target, .token_mode = token_mode};
+    CHECK(nats_fix_start(&f));
+    bool restart = strcmp(name, "reconnect") == 0;
+    rift_proc c;
+    bool started = nats_fix_client_start(&f, &c, name, prog, args);
+    /* reconnect: the client says when to restart the server. */
+    bool told =
+        !restart || (started && rift_proc_wait_text(&c, false, "await-restart",
+                                                    RIFT_PROC_WAIT_MS));
+    bool restarted = !restart || (told && nats_fix_restart(&f));
+    int rc = started ? nats_fix_client_wait(&f, &c) : -1;
+    nats_fix_free(&f);
+    CHECK(started);
+    CHECK(told);
+    CHECK(restarted);
+    CHECK_EQ_INT(rc, 0);
+}

@@ -77,6 +77,13 @@ bool nats_fix_client_start(nats_fix *f, rift_proc *c, const char *tag,
  * RIFT_PROC_WAIT_MS * 2); on a non-zero status prints its output. */
 int nats_fix_client_wait(nats_fix *f, rift_proc *c);
 
+/* One scenario of an official client (nats.c, nats.js): starts |target|,
+ * runs |prog| |args| as scenario |name| ("reconnect": restarts the server
+ * when the client prints await-restart) and checks it ends with 0. */
+void nats_fix_scenario(nats_fix_target target, bool token_mode,
+                       const char *name, const char *prog,
+                       const char *const *args);
+
 /* Runs a client to completion: nats_fix_client_start + _wait. */
 int nats_fix_client_run(nats_fix *f, const char *prog, const char *const *args);
 
