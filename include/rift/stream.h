@@ -375,6 +375,18 @@ typedef struct rift_consumer_config {
 RIFT_EXTERN void rift_consumer_config_default(rift_consumer_config *c);
 
 /**
+ * rift_consumer_config_diff names the first setting in which |a| and |b|
+ * differ, in this order: "filter" (NULL/0 and ">" are equal),
+ * "ack_wait_ms", "max_ack_pending", then, when |with_start|, "start",
+ * "start_sequence" (RIFT_START_SEQUENCE) and "start_time_ms" (the time
+ * modes). NULL when they are equal. A resume that ignores the start
+ * passes |with_start| false.
+ */
+RIFT_EXTERN const char *rift_consumer_config_diff(const rift_consumer_config *a,
+                                                  const rift_consumer_config *b,
+                                                  bool with_start);
+
+/**
  * rift_stream_consumer_open opens the durable consumer |name| (1..128
  * bytes of UTF-8 with no whitespace or control character; the QUIC layer
  * passes its already-scoped "remote_<sha256 hex>" names here unchanged),

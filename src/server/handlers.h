@@ -3,9 +3,9 @@
  * layer) and what the layers above them call besides: publish.c
  * (PUBLISH, PUBLISH_ACK, PING), deliver.c (SUBSCRIBE, REQUEST, MESSAGE
  * delivery), stream_ops.c (opcodes 10, 12, 13, 15 and the table of served
- * streams). Every handler takes the same srv_frame (server/server_internal.h);
- * stream_events.c dispatches to them. They use the primitives of
- * server/stream_record.h and nothing above.
+ * streams), consumer_ext.c (the extension opcodes). Every handler takes the
+ * same srv_frame (server/server_internal.h); stream_events.c dispatches to
+ * them. They use the primitives of server/stream_record.h and nothing above.
  */
 #ifndef RIFT_SERVER_HANDLERS_H
 #define RIFT_SERVER_HANDLERS_H
@@ -33,6 +33,11 @@ void rift_srv_drain_now(rift_server *srv);
 void rift_srv_rx_batch_done(void *ep_ud);
 /* The stream's unacknowledged bytes dropped: resume a throttled drain. */
 void rift_srv_delivery_resume(srv_stream *ss);
+
+/* ---- consumer_ext.c ---- */
+
+/* The extension opcodes 16, 18, 20, 21 (codec/frame_ext.h). */
+void rift_srv_ext_op(srv_stream *ss, const srv_frame *f);
 
 /* ---- stream_ops.c ---- */
 

@@ -9,6 +9,7 @@
  * Reference: docs/protocol-v1.md §2.7 (lifecycle and deadlines), §2.8
  * (stream kinds), §2.9 (opcode checks).
  */
+#include "codec/frame_ext.h"
 #include "server/handlers.h"
 #include "server/stream_events.h"
 #include "server/stream_record.h"
@@ -105,6 +106,14 @@ static void hold(srv_stream *ss, const uint8_t *data, size_t len, bool fin) {
 
 static void handle_frame(srv_stream *ss, const rift_frame_body *body) {
     rift_error err;
+    if (rift_ext_opcode_client(body->data[0])) {
+        /* Extensions (opcodes 16 and up), before the v1 check that calls
+         * them unknown. */
+        srv_frame x = {body->data[0], body->data + 1, body->len - 1,
+                       body->assembled};
+        rift_srv_ext_op(ss, &x);
+        return;
+    }
     if (rift_frame_check_operation(body->data[0], &err) != 0) {
         rift_srv_fail_err(ss, &err);
         return;

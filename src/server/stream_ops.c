@@ -25,6 +25,7 @@
  * two portions per stream, not 256 MiB read back from disk.
  */
 #include "server/handlers.h"
+#include "server/store_op.h"
 #include "server/stream_record.h"
 
 #include "codec/wire.h"
@@ -39,40 +40,6 @@
 
 static const char text_payload[] = "payload exceeds 1 MiB transport limit";
 static const char text_unknown[] = "unknown stream";
-
-/* One portion of a fetch's records. It outlives the operation while
- * DELIVERY payloads sent zero-copy from it are unacknowledged: one
- * reference per pinned chunk plus one while it is the op's portion. */
-typedef struct srv_portion {
-    rift_server *srv;
-    rift_batch batch;
-    size_t refs;
-} srv_portion;
-
-struct srv_store_op {
-    rift_server *srv;
-    srv_stream *ss; /* NULL once detached from its stream */
-    uint8_t opcode;
-    bool in_store; /* submitted; the completion is not back yet */
-    int status;
-    rift_error err;
-    rift_stored stored;
-    rift_consumer *consumer;
-    uint64_t payload_len;
-    /* CONSUMER_OPEN of a new consumer: the quota unit it took, given back
-     * if the open fails. */
-    bool quota_consumer;
-    size_t quota_slot;
-    /* CONSUMER_FETCH: the portion being written, the next record of it
-     * to write, the payload bytes not written yet, how many records the
-     * client may still get, and whether the store stopped at
-     * SRV_FETCH_BYTES (it may have more). */
-    srv_portion *portion;
-    size_t next;
-    uint64_t unwritten;
-    size_t left;
-    bool more;
-};
 
 /* ---- The table of served streams ---- */
 
@@ -157,7 +124,7 @@ static void portion_unref(void *arg) {
     rift_free(p->srv->mem, p);
 }
 
-static srv_store_op *op_new(srv_stream *ss, uint8_t opcode) {
+srv_store_op *rift_srv_op_new(srv_stream *ss, uint8_t opcode) {
     rift_server *srv = ss->conn->srv;
     srv_store_op *op = rift_calloc(srv->mem, 1, sizeof(*op));
     if (op == NULL) {
@@ -175,6 +142,9 @@ static srv_store_op *op_new(srv_stream *ss, uint8_t opcode) {
 
 static void op_free(srv_store_op *op) {
     if (op->quota_consumer && op->status != 0) {
+        rift_quota_give(op->srv->quota, op->quota_slot, RIFT_QUOTA_CONSUMERS);
+    }
+    if (op->quota_release && op->status == 0 && op->srv->quota != NULL) {
         rift_quota_give(op->srv->quota, op->quota_slot, RIFT_QUOTA_CONSUMERS);
     }
     portion_unref(op->portion);
@@ -224,7 +194,7 @@ static void post_cb(void *arg, int status) {
 }
 
 /* Runs on the stream's writer thread: hand the result to the loop. */
-static void done_cb(void *user_data, int status, const rift_error *err) {
+void rift_srv_op_done_cb(void *user_data, int status, const rift_error *err) {
     srv_store_op *op = user_data;
     op->status = status;
     if (status != 0 && err != NULL) {
@@ -243,8 +213,8 @@ static void done_cb(void *user_data, int status, const rift_error *err) {
 
 /* The common tail of a submission: |rc| is what the _async call returned,
  * |completed| what it set (true: done now, done_cb will not run). */
-static void submitted(srv_store_op *op, int rc, bool completed,
-                      const rift_error *err) {
+void rift_srv_op_submitted(srv_store_op *op, int rc, bool completed,
+                           const rift_error *err) {
     rift_server *srv = op->srv;
     if (rc == 0 && !completed) {
         op->in_store = true;
@@ -405,8 +375,12 @@ static void complete(srv_store_op *op) {
     case RIFT_OP_CONSUMER_FETCH:
         fetch_portion_done(ss, op);
         return;
-    default: /* CONSUMER_OPEN, ACK */
-        (void)rift_srv_write_ok(ss, false);
+    default: /* CONSUMER_OPEN, ACK; the extensions write their own */
+        if (op->answer != NULL) {
+            op->answer(ss, op);
+        } else {
+            (void)rift_srv_write_ok(ss, false);
+        }
         break;
     }
     rift_srv_finish(ss); /* frees the op */
@@ -417,9 +391,9 @@ static void complete(srv_store_op *op) {
 /* Scopes a consumer name (§3.5) once its field was decoded: the original
  * validates it before decoding anything after it. Returns 0 or fails the
  * stream. */
-static int scope_name(srv_stream *ss, unsigned decoded, const char *name,
-                      size_t len, int decode_rc, const rift_error *derr,
-                      char out[RIFT_SCOPED_CONSUMER_SIZE]) {
+int rift_srv_scope_name(srv_stream *ss, unsigned decoded, const char *name,
+                        size_t len, int decode_rc, const rift_error *derr,
+                        char out[RIFT_SCOPED_CONSUMER_SIZE]) {
     rift_error err;
     if (decoded >= 2 &&
         rift_identity_consumer_name(ss->conn->id, name, len, out, &err) != 0) {
@@ -433,7 +407,8 @@ static int scope_name(srv_stream *ss, unsigned decoded, const char *name,
     return 0;
 }
 
-static rift_stream *lookup(srv_stream *ss, const char *name, size_t len) {
+rift_stream *rift_srv_lookup_stream(srv_stream *ss, const char *name,
+                                    size_t len) {
     rift_stream *st = find_stream(ss->conn->srv, name, len);
     if (st == NULL) {
         rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, text_unknown);
@@ -461,11 +436,11 @@ static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
-    rift_stream *st = lookup(ss, f.stream, f.stream_len);
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len);
     if (st == NULL) {
         return;
     }
-    srv_store_op *op = op_new(ss, RIFT_OP_STREAM_PUBLISH);
+    srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_STREAM_PUBLISH);
     if (op == NULL) {
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
@@ -476,8 +451,8 @@ static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
     bool completed = false;
     int rc = rift_stream_publish_async(
         st, f.subject, f.subject_len, f.reply, f.reply_len, f.payload,
-        f.payload_len, &op->stored, &completed, done_cb, op, &err);
-    submitted(op, rc, completed, &err);
+        f.payload_len, &op->stored, &completed, rift_srv_op_done_cb, op, &err);
+    rift_srv_op_submitted(op, rc, completed, &err);
 }
 
 static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
@@ -485,7 +460,8 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_frame_consumer_open f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
     int rc = rift_frame_decode_consumer_open(fields, len, &f, &err);
-    if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
+    if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, rc, &err,
+                            scoped) != 0) {
         return;
     }
     if (rift_identity_can_subscribe(ss->conn->id, f.filter, f.filter_len,
@@ -498,7 +474,7 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
         return;
     }
-    rift_stream *st = lookup(ss, f.stream, f.stream_len);
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len);
     if (st == NULL) {
         return;
     }
@@ -519,7 +495,7 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         counted = true;
     }
     rift_consumer_close(existing);
-    srv_store_op *op = op_new(ss, RIFT_OP_CONSUMER_OPEN);
+    srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_CONSUMER_OPEN);
     if (op == NULL) {
         if (counted) {
             rift_quota_give(srv->quota, slot, RIFT_QUOTA_CONSUMERS);
@@ -542,14 +518,14 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     bool completed = false;
     rc = rift_stream_consumer_open_async(st, scoped, RIFT_SCOPED_CONSUMER_LEN,
                                          &cfg, &op->consumer, &completed,
-                                         done_cb, op, &err);
-    submitted(op, rc, completed, &err);
+                                         rift_srv_op_done_cb, op, &err);
+    rift_srv_op_submitted(op, rc, completed, &err);
 }
 
 /* Stream lookup then consumer lookup, for FETCH and ACK. */
 static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
                                     size_t stream_len, const char *scoped) {
-    rift_stream *st = lookup(ss, stream, stream_len);
+    rift_stream *st = rift_srv_lookup_stream(ss, stream, stream_len);
     if (st == NULL) {
         return NULL;
     }
@@ -568,7 +544,8 @@ static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_frame_consumer_fetch f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
     int rc = rift_frame_decode_consumer_fetch(fields, len, &f, &err);
-    if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
+    if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, rc, &err,
+                            scoped) != 0) {
         return;
     }
     if (f.limit == 0 || f.limit > RIFT_FRAME_MAX_FETCH) {
@@ -580,7 +557,7 @@ static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
     if (c == NULL) {
         return;
     }
-    srv_store_op *op = op_new(ss, RIFT_OP_CONSUMER_FETCH);
+    srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_CONSUMER_FETCH);
     if (op == NULL) {
         rift_consumer_close(c);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
@@ -611,9 +588,9 @@ static void fetch_submit(srv_stream *ss, srv_store_op *op) {
     op->next = 0;
     atomic_fetch_add_explicit(&srv->store_inflight, 1, memory_order_relaxed);
     bool completed = false;
-    int rc = rift_consumer_fetch_bytes_async(op->consumer, op->left,
-                                             SRV_FETCH_BYTES, &p->batch,
-                                             &completed, done_cb, op, &err);
+    int rc = rift_consumer_fetch_bytes_async(
+        op->consumer, op->left, SRV_FETCH_BYTES, &p->batch, &completed,
+        rift_srv_op_done_cb, op, &err);
     /* The store filled the batch at once: its records are pinned from
      * now on, whether or not the completion is still to come. */
     op->unwritten = 0;
@@ -622,7 +599,7 @@ static void fetch_submit(srv_stream *ss, srv_store_op *op) {
     }
     ss->extra = op->unwritten;
     rift_srv_account(ss);
-    submitted(op, rc, completed, &err);
+    rift_srv_op_submitted(op, rc, completed, &err);
 }
 
 static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
@@ -630,14 +607,15 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_frame_ack f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
     int rc = rift_frame_decode_ack(fields, len, &f, &err);
-    if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
+    if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, rc, &err,
+                            scoped) != 0) {
         return;
     }
     rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
     if (c == NULL) {
         return;
     }
-    srv_store_op *op = op_new(ss, RIFT_OP_ACK);
+    srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_ACK);
     if (op == NULL) {
         rift_consumer_close(c);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
@@ -647,8 +625,9 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
     bool completed = false;
-    rc = rift_consumer_ack_async(c, f.sequence, &completed, done_cb, op, &err);
-    submitted(op, rc, completed, &err);
+    rc = rift_consumer_ack_async(c, f.sequence, &completed, rift_srv_op_done_cb,
+                                 op, &err);
+    rift_srv_op_submitted(op, rc, completed, &err);
 }
 
 void rift_srv_stream_op(srv_stream *ss, const srv_frame *f) {

@@ -1,0 +1,78 @@
+/*
+ * store_op.h — the record of a one-shot store operation of the protocol
+ * server (server layer, stream_ops.c), shared with the extension opcodes
+ * (consumer_ext.c) so both submit to the store and complete the same way.
+ */
+#ifndef RIFT_SERVER_STORE_OP_H
+#define RIFT_SERVER_STORE_OP_H
+
+#include "server/server_internal.h"
+#include "rift/stream.h"
+#include "subject/name.h"
+
+/* One portion of a fetch's records. It outlives the operation while
+ * DELIVERY payloads sent zero-copy from it are unacknowledged: one
+ * reference per pinned chunk plus one while it is the op's portion. */
+typedef struct srv_portion {
+    rift_server *srv;
+    rift_batch batch;
+    size_t refs;
+} srv_portion;
+
+struct srv_store_op {
+    rift_server *srv;
+    srv_stream *ss; /* NULL once detached from its stream */
+    uint8_t opcode;
+    bool in_store; /* submitted; the completion is not back yet */
+    int status;
+    rift_error err;
+    rift_stored stored;
+    rift_consumer *consumer;
+    uint64_t payload_len;
+    /* CONSUMER_OPEN of a new consumer: the quota unit it took, given back
+     * if the open fails. */
+    bool quota_consumer;
+    size_t quota_slot;
+    /* CONSUMER_FETCH: the portion being written, the next record of it
+     * to write, the payload bytes not written yet, how many records the
+     * client may still get, and whether the store stopped at
+     * SRV_FETCH_BYTES (it may have more). */
+    srv_portion *portion;
+    size_t next;
+    uint64_t unwritten;
+    size_t left;
+    bool more;
+    /* Set by an extension opcode: writes its answer once the store is
+     * done (instead of OK), before the stream finishes. */
+    void (*answer)(srv_stream *ss, srv_store_op *op);
+    /* CONSUMER_OPEN_EXT: the client's consumer name and whether this open
+     * created the consumer. */
+    char name[RIFT_NAME_MAX + 1];
+    size_t name_len;
+    bool created;
+    /* CONSUMER_DELETE: give the identity's consumer unit back once the
+     * delete succeeded (whether or not the client still listens). */
+    bool quota_release;
+};
+
+
+/* A new operation record for |ss| (now SS_BUSY, owned by the op); NULL
+ * when out of memory. */
+srv_store_op *rift_srv_op_new(srv_stream *ss, uint8_t opcode);
+/* The store's completion callback for every _async call of an op. */
+void rift_srv_op_done_cb(void *user_data, int status, const rift_error *err);
+/* The common tail of a submission: |rc| what the _async call returned,
+ * |completed| what it set. Counts store_inflight down as needed (the
+ * caller counted it up before the call). */
+void rift_srv_op_submitted(srv_store_op *op, int rc, bool completed,
+                           const rift_error *err);
+/* The served stream |name|, or NULL after failing |ss| with
+ * "unknown stream". */
+rift_stream *rift_srv_lookup_stream(srv_stream *ss, const char *name,
+                                    size_t len);
+/* Scopes a decoded consumer name (§3.5); 0, or the stream failed. */
+int rift_srv_scope_name(srv_stream *ss, unsigned decoded, const char *name,
+                        size_t len, int decode_rc, const rift_error *derr,
+                        char out[RIFT_SCOPED_CONSUMER_SIZE]);
+
+#endif /* RIFT_SERVER_STORE_OP_H */
