@@ -322,6 +322,22 @@ RIFT_EXTERN int rift_stream_checkpoint(rift_stream *stream, rift_error *err);
  */
 RIFT_EXTERN int rift_stream_reopen(rift_stream *stream, rift_error *err);
 
+/** Called by rift_stream_set_append_watch's watcher. */
+typedef void (*rift_stream_append_fn)(void *arg);
+
+/**
+ * rift_stream_set_append_watch installs |fn|(|arg|), called after every
+ * successful publish (the record is appended, not necessarily durable
+ * yet) on the publisher's thread with the stream's lock held: it must
+ * only note the event (an atomic flag, a loop post) and call nothing of
+ * the stream. One watcher per stream (a protocol server's waiting
+ * fetches); NULL removes it, and once this returns |fn| is not running
+ * and will not be called again.
+ */
+RIFT_EXTERN void rift_stream_set_append_watch(rift_stream *stream,
+                                              rift_stream_append_fn fn,
+                                              void *arg);
+
 /* ---- Consumers ---- */
 
 /**

@@ -16,11 +16,12 @@ static const char *const ext_names[] = {
 bool rift_ext_opcode_client(uint8_t opcode) {
     return opcode == RIFT_OP_EXT_HELLO || opcode == RIFT_OP_CONSUMER_OPEN_EXT ||
            opcode == RIFT_OP_CONSUMER_INFO_GET ||
-           opcode == RIFT_OP_CONSUMER_DELETE;
+           opcode == RIFT_OP_CONSUMER_DELETE ||
+           opcode == RIFT_OP_CONSUMER_FETCH_WAIT;
 }
 
 const char *rift_ext_opcode_name(uint8_t opcode) {
-    if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_DELETE) {
+    if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_FETCH_WAIT) {
         return NULL;
     }
     return ext_names[opcode - RIFT_OP_EXT_HELLO];
@@ -125,6 +126,27 @@ int rift_frame_decode_consumer_ref(const uint8_t *fields, size_t len,
         return rc;
     }
     out->decoded = 2;
+    return take_end(&c, err);
+}
+
+int rift_frame_decode_fetch_wait(const uint8_t *fields, size_t len,
+                                 rift_frame_fetch_wait *out, rift_error *err) {
+    memset(out, 0, sizeof(*out));
+    cur c = {fields, len, 0};
+    int rc;
+    if ((rc = take_str(&c, &out->stream, &out->stream_len, err)) != 0) {
+        return rc;
+    }
+    out->decoded = 1;
+    if ((rc = take_str(&c, &out->name, &out->name_len, err)) != 0) {
+        return rc;
+    }
+    out->decoded = 2;
+    if ((rc = take_u32(&c, &out->limit, err)) != 0 ||
+        (rc = take_u32(&c, &out->max_wait_ms, err)) != 0) {
+        return rc;
+    }
+    out->decoded = 4;
     return take_end(&c, err);
 }
 
@@ -281,6 +303,16 @@ rift_ssize rift_frame_encode_consumer_ref(uint8_t *buf, size_t cap,
     wcur w = start(buf, cap, opcode);
     put_str(&w, stream, stream_len);
     put_str(&w, name, name_len);
+    return end(&w);
+}
+
+rift_ssize rift_frame_encode_fetch_wait(uint8_t *buf, size_t cap,
+                                        const rift_frame_fetch_wait *f) {
+    wcur w = start(buf, cap, RIFT_OP_CONSUMER_FETCH_WAIT);
+    put_str(&w, f->stream, f->stream_len);
+    put_str(&w, f->name, f->name_len);
+    put_u32(&w, f->limit);
+    put_u32(&w, f->max_wait_ms);
     return end(&w);
 }
 

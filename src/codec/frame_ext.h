@@ -26,14 +26,16 @@ typedef enum rift_ext_opcode {
     RIFT_OP_CONSUMER_OPEN_EXT =
         18,                     /* client: see rift_frame_consumer_open_ext */
     RIFT_OP_CONSUMER_INFO = 19, /* server: see rift_frame_consumer_info */
-    RIFT_OP_CONSUMER_INFO_GET = 20, /* client: stream:str, name:str */
-    RIFT_OP_CONSUMER_DELETE = 21,   /* client: stream:str, name:str */
+    RIFT_OP_CONSUMER_INFO_GET = 20,   /* client: stream:str, name:str */
+    RIFT_OP_CONSUMER_DELETE = 21,     /* client: stream:str, name:str */
+    RIFT_OP_CONSUMER_FETCH_WAIT = 22, /* client: see rift_frame_fetch_wait */
 } rift_ext_opcode;
 
 /** The extension version EXT_INFO carries. */
 #define RIFT_EXT_VERSION 1u
 /** The features EXT_INFO lists, space-separated. */
-#define RIFT_EXT_FEATURES "consumer-open consumer-info consumer-delete"
+#define RIFT_EXT_FEATURES                                                      \
+ "consumer-open consumer-info consumer-delete fetch-wait"
 
 /* Texts of the extension checks (all ERROR code 2). */
 #define RIFT_EXT_ERR_START     "invalid start position"
@@ -41,8 +43,12 @@ typedef enum rift_ext_opcode {
 #define RIFT_EXT_ERR_START_VALUE                                               \
  "start value must be 0 for start first, last and new"
 
+#define RIFT_EXT_ERR_WAIT "fetch wait must be 1..120000 ms"
+/** Longest wait of a CONSUMER_FETCH_WAIT. */
+#define RIFT_EXT_MAX_WAIT_MS 120000u
+
 /** rift_ext_opcode_client: true for the extension opcodes a client sends
- * (16, 18, 20, 21). */
+ * (16, 18, 20, 21, 22). */
 bool rift_ext_opcode_client(uint8_t opcode);
 
 /** rift_ext_opcode_name: "EXT_HELLO" etc., NULL when not an extension. */
@@ -77,6 +83,18 @@ typedef struct rift_frame_consumer_ref {
     size_t name_len;
     unsigned decoded;
 } rift_frame_consumer_ref;
+
+/** CONSUMER_FETCH_WAIT: stream:str, name:str, limit:u32, max_wait_ms:u32
+ * (`decoded` as above). */
+typedef struct rift_frame_fetch_wait {
+    const char *stream;
+    size_t stream_len;
+    const char *name;
+    size_t name_len;
+    uint32_t limit;
+    uint32_t max_wait_ms;
+    unsigned decoded;
+} rift_frame_fetch_wait;
 
 /**
  * CONSUMER_INFO: name:str, filter:str, start:u8, start_value:u64,
@@ -113,6 +131,8 @@ int rift_frame_decode_consumer_open_ext(const uint8_t *fields, size_t len,
 int rift_frame_decode_consumer_ref(const uint8_t *fields, size_t len,
                                    rift_frame_consumer_ref *out,
                                    rift_error *err);
+int rift_frame_decode_fetch_wait(const uint8_t *fields, size_t len,
+                                 rift_frame_fetch_wait *out, rift_error *err);
 int rift_frame_decode_consumer_info(const uint8_t *fields, size_t len,
                                     rift_frame_consumer_info *out,
                                     rift_error *err);
@@ -136,6 +156,8 @@ rift_ssize rift_frame_encode_consumer_ref(uint8_t *buf, size_t cap,
                                           uint8_t opcode, const char *stream,
                                           size_t stream_len, const char *name,
                                           size_t name_len);
+rift_ssize rift_frame_encode_fetch_wait(uint8_t *buf, size_t cap,
+                                        const rift_frame_fetch_wait *f);
 rift_ssize rift_frame_encode_consumer_info(uint8_t *buf, size_t cap,
                                            const rift_frame_consumer_info *f);
 

@@ -288,6 +288,9 @@ void rift_srv_ext_op(srv_stream *ss, const srv_frame *f) {
     case RIFT_OP_CONSUMER_INFO_GET:
         consumer_info_get(ss, f->fields, f->len);
         break;
+    case RIFT_OP_CONSUMER_FETCH_WAIT:
+        rift_srv_fetch_wait(ss, f); /* stream_ops.c: the fetch machinery */
+        break;
     default:
         consumer_delete(ss, f->fields, f->len);
         break;

@@ -52,5 +52,12 @@ void rift_srv_fetch_resume(srv_stream *ss);
 int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
                           rift_error *err);
 void rift_srv_streams_free(rift_server *srv);
+/* CONSUMER_FETCH_WAIT (22): a fetch that parks until a publish or its
+ * deadline when it finds nothing. */
+void rift_srv_fetch_wait(srv_stream *ss, const srv_frame *f);
+/* Installs (|on|) or removes the append watch of every served stream,
+ * which wakes parked fetches; on with the loop running, off before the
+ * loop goes. */
+void rift_srv_streams_watch(rift_server *srv, bool on);
 
 #endif /* RIFT_SERVER_HANDLERS_H */

@@ -368,6 +368,8 @@ static void teardown(rift_server *srv) {
     }
     rift_notifier_del(srv->notifier);
     srv->notifier = NULL;
+    /* No publisher may post a fetch wake-up to a loop being deleted. */
+    rift_srv_streams_watch(srv, false);
     rift_loop_del(srv->loop);
     srv->loop = NULL;
     rift_free(srv->mem, srv->scratch);
@@ -386,6 +388,7 @@ static int start_loop(rift_server *srv, rift_error *err) {
         return rc;
     }
     rift_timer_init(srv->loop, &srv->stop_timer, NULL, srv);
+    rift_srv_streams_watch(srv, true);
     if ((rc = rift_notifier_new(&srv->notifier, srv->mem, NULL)) != 0) {
         rift_error_set(err, rc, "cannot create notifier: %s",
                        rift_strerror(rc));

@@ -207,6 +207,10 @@ typedef struct srv_stream_entry {
     char *name;
     size_t name_len;
     rift_stream *stream;
+    /* Waiting fetches (CONSUMER_FETCH_WAIT): the stream's append watch
+     * posts one wake-up to the loop while this is false. */
+    rift_server *srv;
+    atomic_bool wake_posted;
 } srv_stream_entry;
 
 typedef struct srv_counters {
@@ -245,6 +249,8 @@ struct rift_server {
     bool retry;
     srv_stream_entry *streams; /* sorted by name */
     size_t nstreams;
+    /* Parked CONSUMER_FETCH_WAIT operations (loop thread only). */
+    struct srv_store_op *fetch_waiters;
 
     /* Shared: |lock| serializes start, stop, stats and address queries
      * (stop holds it while it joins the thread); |sig_lock| and |cond|

@@ -53,6 +53,15 @@ struct srv_store_op {
     /* CONSUMER_DELETE: give the identity's consumer unit back once the
      * delete succeeded (whether or not the client still listens). */
     bool quota_release;
+    /* CONSUMER_FETCH_WAIT: the stream entry it waits on (NULL for a plain
+     * fetch, and once it stopped waiting), its deadline timer, whether it
+     * is parked on srv->fetch_waiters, and the records it delivered. */
+    const srv_stream_entry *wentry;
+    rift_timer wait_timer;
+    bool wait_timer_set;
+    bool parked;
+    srv_store_op *wprev, *wnext;
+    size_t delivered;
 };
 
 

@@ -28,7 +28,9 @@
 #include "server/store_op.h"
 #include "server/stream_record.h"
 
+#include "codec/frame_ext.h"
 #include "codec/wire.h"
+#include "common/dlist.h"
 #include "rift/stream.h"
 #include "subject/acl.h"
 #include "subject/name.h"
@@ -77,6 +79,8 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
         }
         e->name_len = in->name_len;
         e->stream = in->stream;
+        e->srv = srv;
+        atomic_init(&e->wake_posted, false);
         srv->nstreams++;
     }
     qsort(srv->streams, srv->nstreams, sizeof(*srv->streams), cmp_stream);
@@ -89,12 +93,108 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
     return 0;
 }
 
+static srv_stream_entry *find_entry(const rift_server *srv, const char *name,
+                                    size_t len) {
+    srv_stream_entry key = {.name = (char *)(uintptr_t)name, .name_len = len};
+    return bsearch(&key, srv->streams, srv->nstreams, sizeof(*srv->streams),
+                   cmp_stream);
+}
+
 static rift_stream *find_stream(const rift_server *srv, const char *name,
                                 size_t len) {
-    srv_stream_entry key = {(char *)(uintptr_t)name, len, NULL};
-    const srv_stream_entry *e = bsearch(&key, srv->streams, srv->nstreams,
-                                        sizeof(*srv->streams), cmp_stream);
+    const srv_stream_entry *e = find_entry(srv, name, len);
     return e ? e->stream : NULL;
+}
+
+/* ---- Waiting fetches (CONSUMER_FETCH_WAIT) ---- */
+
+/*
+ * A waiting fetch whose first portion came back empty parks on
+ * srv->fetch_waiters with a timer at its deadline; it costs nothing while
+ * idle. Every publish to a served stream (from this server, riftd's Lua,
+ * NATS Streaming or any in-process user) runs append_watch on the
+ * publisher's thread, which posts at most one wake-up per stream to the
+ * loop until the loop has taken it; the wake-up re-submits every fetch
+ * parked on that stream. One that still finds nothing (another worker was
+ * faster, or the record does not match its filter) parks again; the timer
+ * answers OK with no record.
+ */
+
+static void fetch_submit(srv_stream *ss, srv_store_op *op);
+static void fetch_write(srv_stream *ss, srv_store_op *op);
+
+static void unpark(srv_store_op *op) {
+    if (!op->parked) {
+        return;
+    }
+    op->parked = false;
+    RIFT_DLIST_REMOVE(op->srv->fetch_waiters, op, wprev, wnext);
+}
+
+static void park(srv_store_op *op) {
+    if (!op->parked) {
+        op->parked = true;
+        RIFT_DLIST_PUSH(op->srv->fetch_waiters, op, wprev, wnext);
+    }
+}
+
+static void wait_timer_cb(rift_timer *t, void *arg) {
+    srv_store_op *op = arg;
+    (void)t;
+    if (!op->parked || op->ss == NULL) {
+        /* Back in the store after a wake-up: if that portion is empty
+         * too, the completion answers OK instead of parking again. */
+        op->wentry = NULL;
+        return;
+    }
+    unpark(op);
+    op->wentry = NULL;
+    op->more = false;
+    fetch_write(op->ss, op); /* nothing to write: OK and the end */
+}
+
+static void wake_cb(void *arg, int status) {
+    srv_stream_entry *e = arg;
+    atomic_store_explicit(&e->wake_posted, false, memory_order_release);
+    if (status != 0) {
+        return; /* the loop is going away */
+    }
+    rift_server *srv = e->srv;
+    /* Take this stream's waiters off first: a fetch that completes at
+     * once may park again, which must not be seen by this walk. */
+    srv_store_op *list = NULL;
+    for (srv_store_op *op = srv->fetch_waiters, *next; op != NULL; op = next) {
+        next = op->wnext;
+        if (op->wentry == e) {
+            unpark(op);
+            RIFT_DLIST_PUSH(list, op, wprev, wnext);
+        }
+    }
+    while (list != NULL) {
+        srv_store_op *op = list;
+        RIFT_DLIST_REMOVE(list, op, wprev, wnext);
+        op->more = true;
+        fetch_submit(op->ss, op);
+    }
+}
+
+static void append_watch(void *arg) {
+    srv_stream_entry *e = arg;
+    if (!atomic_exchange_explicit(&e->wake_posted, true,
+                                  memory_order_acq_rel) &&
+        rift_loop_post(e->srv->loop, wake_cb, e) != 0) {
+        /* Out of memory: the next publish tries again; the waiters'
+         * timers answer meanwhile. */
+        atomic_store_explicit(&e->wake_posted, false, memory_order_release);
+    }
+}
+
+void rift_srv_streams_watch(rift_server *srv, bool on) {
+    for (size_t i = 0; i < srv->nstreams; i++) {
+        srv_stream_entry *e = &srv->streams[i];
+        rift_stream_set_append_watch(e->stream, on ? append_watch : NULL,
+                                     on ? e : NULL);
+    }
 }
 
 void rift_srv_streams_free(rift_server *srv) {
@@ -141,6 +241,10 @@ srv_store_op *rift_srv_op_new(srv_stream *ss, uint8_t opcode) {
 }
 
 static void op_free(srv_store_op *op) {
+    unpark(op);
+    if (op->wait_timer_set) {
+        rift_timer_stop(&op->wait_timer);
+    }
     if (op->quota_consumer && op->status != 0) {
         rift_quota_give(op->srv->quota, op->quota_slot, RIFT_QUOTA_CONSUMERS);
     }
@@ -324,7 +428,9 @@ static void fetch_write(srv_stream *ss, srv_store_op *op) {
 
 void rift_srv_fetch_resume(srv_stream *ss) {
     srv_store_op *op = ss->store_op;
-    if (op != NULL && !op->in_store && op->opcode == RIFT_OP_CONSUMER_FETCH &&
+    if (op != NULL && !op->in_store && !op->parked &&
+        (op->opcode == RIFT_OP_CONSUMER_FETCH ||
+         op->opcode == RIFT_OP_CONSUMER_FETCH_WAIT) &&
         ss->qs != NULL) {
         fetch_write(ss, op);
     }
@@ -333,6 +439,11 @@ void rift_srv_fetch_resume(srv_stream *ss) {
 /* A portion came back committed: account for it and write it. */
 static void fetch_portion_done(srv_stream *ss, srv_store_op *op) {
     rift_batch *b = &op->portion->batch;
+    if (b->count == 0 && op->delivered == 0 && op->wentry != NULL) {
+        park(op); /* a publish or the deadline takes it up again */
+        return;
+    }
+    op->delivered += b->count;
     op->left -= RIFT_MIN(op->left, b->count);
     op->more = b->count > 0 && op->left > 0 && op->unwritten >= SRV_FETCH_BYTES;
     fetch_write(ss, op);
@@ -373,6 +484,7 @@ static void complete(srv_store_op *op) {
         write_stored(ss, &op->stored);
         break;
     case RIFT_OP_CONSUMER_FETCH:
+    case RIFT_OP_CONSUMER_FETCH_WAIT:
         fetch_portion_done(ss, op);
         return;
     default: /* CONSUMER_OPEN, ACK; the extensions write their own */
@@ -539,6 +651,35 @@ static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
     return c;
 }
 
+/* CONSUMER_FETCH, and CONSUMER_FETCH_WAIT when |wait_ms| > 0: looks the
+ * consumer up and asks for the first portion. */
+static void start_fetch(srv_stream *ss, const char *stream, size_t stream_len,
+                        const char *scoped, uint32_t limit, uint32_t wait_ms) {
+    rift_consumer *c = find_consumer(ss, stream, stream_len, scoped);
+    if (c == NULL) {
+        return;
+    }
+    srv_store_op *op = rift_srv_op_new(
+        ss, wait_ms > 0 ? RIFT_OP_CONSUMER_FETCH_WAIT : RIFT_OP_CONSUMER_FETCH);
+    if (op == NULL) {
+        rift_consumer_close(c);
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    op->consumer = c;
+    op->left = limit;
+    op->more = true; /* nothing loaded yet: the first portion */
+    if (wait_ms > 0) {
+        rift_server *srv = op->srv;
+        op->wentry = find_entry(srv, stream, stream_len);
+        rift_timer_init(srv->loop, &op->wait_timer, wait_timer_cb, op);
+        op->wait_timer_set = true;
+        rift_timer_start(&op->wait_timer, rift_loop_now(srv->loop) +
+                                              (rift_tstamp)wait_ms * 1000000u);
+    }
+    fetch_write(ss, op);
+}
+
 static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_error err;
     rift_frame_consumer_fetch f;
@@ -553,20 +694,28 @@ static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
                       "fetch limit must be 1..256");
         return;
     }
-    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
-    if (c == NULL) {
+    start_fetch(ss, f.stream, f.stream_len, scoped, f.limit, 0);
+}
+
+void rift_srv_fetch_wait(srv_stream *ss, const srv_frame *fr) {
+    rift_error err;
+    rift_frame_fetch_wait f;
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    int rc = rift_frame_decode_fetch_wait(fr->fields, fr->len, &f, &err);
+    if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, rc, &err,
+                            scoped) != 0) {
         return;
     }
-    srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_CONSUMER_FETCH);
-    if (op == NULL) {
-        rift_consumer_close(c);
-        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+    if (f.limit == 0 || f.limit > RIFT_FRAME_MAX_FETCH) {
+        rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT,
+                      "fetch limit must be 1..256");
         return;
     }
-    op->consumer = c;
-    op->left = f.limit;
-    op->more = true; /* nothing loaded yet: the first portion */
-    fetch_write(ss, op);
+    if (f.max_wait_ms == 0 || f.max_wait_ms > RIFT_EXT_MAX_WAIT_MS) {
+        rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, RIFT_EXT_ERR_WAIT);
+        return;
+    }
+    start_fetch(ss, f.stream, f.stream_len, scoped, f.limit, f.max_wait_ms);
 }
 
 /* Asks the store for the next portion: at most op->left records, loaded

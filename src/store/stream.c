@@ -545,11 +545,22 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
     uint64_t wait = 0;
     rc = rift_writer_commit(st, st->file, cb, user_data, blocking, &wait, done,
                             err);
+    if (rc == 0 && st->append_fn != NULL) {
+        st->append_fn(st->append_arg);
+    }
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
     }
     return rc;
+}
+
+void rift_stream_set_append_watch(rift_stream *st, rift_stream_append_fn fn,
+                                  void *arg) {
+    pthread_mutex_lock(&st->lock);
+    st->append_fn = fn;
+    st->append_arg = arg;
+    pthread_mutex_unlock(&st->lock);
 }
 
 int rift_stream_publish(rift_stream *st, const char *subject,

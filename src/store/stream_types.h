@@ -150,6 +150,10 @@ struct rift_stream {
     rift_store_report *report;
 
     pthread_mutex_t lock;
+    /* rift_stream_set_append_watch: called under |lock| after each append
+     * (a protocol server wakes its waiting fetches). */
+    rift_stream_append_fn append_fn;
+    void *append_arg;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
     /* Blocking callers wait, without the stream lock, on the slot of their

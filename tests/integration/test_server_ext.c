@@ -233,11 +233,11 @@ RIFT_TEST(probe_answers_ext_info) {
                  strlen(RIFT_EXT_FEATURES));
     CHECK(rc_expect_end(st, 5000));
     /* Trailing bytes after the probe, and the opcodes still unknown:
-     * the server-to-client ones (17, 19) and those not assigned (22+). */
+     * the server-to-client ones (17, 19) and those not assigned (23+). */
     const uint8_t trailing[] = {0, 0, 0, 2, 16, 0};
     CHECK(error_one(c, trailing, sizeof(trailing), 2,
                     "unexpected trailing frame bytes"));
-    const uint8_t ops[] = {17, 19, 22, 255};
+    const uint8_t ops[] = {17, 19, 23, 255};
     for (size_t i = 0; i < sizeof(ops); i++) {
         const uint8_t f[] = {0, 0, 0, 1, ops[i]};
         CHECK(error_one(c, f, sizeof(f), 2, "unknown opcode"));
@@ -403,5 +403,159 @@ RIFT_TEST(info_delete_and_isolation) {
     CHECK_EQ_INT(i.f.pending, 0);
     rc_free(p);
     rc_free(o);
+    efix_down(&s);
+}
+
+/* ---- Fetch that waits ---- */
+
+static size_t b_wait(uint8_t *buf, const char *stream, const char *name,
+                     uint32_t limit, uint32_t wait_ms) {
+    rift_frame_fetch_wait f = {
+        .stream = stream,
+        .stream_len = strlen(stream),
+        .name = name,
+        .name_len = strlen(name),
+        .limit = limit,
+        .max_wait_ms = wait_ms,
+    };
+    return (size_t)rift_frame_encode_fetch_wait(buf, 512, &f);
+}
+
+/* Reads a waiting fetch's answer: the sequences delivered before OK. */
+static int wait_answer(rc_stream *s, uint64_t *seqs, int ms) {
+    int n = 0;
+    for (;;) {
+        size_t len;
+        const uint8_t *b = s ? rc_frame(s, ms, &len) : NULL;
+        if (b != NULL && len == 1 && b[0] == 2) {
+            return rc_expect_end(s, 5000) ? n : -1;
+        }
+        if (b == NULL || b[0] != 14 || n == 16) {
+            fprintf(stderr, "wait: %s\n",
+                    b && b[0] == 3 ? (const char *)b + 5 : "no DELIVERY");
+            return -1;
+        }
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++) {
+            v = v << 8 | b[1 + i];
+        }
+        seqs[n++] = v;
+    }
+}
+
+RIFT_TEST(fetch_wait_validation_and_isolation) {
+    efix s;
+    CHECK(efix_up(&s));
+    rawcli *p = login(&s, "plugin");
+    rawcli *o = login(&s, "other_plugin");
+    CHECK(p && o);
+    info i;
+    CHECK(open_info(p, "w", "game.>", RIFT_START_FIRST, 0, &i));
+    uint8_t buf[512];
+    CHECK(error_one(p, buf, b_wait(buf, "events", "w", 0, 100), 2,
+                    "fetch limit must be 1..256"));
+    CHECK(error_one(p, buf, b_wait(buf, "events", "w", 257, 100), 2,
+                    "fetch limit must be 1..256"));
+    CHECK(error_one(p, buf, b_wait(buf, "events", "w", 1, 0), 2,
+                    "fetch wait must be 1..120000 ms"));
+    CHECK(error_one(p, buf, b_wait(buf, "events", "w", 1, 120001), 2,
+                    "fetch wait must be 1..120000 ms"));
+    CHECK(error_one(p, buf, b_wait(buf, "nope", "w", 1, 100), 2,
+                    "unknown stream"));
+    CHECK(error_one(o, buf, b_wait(buf, "events", "w", 1, 100), 2,
+                    "consumer does not exist"));
+    size_t n = b_wait(buf, "events", "w", 1, 100);
+    buf[3] = (uint8_t)(buf[3] - 4);
+    CHECK(error_one(p, buf, n - 4, 2, "truncated frame"));
+    rc_free(p);
+    rc_free(o);
+    efix_down(&s);
+}
+
+RIFT_TEST(fetch_wait_answers_at_once_or_after_max_wait) {
+    efix s;
+    CHECK(efix_up(&s));
+    rawcli *c = login(&s, "plugin");
+    CHECK(c != NULL);
+    CHECK(stored(c, "game.a", "one"));
+    info i;
+    CHECK(open_info(c, "w", "game.>", RIFT_START_FIRST, 0, &i));
+    uint8_t buf[512];
+    uint64_t seqs[16];
+    /* A record is there: answered at once, like CONSUMER_FETCH. */
+    uint64_t t0 = (rift_now_ns() / 1000000u);
+    CHECK_EQ_INT(
+        wait_answer(send_one(c, buf, b_wait(buf, "events", "w", 4, 60000)),
+                    seqs, 5000),
+        1);
+    CHECK_EQ_U64(seqs[0], 1);
+    CHECK((rift_now_ns() / 1000000u) - t0 < 5000);
+    /* Nothing there: OK with no record after max_wait. */
+    t0 = (rift_now_ns() / 1000000u);
+    CHECK_EQ_INT(
+        wait_answer(send_one(c, buf, b_wait(buf, "events", "w", 4, 300)), seqs,
+                    5000),
+        0);
+    uint64_t took = (rift_now_ns() / 1000000u) - t0;
+    CHECK_MSG(took >= 290 && took < 3000, "answered after %llu ms",
+              (unsigned long long)took);
+    rc_free(c);
+    efix_down(&s);
+}
+
+RIFT_TEST(fetch_wait_is_woken_by_a_publish) {
+    efix s;
+    CHECK(efix_up(&s));
+    rawcli *c = login(&s, "plugin");
+    rawcli *pub = login(&s, "other_plugin");
+    CHECK(c && pub);
+    info i;
+    CHECK(open_info(c, "w", "game.a", RIFT_START_NEW_ONLY, 0, &i));
+    uint8_t buf[512];
+    uint64_t seqs[16];
+    /* Woken by a publish over the wire (another connection and identity). */
+    rc_stream *w = send_one(c, buf, b_wait(buf, "events", "w", 4, 60000));
+    CHECK(w != NULL);
+    size_t len;
+    CHECK(rc_frame(w, 200, &len) == NULL); /* parked: nothing yet */
+    uint64_t t0 = (rift_now_ns() / 1000000u);
+    CHECK(stored(pub, "game.a", "one"));
+    CHECK_EQ_INT(wait_answer(w, seqs, 5000), 1);
+    CHECK_EQ_U64(seqs[0], 1);
+    CHECK((rift_now_ns() / 1000000u) - t0 < 5000);
+    /* Woken by an in-process publish (riftd's Lua, NATS Streaming). */
+    w = send_one(c, buf, b_wait(buf, "events", "w", 4, 60000));
+    CHECK(rc_frame(w, 200, &len) == NULL);
+    CHECK_OK(rift_stream_publish(s.events, "game.a", 6, NULL, 0,
+                                 (const uint8_t *)"two", 3, NULL, NULL));
+    CHECK_EQ_INT(wait_answer(w, seqs, 5000), 1);
+    CHECK_EQ_U64(seqs[0], 2);
+    /* A record its filter does not match parks it again; the deadline
+     * then answers OK with none. */
+    w = send_one(c, buf, b_wait(buf, "events", "w", 4, 700));
+    CHECK(rc_frame(w, 200, &len) == NULL);
+    CHECK(stored(pub, "game.b", "other"));
+    CHECK_EQ_INT(wait_answer(w, seqs, 5000), 0);
+    /* Several waiters on one stream are all woken by one record each. */
+    rc_stream *ws[3];
+    for (int k = 0; k < 3; k++) {
+        char name[8];
+        snprintf(name, sizeof(name), "m%d", k);
+        CHECK(open_info(c, name, "game.a", RIFT_START_NEW_ONLY, 0, &i));
+        ws[k] = send_one(c, buf, b_wait(buf, "events", name, 1, 60000));
+    }
+    CHECK(rc_frame(ws[0], 200, &len) == NULL);
+    CHECK(stored(pub, "game.a", "all"));
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ_INT(wait_answer(ws[k], seqs, 5000), 1);
+        CHECK_EQ_U64(seqs[0], 4);
+    }
+    /* A client that goes away while parked leaves nothing behind. */
+    CHECK(open_info(c, "late", "game.a", RIFT_START_NEW_ONLY, 0, &i));
+    w = send_one(c, buf, b_wait(buf, "events", "late", 4, 60000));
+    CHECK(rc_frame(w, 200, &len) == NULL);
+    rc_free(c);
+    CHECK(stored(pub, "game.a", "after"));
+    rc_free(pub);
     efix_down(&s);
 }
