@@ -415,6 +415,95 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
                                 size_t name_len, uint64_t sequence,
                                 rift_error *err);
 
+/* ---- Protocol extensions (docs/protocol-v1.md "Extensions") ---- */
+
+/*
+ * The calls below use opcodes beyond v1. A server that does not speak them
+ * (the original Rust server, an older rift) answers RIFT_ERR_REMOTE
+ * "unknown opcode"; rift_client_extensions tells beforehand.
+ */
+
+/**
+ * rift_client_extensions probes the server (EXT_HELLO): on success
+ * *|supported| says whether it speaks the extensions and, when it does,
+ * |features| (|cap| bytes, NUL-terminated, cut to fit; may be NULL) holds
+ * the space-separated feature list, e.g. "consumer-open consumer-info
+ * consumer-delete fetch-wait".
+ *
+ * Errors: RIFT_ERR_PROTOCOL; RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED;
+ * RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_client_extensions(rift_client *c, bool *supported,
+                                       char *features, size_t cap,
+                                       rift_error *err);
+
+/** What the server reports of a consumer (CONSUMER_INFO). */
+typedef struct rift_client_consumer_info {
+    /** The stored configuration; config.filter points into |filter|. */
+    rift_consumer_config config;
+    /** The sequence the start position resolved to at creation. */
+    uint64_t start_sequence;
+    /** The cursor: the next new record the consumer examines. */
+    uint64_t next_sequence;
+    /** Deliveries awaiting acknowledgement. */
+    uint32_t pending;
+    /** rift_client_consumer_open_ext created it (false: resumed). */
+    bool created;
+    char filter[4097];
+} rift_client_consumer_info;
+
+/**
+ * rift_client_consumer_open_ext opens the consumer with every start
+ * position of |config| (rift_consumer_start: sequence, first, last, new,
+ * time, since; NULL = defaults). An existing consumer of this identity
+ * is resumed: the start position is ignored, the other settings must be
+ * equal, else RIFT_ERR_REMOTE "invalid messaging configuration: consumer
+ * already exists with different <field>". |info| (may be NULL) receives
+ * the consumer's state.
+ *
+ * Errors: those of rift_client_consumer_open; RIFT_ERR_REMOTE ("invalid
+ * start position", "start sequence must be at least 1", "unknown
+ * opcode" from a server without extensions).
+ */
+RIFT_EXTERN int rift_client_consumer_open_ext(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, const rift_consumer_config *config,
+    rift_client_consumer_info *info, rift_error *err);
+
+/**
+ * rift_client_consumer_get_info reads the state of this identity's consumer
+ * |name|. Errors: RIFT_ERR_REMOTE ("unknown stream", "consumer does not
+ * exist", "unknown opcode"); as rift_client_ack otherwise.
+ */
+RIFT_EXTERN int rift_client_consumer_get_info(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, rift_client_consumer_info *info, rift_error *err);
+
+/**
+ * rift_client_consumer_delete removes this identity's consumer |name| and
+ * its durable state. Errors: as rift_client_consumer_get_info.
+ */
+RIFT_EXTERN int rift_client_consumer_delete(rift_client *c, const char *stream,
+                                            size_t stream_len, const char *name,
+                                            size_t name_len, rift_error *err);
+
+/**
+ * rift_client_fetch_wait is rift_client_fetch that, when nothing is
+ * available, waits up to |max_wait_ms| (1..120,000) for a record and
+ * answers as soon as one arrives; after the wait *|count| is 0. The call
+ * allows the server max_wait_ms plus the client's operation timeout.
+ *
+ * Errors: those of rift_client_fetch; RIFT_ERR_INVALID_ARGUMENT ("fetch
+ * wait must be 1..120000 ms"); RIFT_ERR_REMOTE "unknown opcode" from a
+ * server without extensions.
+ */
+RIFT_EXTERN int rift_client_fetch_wait(rift_client *c, const char *stream,
+                                       size_t stream_len, const char *name,
+                                       size_t name_len, uint32_t limit,
+                                       uint32_t max_wait_ms,
+                                       rift_client_delivery *out, size_t *count,
+                                       rift_error *err);
+
 /* ---- Asynchronous stream operations ---- */
 
 /*

@@ -13,6 +13,7 @@
  * the client thread never touches the call again.
  */
 #include "client/client_internal.h"
+#include "codec/frame_ext.h"
 
 #include <string.h>
 
@@ -281,6 +282,12 @@ void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
     int rc;
     if (body[0] == RIFT_OP_ERROR) {
         rc = rift_client_error_from_frame(body, len, &e);
+        if (call->kind == RIFT_CALL_EXT_HELLO && rc == RIFT_ERR_REMOTE &&
+            strcmp(e.text, RIFT_FRAME_ERR_OPCODE) == 0) {
+            /* A v1 server: the probe's answer, not a failure. */
+            call->ext_none = true;
+            rc = 0;
+        }
         rift_client_call_finish(call, rc, &e);
         return;
     }
@@ -329,6 +336,17 @@ void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
         }
         rift_client_call_finish(call, rc, &e);
         return;
+    case RIFT_CALL_EXT_HELLO:
+    case RIFT_CALL_CONSUMER_INFO:
+        if (body[0] != (call->kind == RIFT_CALL_EXT_HELLO
+                            ? RIFT_OP_EXT_INFO
+                            : RIFT_OP_CONSUMER_INFO)) {
+            unexpected(call);
+            return;
+        }
+        rc = rift_client_ext_answer(call, body, len, &e);
+        rift_client_call_finish(call, rc, &e);
+        return;
     case RIFT_CALL_CONSUMER_OPEN:
     case RIFT_CALL_ACK:
     case RIFT_CALL_PUBLISHER:
@@ -374,8 +392,9 @@ int rift_client_call_run(rift_client_call *call, rift_error *err) {
     return rc;
 }
 
-static void call_init(rift_client_call *call, rift_client *c,
-                      rift_call_kind kind, const uint8_t *hdr, rift_ssize n) {
+void rift_client_call_init(rift_client_call *call, rift_client *c,
+                           rift_call_kind kind, const uint8_t *hdr,
+                           rift_ssize n) {
     memset(call, 0, sizeof(*call));
     call->c = c;
     call->kind = kind;
@@ -473,7 +492,7 @@ int rift_client_request(rift_client *c, const char *subject, size_t subject_len,
         return encode_error(n, err);
     }
     rift_client_call call;
-    call_init(&call, c, RIFT_CALL_REQUEST, hdr, n);
+    rift_client_call_init(&call, c, RIFT_CALL_REQUEST, hdr, n);
     call.payload = payload;
     call.payload_len = payload_len;
     call.timeout_ns =
@@ -500,7 +519,7 @@ int rift_client_stream_publish(rift_client *c, const char *stream,
         return (int)n;
     }
     rift_client_call call;
-    call_init(&call, c, RIFT_CALL_STREAM_PUBLISH, hdr, n);
+    rift_client_call_init(&call, c, RIFT_CALL_STREAM_PUBLISH, hdr, n);
     call.payload = payload;
     call.payload_len = payload_len;
     int rc = rift_client_call_run(&call, err);
@@ -551,7 +570,7 @@ int rift_client_consumer_open(rift_client *c, const char *stream,
         return encode_error(n, err);
     }
     rift_client_call call;
-    call_init(&call, c, RIFT_CALL_CONSUMER_OPEN, hdr, n);
+    rift_client_call_init(&call, c, RIFT_CALL_CONSUMER_OPEN, hdr, n);
     return rift_client_call_run(&call, err);
 }
 
@@ -566,7 +585,7 @@ int rift_client_fetch(rift_client *c, const char *stream, size_t stream_len,
         return (int)n;
     }
     rift_client_call call;
-    call_init(&call, c, RIFT_CALL_FETCH, hdr, n);
+    rift_client_call_init(&call, c, RIFT_CALL_FETCH, hdr, n);
     call.out = out;
     call.limit = limit;
     int rc = rift_client_call_run(&call, err);
@@ -587,7 +606,7 @@ int rift_client_ack(rift_client *c, const char *stream, size_t stream_len,
         return (int)n;
     }
     rift_client_call call;
-    call_init(&call, c, RIFT_CALL_ACK, hdr, n);
+    rift_client_call_init(&call, c, RIFT_CALL_ACK, hdr, n);
     return rift_client_call_run(&call, err);
 }
 

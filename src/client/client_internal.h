@@ -136,6 +136,10 @@ int rift_client_check_request_timeout(uint64_t timeout_ms, rift_error *err);
  * the code. */
 int rift_client_error_from_frame(const uint8_t *body, size_t len,
                                  rift_error *err);
+/* call_ext.c: decodes an EXT_INFO or CONSUMER_INFO body into the call's
+ * result. */
+int rift_client_ext_answer(rift_client_call *call, const uint8_t *body,
+                           size_t len, rift_error *err);
 /* The answer to a request that expects a bare OK: 0 for OK, the mapped
  * error for ERROR, "unexpected response opcode" otherwise. */
 int rift_client_expect_ok(const uint8_t *body, size_t len, rift_error *err);
@@ -177,6 +181,8 @@ typedef enum rift_call_kind {
     RIFT_CALL_ACK,
     RIFT_CALL_SUBSCRIBE,
     RIFT_CALL_PUBLISHER,
+    RIFT_CALL_EXT_HELLO,     /* EXT_INFO into |ext_features| */
+    RIFT_CALL_CONSUMER_INFO, /* CONSUMER_INFO into |info| */
 } rift_call_kind;
 
 /* An owned copy of an asynchronous call's frame (header and payload),
@@ -205,7 +211,11 @@ struct rift_client_call {
     rift_client_delivery *out; /* FETCH: caller array of |limit| */
     size_t nmsgs;
     uint32_t limit;
-    rift_stored stored; /* STREAM_PUBLISH */
+    rift_stored stored;              /* STREAM_PUBLISH */
+    rift_client_consumer_info *info; /* CONSUMER_INFO: caller's */
+    char *ext_features;              /* EXT_HELLO: caller's buffer */
+    size_t ext_cap;
+    bool ext_none; /* EXT_HELLO: the server answered "unknown opcode" */
     /* SUBSCRIBE (on OK) and PUBLISHER (on open): hands the call's stream
      * to the subscription or publisher that made the call. Set by that
      * owner, so call.c calls neither. */
@@ -237,6 +247,11 @@ struct rift_client_call {
 /* Runs |call| on the client thread and waits for it. Returns call->rc
  * (the error in |err|). */
 int rift_client_call_run(rift_client_call *call, rift_error *err);
+/* Fills a blocking call of |kind| with header |hdr| (|n| bytes) and the
+ * client's operation timeout. */
+void rift_client_call_init(rift_client_call *call, rift_client *c,
+                           rift_call_kind kind, const uint8_t *hdr,
+                           rift_ssize n);
 /* Hands the heap call |call| (async, frame set) to the client thread; it
  * completes by callback. On failure the call is freed, no callback runs
  * and the reason is in |err|. */
