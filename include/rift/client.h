@@ -367,8 +367,9 @@ RIFT_EXTERN int rift_client_stream_publish(
  * in-process consumer's rift_consumer_config (rift/stream.h; NULL =
  * rift_consumer_config_default): a NULL/empty filter means ">"; the server
  * checks the filter, ack_wait_ms (1..3,600,000) and max_ack_pending
- * (1..65,536). The wire carries a start sequence only, so |start| must be
- * RIFT_START_SEQUENCE.
+ * (1..65,536). The v1 wire carries a start sequence only, so |start| must
+ * be RIFT_START_SEQUENCE; rift_client_consumer_open_ext takes every start
+ * position.
  *
  * Errors: RIFT_ERR_INVALID_ARGUMENT ("string exceeds protocol limit",
  * "string must be UTF-8", "ack wait too large", "start position must be
