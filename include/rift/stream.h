@@ -331,8 +331,11 @@ typedef void (*rift_stream_append_fn)(void *arg);
  * yet) on the publisher's thread with the stream's lock held: it must
  * only note the event (an atomic flag, a loop post) and call nothing of
  * the stream. One watcher per stream (a protocol server's waiting
- * fetches); NULL removes it, and once this returns |fn| is not running
- * and will not be called again.
+ * fetches; a second install replaces the first). |fn| NULL removes the
+ * watch installed with the same |arg| (another one is left alone, so a
+ * server stopping after its successor started does not unhook it); once
+ * this returns the removed watcher is not running and will not be called
+ * again.
  */
 RIFT_EXTERN void rift_stream_set_append_watch(rift_stream *stream,
                                               rift_stream_append_fn fn,

@@ -192,8 +192,7 @@ static void append_watch(void *arg) {
 void rift_srv_streams_watch(rift_server *srv, bool on) {
     for (size_t i = 0; i < srv->nstreams; i++) {
         srv_stream_entry *e = &srv->streams[i];
-        rift_stream_set_append_watch(e->stream, on ? append_watch : NULL,
-                                     on ? e : NULL);
+        rift_stream_set_append_watch(e->stream, on ? append_watch : NULL, e);
     }
 }
 

@@ -558,8 +558,10 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
 void rift_stream_set_append_watch(rift_stream *st, rift_stream_append_fn fn,
                                   void *arg) {
     pthread_mutex_lock(&st->lock);
-    st->append_fn = fn;
-    st->append_arg = arg;
+    if (fn != NULL || st->append_arg == arg) {
+        st->append_fn = fn;
+        st->append_arg = fn != NULL ? arg : NULL;
+    }
     pthread_mutex_unlock(&st->lock);
 }
 
