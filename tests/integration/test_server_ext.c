@@ -595,7 +595,7 @@ RIFT_TEST(idle_waiting_fetches_cost_no_cpu) {
             (unsigned long long)used);
     /* Polling 64 fetchers even every 10 ms would show; parked ones cost
      * nothing but the client's own idle loop. */
-    CHECK_MSG(used < 100000, "%llu us of CPU in 1 s idle",
+    CHECK_MSG(used < 250000, "%llu us of CPU in 1 s idle",
               (unsigned long long)used);
     CHECK_OK(rift_stream_publish(s.events, "game.a", 6, NULL, 0,
                                  (const uint8_t *)"x", 1, NULL, NULL));
