@@ -8,6 +8,8 @@
 'use strict'
 
 const stan = require('node-nats-streaming')
+// The protocol messages the client ships (for a hand-made PubMsg).
+const proto = require('node-nats-streaming/lib/pb')
 
 const WAIT = 10000
 const CLUSTER = process.env.NI_STAN_CLUSTER || 'test-cluster'
@@ -317,20 +319,46 @@ const scenarios = {
     await publish(sc, 'js.dup', 'still here')
   },
 
-  // Close: the server answers the CloseRequest, publishing afterwards fails
-  // in the client, and the ID is free again at once.
+  // Close: the server answers the CloseRequest and forgets the client — a
+  // PubMsg still naming it (sent raw from another connection) is refused
+  // — publishing afterwards fails in the client, and the ID can connect
+  // again.
   async close (sc) {
     await publish(sc, 'js.close', 'before')
+    const old = { id: sc.clientID, connId: sc.connId, pub: sc.pubPrefix }
     await close(sc)
     let err = null
     sc.publish('js.close', 'after', (e) => { err = e })
     check(err && /Connection closed/.test(err.message), `publish after close: ${err}`)
-    const t0 = Date.now()
+    const probe = await connect('js-close-probe')
+    const answer = await rawPublish(probe, old, 'js.close', 'stale')
+    check(/stan: invalid publish request/.test(answer),
+      `PubMsg of the closed client answered "${answer}"`)
+    await close(probe)
     const again = await connect('js-close')
-    check(Date.now() - t0 < 2000, `reconnecting the closed ID took ${Date.now() - t0} ms`)
     await publish(again, 'js.close', 'after')
     return again
   }
+}
+
+// rawPublish sends a PubMsg for client |who| ({id, connId, pub}) over
+// |sc|'s NATS connection and resolves with the PubAck's error text.
+function rawPublish (sc, who, channel, data) {
+  const pm = new proto.pb.PubMsg()
+  pm.setClientId(who.id)
+  pm.setConnId(who.connId)
+  pm.setGuid(`raw-${Date.now()}`)
+  pm.setSubject(channel)
+  pm.setData(new Uint8Array(Buffer.from(data)))
+  return new Promise((resolve, reject) => {
+    sc.nc.requestOne(`${who.pub}.${channel}`, Buffer.from(pm.serializeBinary()), {}, WAIT, (msg) => {
+      if (msg instanceof Error) {
+        reject(new Error(`raw PubMsg: ${msg.message}`))
+        return
+      }
+      resolve(proto.pb.PubAck.deserializeBinary(Buffer.from(msg, 'binary')).getError())
+    })
+  })
 }
 
 async function main () {
