@@ -181,15 +181,21 @@ const scenarios = {
     for (const s of [all, from7, last, fresh]) await unsubscribe(s)
   },
 
-  // startAtTimeDelta: messages older than the delta are skipped.
+  // startAtTimeDelta: messages older than the delta are skipped. The
+  // delta points into the middle of a 3 s gap, computed just before the
+  // subscribe, so a stall of up to 1.5 s anywhere cannot move it across a
+  // message.
   async start_time_delta (sc) {
     await publishN(sc, 'js.delta', 1, 3)
+    const before = Date.now()
     await sleep(3000)
+    const after = Date.now()
     await publishN(sc, 'js.delta', 4, 5)
-    const sub = await subscribe(sc, 'js.delta', sc.subscriptionOptions().setStartAtTimeDelta(1500))
+    const delta = Math.round(Date.now() - (before + after) / 2)
+    const sub = await subscribe(sc, 'js.delta', sc.subscriptionOptions().setStartAtTimeDelta(delta))
     await sub.waitFor(2)
     await quiet(sub, 300, 'time delta')
-    checkSeqs(sub, [4, 5], 'startAtTimeDelta(1500 ms)')
+    checkSeqs(sub, [4, 5], `startAtTimeDelta(${delta} ms)`)
     await unsubscribe(sub)
   },
 
