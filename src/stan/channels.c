@@ -158,8 +158,10 @@ stan_channel *stan_channel_get(rift_stan *svc, rift_stan_str name,
         return NULL;
     }
     ch->last_activity_ms = stan_mono_ms();
+    pthread_mutex_lock(&svc->reg_lock);
     ch->next = svc->channels;
     svc->channels = ch;
+    pthread_mutex_unlock(&svc->reg_lock);
     svc->nchannels++;
     return ch;
 }
@@ -309,7 +311,17 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
             pp = &ch->next;
             continue;
         }
-        *pp = ch->next;
+        /* A pin is taken under reg_lock: none can come after this check. */
+        pthread_mutex_lock(&svc->reg_lock);
+        bool pinned = atomic_load(&ch->pins) > 0;
+        if (!pinned) {
+            *pp = ch->next;
+        }
+        pthread_mutex_unlock(&svc->reg_lock);
+        if (pinned) {
+            pp = &ch->next;
+            continue;
+        }
         svc->nchannels--;
         char path[4400] = "";
         char dn[MAX_DIR_NAME + 4];
@@ -327,9 +339,18 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
 }
 
 void stan_channels_close(rift_stan *svc) {
-    while (svc->channels) {
-        stan_channel *ch = svc->channels;
-        svc->channels = ch->next;
+    pthread_mutex_lock(&svc->reg_lock);
+    stan_channel *list = svc->channels;
+    svc->channels = NULL;
+    pthread_mutex_unlock(&svc->reg_lock);
+    while (list) {
+        stan_channel *ch = list;
+        list = ch->next;
+        if (atomic_load(&ch->pins) > 0) {
+            /* The owner stops every user first (riftd: the front ends). */
+            rift_log(RIFT_LOG_ERROR, "stan: channel %s closed while in use",
+                     ch->name);
+        }
         channel_free(svc, ch);
     }
     svc->nchannels = 0;

@@ -79,6 +79,11 @@ struct stan_sub {
     char *inbox;
     char *ack_inbox;
     char *durable; /* NULL for none */
+    /* Kept for the monitoring views (views.c). */
+    char *queue; /* NULL for none */
+    uint32_t max_in_flight;
+    int32_t ack_wait_s;
+    uint64_t last_sent; /* highest sequence pushed to it */
 };
 
 struct stan_channel {
@@ -91,6 +96,9 @@ struct stan_channel {
     uint64_t last_activity_ms;
     /* Set by a publish completion on a writer thread. */
     atomic_bool dirty;
+    /* Users outside the service (registry.c): taken under |reg_lock|,
+     * dropped from any thread. A pinned channel is not removed. */
+    atomic_uint pins;
 };
 
 struct rift_stan {
@@ -105,6 +113,10 @@ struct rift_stan {
     bool running;
     atomic_bool stop;
     pthread_mutex_t lock;
+    /* Guards the links of |channels| against readers on other threads
+     * (registry.c); the service thread takes it only to link or unlink a
+     * channel, so a reader never waits for a pump or an fsync. */
+    pthread_mutex_t reg_lock;
 
     /* Subjects, NUL-terminated. */
     char *discover, *pub_prefix, *sub_subj, *unsub_subj, *subclose_subj,
