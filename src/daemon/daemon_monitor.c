@@ -16,11 +16,15 @@ static void add_consumer_names(rift_daemon *d, json_t *streams) {
     json_t *el;
     json_array_foreach(streams, i, el) {
         const char *name = json_string_value(json_object_get(el, "name"));
+        /* A channel is pinned while its names are read. */
+        rift_daemon_stream_ref ref = {0};
         rift_stream *st =
-            name != NULL ? rift_daemon_streams_find(d->streams, name) : NULL;
+            name != NULL ? rift_daemon_stream_acquire(d, name, &ref) : NULL;
         rift_stream_info info;
         rift_error err = {0};
-        if (st == NULL || rift_stream_get_info(st, &info, &err) != 0) {
+        int rc = st != NULL ? rift_stream_get_info(st, &info, &err) : -1;
+        rift_daemon_stream_release(&ref);
+        if (rc != 0) {
             continue;
         }
         json_t *names = json_array();

@@ -465,6 +465,39 @@ RIFT_TEST(views_show_clients_channels_and_pending) {
     d = http_json(mport, "/streaming/channelsz?channel=zz", 404);
     CHECK(d != NULL);
     json_decref(d);
+    /* /status lists the channels with the streams, consumers named. */
+    d = http_json(mport, "/status", 200);
+    CHECK(d != NULL);
+    json_t *sa = find_by(json_object_get(d, "streams"), "name", "a");
+    CHECK(sa != NULL && jtrue(sa, "channel"));
+    CHECK_EQ_STR(json_string_value(
+                     json_array_get(json_object_get(sa, "consumer_names"), 0)),
+                 "d-viewer-dur");
+    json_decref(d);
+
+    /* rift stan prints the same. */
+    char *out = NULL;
+    int rc = rift_proc_run(
+        rift_proc_cli(), f.dir,
+        (const char *const[]){"stan", "channels", "a", "--server", f.p.address,
+                              "--ca", f.ca, "--server-name", "localhost",
+                              "--token", RIFTD_FIX_TOKEN, NULL},
+        NULL, &out, NULL);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(out != NULL && strstr(out, "a: 3 messages") != NULL);
+    CHECK(strstr(out, "viewer") != NULL && strstr(out, "dur") != NULL);
+    CHECK(strstr(out, "stalled") != NULL);
+    free(out);
+    out = NULL;
+    rc = rift_proc_run(rift_proc_cli(), f.dir,
+                       (const char *const[]){"stan", "clients", "--server",
+                                             f.p.address, "--ca", f.ca,
+                                             "--server-name", "localhost",
+                                             "--token", RIFTD_FIX_TOKEN, NULL},
+                       NULL, &out, NULL);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(out != NULL && strstr(out, "viewer") != NULL);
+    free(out);
 
     /* Closed, the durable stays as an offline one, its pending kept. */
     CHECK(stanSubscription_Close(dur) == NATS_OK);
