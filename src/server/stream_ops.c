@@ -135,8 +135,11 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
 static rift_stream *find_stream(const rift_server *srv, const char *name,
                                 size_t len, srv_pin *pin) {
     srv_stream_entry key = {(char *)(uintptr_t)name, len, NULL};
-    const srv_stream_entry *e = bsearch(&key, srv->streams, srv->nstreams,
-                                        sizeof(*srv->streams), cmp_stream);
+    /* No table at all without configured streams (bsearch wants one). */
+    const srv_stream_entry *e =
+        srv->nstreams == 0 ? NULL
+                           : bsearch(&key, srv->streams, srv->nstreams,
+                                     sizeof(*srv->streams), cmp_stream);
     *pin = (srv_pin){NULL, false};
     if (e != NULL) {
         return e->stream;
