@@ -16,6 +16,7 @@
 #include "daemon/daemon_internal.h"
 
 #include "common/base64.h"
+#include "stan/views.h"
 #include "subject/quota.h"
 
 #include <stdlib.h>
@@ -201,6 +202,11 @@ static json_t *string_array(char *const *v, size_t n) {
     return a;
 }
 
+/* A channel limit: 0 (unlimited) as null, as max_age_ms is for streams. */
+static json_t *or_null(uint64_t v) {
+    return v ? json_integer((json_int_t)v) : json_null();
+}
+
 int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
                                 json_t **data, rift_error *err) {
     rift_daemon *d = ud;
@@ -216,8 +222,21 @@ int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
         pthread_mutex_unlock(&d->lock);
         /* A channel's stream takes its subject and limits from the
          * streaming table (docs/streaming.md). */
+        rift_stan_channel_settings cs;
+        rift_stan_channel_settings_of(d->stan, name, &cs);
         json_object_set_new(channel, "subjects", json_pack("[s]", name));
         json_object_set_new(channel, "storage_path", json_null());
+        json_object_set_new(channel, "max_messages",
+                            or_null(cs.limits.max_msgs));
+        json_object_set_new(channel, "max_bytes", or_null(cs.limits.max_bytes));
+        json_object_set_new(channel, "max_age_ms",
+                            or_null(cs.limits.max_age_ms));
+        json_object_set_new(channel, "max_inactivity_ms",
+                            or_null(cs.limits.max_inactivity_ms));
+        json_object_set_new(channel, "max_consumers",
+                            json_integer((json_int_t)cs.max_consumers));
+        json_object_set_new(channel, "sync_on_write",
+                            json_boolean(cs.sync_on_write));
         *data = channel;
         return 0;
     }

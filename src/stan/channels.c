@@ -61,7 +61,7 @@ static bool dir_name(rift_stan_str name, char *out, size_t cap) {
     return true;
 }
 
-static rift_stan_limits limits_for(const rift_stan *svc, rift_stan_str name) {
+rift_stan_limits stan_limits_for(const rift_stan *svc, rift_stan_str name) {
     for (size_t i = 0; i < svc->s.channels_count; i++) {
         const char *pat = svc->s.channels[i].pattern;
         if (rift_subject_matches(pat, strlen(pat), name.p, name.len)) {
@@ -93,7 +93,7 @@ static void drop_leftovers(rift_stream *st) {
 
 static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
                        rift_error *err) {
-    rift_stan_limits l = limits_for(svc, name);
+    rift_stan_limits l = stan_limits_for(svc, name);
     rift_stream_settings ss;
     rift_stream_settings_default(&ss);
     const char *subjects[1] = {ch->name};
@@ -304,7 +304,7 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
     for (stan_channel **pp = &svc->channels; *pp;) {
         stan_channel *ch = *pp;
         rift_stan_limits l =
-            limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
+            stan_limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
         if (!l.max_inactivity_ms || ch->subs || ch->feeds ||
             now_ms - ch->last_activity_ms < l.max_inactivity_ms ||
             has_durables(ch->stream)) {

@@ -150,6 +150,9 @@ stan_client *stan_client_by_conn(rift_stan *svc, rift_stan_str conn_id);
 void stan_clients_free(rift_stan *svc);
 
 /* ---- channels.c ---- */
+/* The limits of channel |name|: the first matching override, else the
+ * service's. */
+rift_stan_limits stan_limits_for(const rift_stan *svc, rift_stan_str name);
 /* stan_channel_get opens (or creates, within max_channels) |name|; on
  * failure |errtext| is the text for the client. */
 stan_channel *stan_channel_get(rift_stan *svc, rift_stan_str name,

@@ -49,6 +49,14 @@ void rift_stan_channel_release(rift_stan *svc, void *token, bool appended) {
     }
 }
 
+void rift_stan_channel_settings_of(rift_stan *svc, const char *name,
+                                   rift_stan_channel_settings *out) {
+    /* The settings are copied at start and never change: no lock. */
+    out->limits = stan_limits_for(svc, (rift_stan_str){name, strlen(name)});
+    out->max_consumers = svc->s.max_subs ? svc->s.max_subs : 1;
+    out->sync_on_write = svc->s.sync_on_write;
+}
+
 static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }

@@ -32,6 +32,16 @@ rift_stream *rift_stan_channel_acquire(rift_stan *s, const char *name,
  * subscribers at once. */
 void rift_stan_channel_release(rift_stan *s, void *token, bool appended);
 
+/* The settings a channel's stream is opened with (stream.info): its
+ * limits (0 = unlimited), consumer limit and sync_on_write. */
+typedef struct rift_stan_channel_settings {
+    rift_stan_limits limits;
+    uint32_t max_consumers;
+    bool sync_on_write;
+} rift_stan_channel_settings;
+void rift_stan_channel_settings_of(rift_stan *s, const char *name,
+                                   rift_stan_channel_settings *out);
+
 /* rift_stan_channel_names returns the channel names, sorted, in a new
  * vector (free with rift_stan_names_free). RIFT_ERR_NOMEM. */
 int rift_stan_channel_names(rift_stan *s, char ***names, size_t *count);
