@@ -79,11 +79,9 @@ struct stan_sub {
     char *inbox;
     char *ack_inbox;
     char *durable; /* NULL for none */
-    /* Kept for the monitoring views (views.c). */
-    char *queue; /* NULL for none */
-    uint32_t max_in_flight;
-    int32_t ack_wait_s;
-    uint64_t last_sent; /* highest sequence pushed to it */
+    char *q_group; /* NULL for none */
+    int32_t max_in_flight, ack_wait_s;
+    uint64_t last_sent; /* highest sequence pushed to it (views.c) */
 };
 
 struct stan_channel {

@@ -281,7 +281,7 @@ static void sub_free(rift_stan *svc, stan_sub *s) {
     rift_free(svc->s.mem, s->inbox);
     rift_free(svc->s.mem, s->ack_inbox);
     rift_free(svc->s.mem, s->durable);
-    rift_free(svc->s.mem, s->queue);
+    rift_free(svc->s.mem, s->q_group);
     rift_free(svc->s.mem, s);
 }
 
@@ -296,14 +296,14 @@ static stan_sub *sub_new(rift_stan *svc, stan_feed *f,
     s->id = ++svc->next_serial;
     s->inbox = stan_strdup(svc, q->inbox);
     s->durable = q->durable_name.len ? stan_strdup(svc, q->durable_name) : NULL;
-    s->queue = q->q_group.len ? stan_strdup(svc, q->q_group) : NULL;
-    s->max_in_flight = (uint32_t)q->max_in_flight;
+    s->q_group = q->q_group.len ? stan_strdup(svc, q->q_group) : NULL;
+    s->max_in_flight = q->max_in_flight;
     s->ack_wait_s = q->ack_wait_in_secs;
     char ack[1200];
     snprintf(ack, sizeof ack, "%s.%" PRIu64, svc->ack_prefix, s->id);
     s->ack_inbox = rift_strndup(svc->s.mem, ack, strlen(ack));
     if (!s->inbox || !s->ack_inbox || (q->durable_name.len && !s->durable) ||
-        (q->q_group.len && !s->queue) ||
+        (q->q_group.len && !s->q_group) ||
         rift_push_add_member(f->push, s, (uint32_t)q->max_in_flight, NULL)) {
         sub_free(svc, s);
         return NULL;

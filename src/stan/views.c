@@ -70,10 +70,10 @@ static void sub_view_from_live(builder *b, rift_stan_sub_view *v,
     v->inbox = dup(b, s->inbox);
     v->ack_inbox = dup(b, s->ack_inbox);
     v->durable_name = dup(b, s->durable);
-    v->queue_name = dup(b, s->queue);
+    v->queue_name = dup(b, s->q_group);
     v->consumer = dup(b, f->name);
     v->is_durable = f->durable;
-    v->max_inflight = s->max_in_flight;
+    v->max_inflight = s->max_in_flight > 0 ? (uint32_t)s->max_in_flight : 0;
     v->ack_wait_s = s->ack_wait_s > 0 ? (uint32_t)s->ack_wait_s : 0;
     v->last_sent = s->last_sent;
     v->pending_count = rift_push_member_pending(f->push, s);
