@@ -245,6 +245,7 @@ struct rift_server {
     bool retry;
     srv_stream_entry *streams; /* sorted by name */
     size_t nstreams;
+    rift_server_stream_source stream_source; /* after |streams| */
 
     /* Shared: |lock| serializes start, stop, stats and address queries
      * (stop holds it while it joins the thread); |sig_lock| and |cond|

@@ -49,8 +49,15 @@ typedef struct srv_portion {
     size_t refs;
 } srv_portion;
 
+/* A stream of the stream source, held until the operation ends. */
+typedef struct srv_pin {
+    void *token;
+    bool held;
+} srv_pin;
+
 struct srv_store_op {
     rift_server *srv;
+    srv_pin pin;
     srv_stream *ss; /* NULL once detached from its stream */
     uint8_t opcode;
     bool in_store; /* submitted; the completion is not back yet */
@@ -88,6 +95,7 @@ static int cmp_stream(const void *a, const void *b) {
 
 int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
                           rift_error *err) {
+    srv->stream_source = s->stream_source;
     if (s->stream_count == 0) {
         return 0;
     }
@@ -122,12 +130,32 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
     return 0;
 }
 
+/* The table first (its streams win), then the stream source, whose
+ * stream is pinned in |pin| until unpin. */
 static rift_stream *find_stream(const rift_server *srv, const char *name,
-                                size_t len) {
+                                size_t len, srv_pin *pin) {
     srv_stream_entry key = {(char *)(uintptr_t)name, len, NULL};
-    const srv_stream_entry *e = bsearch(&key, srv->streams, srv->nstreams,
-                                        sizeof(*srv->streams), cmp_stream);
-    return e ? e->stream : NULL;
+    /* No table at all without configured streams (bsearch wants one). */
+    const srv_stream_entry *e =
+        srv->nstreams == 0 ? NULL
+                           : bsearch(&key, srv->streams, srv->nstreams,
+                                     sizeof(*srv->streams), cmp_stream);
+    *pin = (srv_pin){NULL, false};
+    if (e != NULL) {
+        return e->stream;
+    }
+    const rift_server_stream_source *src = &srv->stream_source;
+    rift_stream *st =
+        src->acquire ? src->acquire(src->ud, name, len, &pin->token) : NULL;
+    pin->held = st != NULL;
+    return st;
+}
+
+static void unpin(const rift_server *srv, srv_pin *pin, bool appended) {
+    if (pin->held) {
+        pin->held = false;
+        srv->stream_source.release(srv->stream_source.ud, pin->token, appended);
+    }
 }
 
 void rift_srv_streams_free(rift_server *srv) {
@@ -179,6 +207,9 @@ static void op_free(srv_store_op *op) {
     }
     portion_unref(op->portion);
     rift_consumer_close(op->consumer);
+    /* Last: the consumer belongs to the pinned stream. */
+    unpin(op->srv, &op->pin,
+          op->opcode == RIFT_OP_STREAM_PUBLISH && op->status == 0);
     rift_free(op->srv->mem, op);
 }
 
@@ -433,8 +464,9 @@ static int scope_name(srv_stream *ss, unsigned decoded, const char *name,
     return 0;
 }
 
-static rift_stream *lookup(srv_stream *ss, const char *name, size_t len) {
-    rift_stream *st = find_stream(ss->conn->srv, name, len);
+static rift_stream *lookup(srv_stream *ss, const char *name, size_t len,
+                           srv_pin *pin) {
+    rift_stream *st = find_stream(ss->conn->srv, name, len, pin);
     if (st == NULL) {
         rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, text_unknown);
     }
@@ -461,15 +493,18 @@ static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
-    rift_stream *st = lookup(ss, f.stream, f.stream_len);
+    srv_pin pin;
+    rift_stream *st = lookup(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
         return;
     }
     srv_store_op *op = op_new(ss, RIFT_OP_STREAM_PUBLISH);
     if (op == NULL) {
+        unpin(ss->conn->srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->payload_len = f.payload_len;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
@@ -498,7 +533,8 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
         return;
     }
-    rift_stream *st = lookup(ss, f.stream, f.stream_len);
+    srv_pin pin;
+    rift_stream *st = lookup(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
         return;
     }
@@ -513,6 +549,7 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
                                  &existing, NULL) != 0) {
         if (rift_quota_take(srv->quota, slot, RIFT_QUOTA_CONSUMERS, &err) !=
             0) {
+            unpin(srv, &pin, false);
             rift_srv_fail(ss, err.code, err.text);
             return;
         }
@@ -524,9 +561,11 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         if (counted) {
             rift_quota_give(srv->quota, slot, RIFT_QUOTA_CONSUMERS);
         }
+        unpin(srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->quota_consumer = counted;
     op->quota_slot = slot;
     rift_consumer_config cfg;
@@ -548,8 +587,9 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
 
 /* Stream lookup then consumer lookup, for FETCH and ACK. */
 static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
-                                    size_t stream_len, const char *scoped) {
-    rift_stream *st = lookup(ss, stream, stream_len);
+                                    size_t stream_len, const char *scoped,
+                                    srv_pin *pin) {
+    rift_stream *st = lookup(ss, stream, stream_len, pin);
     if (st == NULL) {
         return NULL;
     }
@@ -557,6 +597,7 @@ static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
     rift_error err;
     if (rift_stream_consumer_get(st, scoped, RIFT_SCOPED_CONSUMER_LEN, &c,
                                  &err) != 0) {
+        unpin(ss->conn->srv, pin, false);
         rift_srv_fail(ss, err.code, err.text);
         return NULL;
     }
@@ -576,16 +617,19 @@ static void consumer_fetch(srv_stream *ss, const uint8_t *fields, size_t len) {
                       "fetch limit must be 1..256");
         return;
     }
-    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
+    srv_pin pin;
+    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped, &pin);
     if (c == NULL) {
         return;
     }
     srv_store_op *op = op_new(ss, RIFT_OP_CONSUMER_FETCH);
     if (op == NULL) {
         rift_consumer_close(c);
+        unpin(ss->conn->srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->consumer = c;
     op->left = f.limit;
     op->more = true; /* nothing loaded yet: the first portion */
@@ -633,16 +677,19 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
     if (scope_name(ss, f.decoded, f.name, f.name_len, rc, &err, scoped) != 0) {
         return;
     }
-    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
+    srv_pin pin;
+    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped, &pin);
     if (c == NULL) {
         return;
     }
     srv_store_op *op = op_new(ss, RIFT_OP_ACK);
     if (op == NULL) {
         rift_consumer_close(c);
+        unpin(ss->conn->srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->consumer = c;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);

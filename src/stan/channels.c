@@ -61,7 +61,7 @@ static bool dir_name(rift_stan_str name, char *out, size_t cap) {
     return true;
 }
 
-static rift_stan_limits limits_for(const rift_stan *svc, rift_stan_str name) {
+rift_stan_limits stan_limits_for(const rift_stan *svc, rift_stan_str name) {
     for (size_t i = 0; i < svc->s.channels_count; i++) {
         const char *pat = svc->s.channels[i].pattern;
         if (rift_subject_matches(pat, strlen(pat), name.p, name.len)) {
@@ -93,7 +93,7 @@ static void drop_leftovers(rift_stream *st) {
 
 static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
                        rift_error *err) {
-    rift_stan_limits l = limits_for(svc, name);
+    rift_stan_limits l = stan_limits_for(svc, name);
     rift_stream_settings ss;
     rift_stream_settings_default(&ss);
     const char *subjects[1] = {ch->name};
@@ -158,8 +158,10 @@ stan_channel *stan_channel_get(rift_stan *svc, rift_stan_str name,
         return NULL;
     }
     ch->last_activity_ms = stan_mono_ms();
+    pthread_mutex_lock(&svc->reg_lock);
     ch->next = svc->channels;
     svc->channels = ch;
+    pthread_mutex_unlock(&svc->reg_lock);
     svc->nchannels++;
     return ch;
 }
@@ -302,14 +304,24 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
     for (stan_channel **pp = &svc->channels; *pp;) {
         stan_channel *ch = *pp;
         rift_stan_limits l =
-            limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
+            stan_limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
         if (!l.max_inactivity_ms || ch->subs || ch->feeds ||
             now_ms - ch->last_activity_ms < l.max_inactivity_ms ||
             has_durables(ch->stream)) {
             pp = &ch->next;
             continue;
         }
-        *pp = ch->next;
+        /* A pin is taken under reg_lock: none can come after this check. */
+        pthread_mutex_lock(&svc->reg_lock);
+        bool pinned = atomic_load(&ch->pins) > 0;
+        if (!pinned) {
+            *pp = ch->next;
+        }
+        pthread_mutex_unlock(&svc->reg_lock);
+        if (pinned) {
+            pp = &ch->next;
+            continue;
+        }
         svc->nchannels--;
         char path[4400] = "";
         char dn[MAX_DIR_NAME + 4];
@@ -327,9 +339,18 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
 }
 
 void stan_channels_close(rift_stan *svc) {
-    while (svc->channels) {
-        stan_channel *ch = svc->channels;
-        svc->channels = ch->next;
+    pthread_mutex_lock(&svc->reg_lock);
+    stan_channel *list = svc->channels;
+    svc->channels = NULL;
+    pthread_mutex_unlock(&svc->reg_lock);
+    while (list) {
+        stan_channel *ch = list;
+        list = ch->next;
+        if (atomic_load(&ch->pins) > 0) {
+            /* The owner stops every user first (riftd: the front ends). */
+            rift_log(RIFT_LOG_ERROR, "stan: channel %s closed while in use",
+                     ch->name);
+        }
         channel_free(svc, ch);
     }
     svc->nchannels = 0;

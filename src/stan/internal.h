@@ -79,6 +79,9 @@ struct stan_sub {
     char *inbox;
     char *ack_inbox;
     char *durable; /* NULL for none */
+    char *q_group; /* NULL for none */
+    int32_t max_in_flight, ack_wait_s;
+    uint64_t last_sent; /* highest sequence pushed to it (views.c) */
 };
 
 struct stan_channel {
@@ -91,6 +94,9 @@ struct stan_channel {
     uint64_t last_activity_ms;
     /* Set by a publish completion on a writer thread. */
     atomic_bool dirty;
+    /* Users outside the service (registry.c): taken under |reg_lock|,
+     * dropped from any thread. A pinned channel is not removed. */
+    atomic_uint pins;
 };
 
 struct rift_stan {
@@ -105,6 +111,10 @@ struct rift_stan {
     bool running;
     atomic_bool stop;
     pthread_mutex_t lock;
+    /* Guards the links of |channels| against readers on other threads
+     * (registry.c); the service thread takes it only to link or unlink a
+     * channel, so a reader never waits for a pump or an fsync. */
+    pthread_mutex_t reg_lock;
 
     /* Subjects, NUL-terminated. */
     char *discover, *pub_prefix, *sub_subj, *unsub_subj, *subclose_subj,
@@ -138,6 +148,9 @@ stan_client *stan_client_by_conn(rift_stan *svc, rift_stan_str conn_id);
 void stan_clients_free(rift_stan *svc);
 
 /* ---- channels.c ---- */
+/* The limits of channel |name|: the first matching override, else the
+ * service's. */
+rift_stan_limits stan_limits_for(const rift_stan *svc, rift_stan_str name);
 /* stan_channel_get opens (or creates, within max_channels) |name|; on
  * failure |errtext| is the text for the client. */
 stan_channel *stan_channel_get(rift_stan *svc, rift_stan_str name,

@@ -341,6 +341,7 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
     svc->broker = broker;
     svc->wake_fd = -1;
     pthread_mutex_init(&svc->lock, NULL);
+    pthread_mutex_init(&svc->reg_lock, NULL);
     int rc = copy_settings(svc, s, err);
     if (rc == 0) {
         rc = make_subjects(svc, err);
@@ -405,6 +406,7 @@ void rift_stan_stop(rift_stan *svc) {
     }
     rift_free(mem, cl);
     pthread_mutex_destroy(&svc->lock);
+    pthread_mutex_destroy(&svc->reg_lock);
     rift_free(mem, svc);
 }
 

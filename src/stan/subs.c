@@ -119,6 +119,7 @@ static int deliver(void *ctx, void *member, const rift_delivery *d) {
     }
     size_t n = rift_stan_encode_msg_proto(&mp, buf, cap);
     stan_send(svc, sub->inbox, strlen(sub->inbox), buf, n);
+    sub->last_sent = RIFT_MAX(sub->last_sent, r->sequence);
     if (buf != small) {
         rift_free(svc->s.mem, buf);
     }
@@ -276,6 +277,14 @@ static const char *check_request(rift_stan *svc, const rift_stan_sub_req *q) {
     return NULL;
 }
 
+static void sub_free(rift_stan *svc, stan_sub *s) {
+    rift_free(svc->s.mem, s->inbox);
+    rift_free(svc->s.mem, s->ack_inbox);
+    rift_free(svc->s.mem, s->durable);
+    rift_free(svc->s.mem, s->q_group);
+    rift_free(svc->s.mem, s);
+}
+
 static stan_sub *sub_new(rift_stan *svc, stan_feed *f,
                          const rift_stan_sub_req *q) {
     stan_sub *s = rift_calloc(svc->s.mem, 1, sizeof *s);
@@ -286,14 +295,17 @@ static stan_sub *sub_new(rift_stan *svc, stan_feed *f,
     s->feed = f;
     s->id = ++svc->next_serial;
     s->inbox = stan_strdup(svc, q->inbox);
+    s->durable = q->durable_name.len ? stan_strdup(svc, q->durable_name) : NULL;
+    s->q_group = q->q_group.len ? stan_strdup(svc, q->q_group) : NULL;
+    s->max_in_flight = q->max_in_flight;
+    s->ack_wait_s = q->ack_wait_in_secs;
     char ack[1200];
     snprintf(ack, sizeof ack, "%s.%" PRIu64, svc->ack_prefix, s->id);
     s->ack_inbox = rift_strndup(svc->s.mem, ack, strlen(ack));
-    if (!s->inbox || !s->ack_inbox ||
+    if (!s->inbox || !s->ack_inbox || (q->durable_name.len && !s->durable) ||
+        (q->q_group.len && !s->q_group) ||
         rift_push_add_member(f->push, s, (uint32_t)q->max_in_flight, NULL)) {
-        rift_free(svc->s.mem, s->inbox);
-        rift_free(svc->s.mem, s->ack_inbox);
-        rift_free(svc->s.mem, s);
+        sub_free(svc, s);
         return NULL;
     }
     f->members++;
@@ -357,9 +369,7 @@ static void sub_remove(rift_stan *svc, stan_sub *s, bool unsubscribe) {
             break;
         }
     }
-    rift_free(svc->s.mem, s->inbox);
-    rift_free(svc->s.mem, s->ack_inbox);
-    rift_free(svc->s.mem, s);
+    sub_free(svc, s);
     if (f->members == 0) {
         feed_free(svc, f, unsubscribe || !f->durable);
     }
@@ -429,7 +439,11 @@ void stan_subs_drop_client(rift_stan *svc, stan_client *c) {
 uint64_t stan_subs_pump(rift_stan *svc, uint64_t now_ms) {
     uint64_t due = UINT64_MAX;
     for (stan_channel *ch = svc->channels; ch; ch = ch->next) {
-        atomic_store(&ch->dirty, false);
+        /* An append counts as activity, also one that came from a rift
+         * client (registry.c), which cannot touch last_activity_ms. */
+        if (atomic_exchange(&ch->dirty, false)) {
+            ch->last_activity_ms = now_ms;
+        }
         for (stan_feed *f = ch->feeds; f; f = f->next) {
             rift_error e = {0};
             if (rift_push_pump(f->push, now_ms, &e) < 0) {
@@ -448,9 +462,7 @@ void stan_subs_free(rift_stan *svc) {
         stan_sub *s = svc->sub_list;
         svc->sub_list = s->next;
         stan_feed *f = s->feed;
-        rift_free(svc->s.mem, s->inbox);
-        rift_free(svc->s.mem, s->ack_inbox);
-        rift_free(svc->s.mem, s);
+        sub_free(svc, s);
         if (--f->members == 0) {
             feed_free(svc, f, false); /* leftovers go at the next open */
         }

@@ -18,6 +18,7 @@ int rift_cmd_store(int argc, char **argv);
 int rift_cmd_status(int argc, char **argv);
 int rift_cmd_stream(int argc, char **argv);
 int rift_cmd_consumer(int argc, char **argv);
+int rift_cmd_stan(int argc, char **argv);
 int rift_cmd_certs(int argc, char **argv);
 
 #endif /* RIFT_TOOLS_CMD_H */
