@@ -185,6 +185,9 @@ RIFT_TEST(publish_sync_async_and_start_positions) {
         int mode;
         uint64_t first;
     } cases[] = {{0, 1}, {1, 25}, {2, 24}};
+    /* nats.c may still run a callback queued before Unsubscribe: each
+     * sink lives until nats_CloseAndWait below, not just its iteration. */
+    seen sinks[3];
     for (size_t i = 0; i < 3; i++) {
         stanSubOptions *so = NULL;
         CHECK(stanSubOptions_Create(&so) == NATS_OK);
@@ -195,14 +198,14 @@ RIFT_TEST(publish_sync_async_and_start_positions) {
         } else {
             stanSubOptions_StartAtSequence(so, 24);
         }
-        seen s;
-        seen_init(&s, true);
+        seen *s = &sinks[i];
+        seen_init(s, true);
         stanSubscription *sub = NULL;
-        CHECK(stanConnection_Subscribe(&sub, sc, "orders", on_msg, &s, so) ==
+        CHECK(stanConnection_Subscribe(&sub, sc, "orders", on_msg, s, so) ==
               NATS_OK);
         stanSubOptions_Destroy(so);
-        CHECK(wait_n(&s, 1));
-        CHECK_EQ_U64(s.seqs[0], cases[i].first);
+        CHECK(wait_n(s, 1));
+        CHECK_EQ_U64(s->seqs[0], cases[i].first);
         stanSubscription_Unsubscribe(sub);
         stanSubscription_Destroy(sub);
     }
