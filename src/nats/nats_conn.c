@@ -203,7 +203,21 @@ static void conn_free(nats_conn *c) {
     rift_free(NULL, c);
 }
 
+/* Publishes the callback's message counts for rift_nats_get_stats. */
+static void add_tally(rift_nats *srv) {
+    if (srv->tally.msgs_in > 0) {
+        atomic_fetch_add(&srv->msgs_in, srv->tally.msgs_in);
+        atomic_fetch_add(&srv->bytes_in, srv->tally.bytes_in);
+    }
+    if (srv->tally.msgs_out > 0) {
+        atomic_fetch_add(&srv->msgs_out, srv->tally.msgs_out);
+        atomic_fetch_add(&srv->bytes_out, srv->tally.bytes_out);
+    }
+    memset(&srv->tally, 0, sizeof(srv->tally));
+}
+
 void rift_nats_reap(rift_nats *srv) {
+    add_tally(srv);
     /* A closed connection may still be on the dirty list. */
     nats_conn **pp = &srv->dirty;
     while (*pp != NULL) {

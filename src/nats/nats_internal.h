@@ -23,6 +23,8 @@
 #define NATS_BATCH 64
 /* Bytes read from a socket at once. */
 #define NATS_READ_CHUNK 65536
+/* Longest publish subject a connection remembers as granted. */
+#define NATS_PUB_OK_MAX 128
 
 typedef struct nats_conn nats_conn;
 typedef struct nats_claim nats_claim;
@@ -70,6 +72,9 @@ struct nats_conn {
     size_t n_subs;
     nats_claim *claims; /* this connection's inbox prefixes */
     bool closing;
+    /* The last subject PUB found valid and granted (nats_ops.c). */
+    size_t pub_ok_len; /* 0: none */
+    char pub_ok[NATS_PUB_OK_MAX];
 };
 
 struct rift_nats {
@@ -103,6 +108,12 @@ struct rift_nats {
     size_t claim_buckets;
     size_t n_claims;
     uint8_t rbuf[NATS_READ_CHUNK];
+    /* Counted by the loop thread, added to the atomics below once per
+     * callback (rift_nats_reap): one locked add per message was a
+     * measurable part of a small publish. */
+    struct {
+        uint64_t msgs_in, bytes_in, msgs_out, bytes_out;
+    } tally;
     /* Counters read by rift_nats_get_stats from other threads. */
     atomic_uint_fast64_t n_conns, n_auth, accepted, refused, auth_failures,
         slow_consumers, msgs_in, bytes_in, msgs_out, bytes_out;
