@@ -178,6 +178,7 @@ static void drain_sub(nats_sub *ns) {
 void rift_nats_drain(rift_nats *srv) {
     rift_sub *ready[NATS_BATCH];
     size_t n;
+    srv->undrained = 0;
     while ((n = rift_notifier_poll(srv->notifier, ready, NATS_BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
             nats_sub *ns = rift_sub_user_data(ready[i]);

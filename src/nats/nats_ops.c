@@ -217,6 +217,7 @@ static bool do_pub(nats_conn *c, const rift_nats_op *op) {
                                                    : "Invalid Publish Subject");
         return true;
     }
+    srv->undrained += rep.delivered;
     srv->tally.msgs_in++;
     srv->tally.bytes_in += op->total_len - hlen;
     if (op->reply != NULL && rep.delivered == 0 && c->no_responders) {
