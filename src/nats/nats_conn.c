@@ -335,7 +335,11 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
     }
     if ((events & RIFT_IO_WRITE) && !c->closing) {
         if (c->handshaking) {
-            (void)handshake(c);
+            /* Finished may have come with the first operations, which
+             * the read-ahead holds: no readiness will report them. */
+            if (handshake(c) && rift_nats_tls_buffered(c)) {
+                do_read(c);
+            }
         } else {
             (void)flush(c);
         }
