@@ -306,7 +306,9 @@ static void do_read(nats_conn *c) {
             return;
         }
         feed(c, srv->rbuf, (size_t)n);
-        rift_nats_drain(srv);
+        if (srv->undrained > 0) {
+            rift_nats_drain(srv); /* others' publications come by eventfd */
+        }
         /* A TLS read returns one record (at most 16 KiB) however much is
          * waiting: go on while the session holds more. */
         if (c->tls != NULL ? !rift_nats_tls_buffered(c)
