@@ -15,6 +15,7 @@ int rift_cmd_req(int argc, char **argv);
 int rift_cmd_reply(int argc, char **argv);
 int rift_cmd_bench(int argc, char **argv);
 int rift_cmd_store(int argc, char **argv);
+int rift_cmd_stan(int argc, char **argv);
 int rift_cmd_status(int argc, char **argv);
 int rift_cmd_stream(int argc, char **argv);
 int rift_cmd_consumer(int argc, char **argv);

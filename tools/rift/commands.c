@@ -25,6 +25,7 @@ static const struct {
     {"bench", rift_cmd_bench,
      "measure throughput and latency (like nats bench)"},
     {"store", rift_cmd_store, "verify or repair a stream directory"},
+    {"stan", rift_cmd_stan, "import a nats-streaming-server file store"},
     {"certs", rift_cmd_certs, "create development TLS certificates"},
 };
 
