@@ -46,6 +46,9 @@ typedef struct stan_imp_subs {
  * pending sequences on one). */
 int stan_imp_subs_load(stan_imp_subs *t, const char *path, const rift_mem *mem,
                        rift_error *err);
+/* The same from an open file (the fuzz target reads from memory). */
+int stan_imp_subs_read(stan_imp_subs *t, FILE *f, const char *path,
+                       const rift_mem *mem, rift_error *err);
 void stan_imp_subs_free(stan_imp_subs *t);
 /* The pending sequences of |s|, ascending, into |out| (STAN_IMP_MAX_PENDING
  * entries); returns the count. */

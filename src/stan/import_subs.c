@@ -252,18 +252,10 @@ static int apply(stan_imp_subs *t, uint8_t type, const uint8_t *p, size_t len,
                           at, type, why);
 }
 
-int stan_imp_subs_load(stan_imp_subs *t, const char *path, const rift_mem *mem,
-                       rift_error *err) {
+int stan_imp_subs_read(stan_imp_subs *t, FILE *f, const char *path,
+                       const rift_mem *mem, rift_error *err) {
     memset(t, 0, sizeof *t);
     t->mem = mem;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) {
-            return 0;
-        }
-        return rift_error_set(err, RIFT_ERR_IO, "%s: %s", path,
-                              strerror(errno));
-    }
     stan_imp_reader r;
     /* Typed records carry 24 bits of size. */
     int rc = stan_imp_reader_init(&r, f, path, true, 0xFFFFFF, mem, err);
@@ -280,6 +272,22 @@ int stan_imp_subs_load(stan_imp_subs *t, const char *path, const rift_mem *mem,
         rc = apply(t, type, p, len, path, r.at, err);
     }
     stan_imp_reader_free(&r);
+    return rc;
+}
+
+int stan_imp_subs_load(stan_imp_subs *t, const char *path, const rift_mem *mem,
+                       rift_error *err) {
+    memset(t, 0, sizeof *t);
+    t->mem = mem;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) {
+            return 0;
+        }
+        return rift_error_set(err, RIFT_ERR_IO, "%s: %s", path,
+                              strerror(errno));
+    }
+    int rc = stan_imp_subs_read(t, f, path, mem, err);
     fclose(f);
     return rc;
 }
