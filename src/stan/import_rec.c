@@ -108,36 +108,47 @@ int stan_imp_reader_next(stan_imp_reader *r, uint8_t *type, const uint8_t **p,
                               ": record size %zu exceeds the limit %zu",
                               r->path, r->at, size, r->max);
     }
-    if (size > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < size) {
-            cap = cap > r->max / 2 ? r->max : cap * 2;
+    /* The buffer grows with the bytes actually read, not with the size
+     * field: a damaged size near the limit at the end of a file costs no
+     * more memory than the file holds. */
+    size_t got = 0;
+    while (got < size) {
+        size_t want = got < 65536 ? 65536 : got * 2;
+        want = want < size ? want : size;
+        if (want > r->cap) {
+            size_t alloc = want < 65536 ? 65536 : want;
+            uint8_t *nb = rift_realloc(r->mem, r->buf, alloc);
+            if (!nb) {
+                return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            }
+            r->buf = nb;
+            r->cap = alloc;
         }
-        uint8_t *nb = rift_realloc(r->mem, r->buf, cap);
-        if (!nb) {
-            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        size_t ask = want - got;
+        long k = read_full(r->f, r->buf + got, ask);
+        if (k < 0) {
+            return rift_error_set(err, RIFT_ERR_IO,
+                                  "%s: offset %" PRIu64 ": %s", r->path, r->at,
+                                  strerror(errno));
         }
-        r->buf = nb;
-        r->cap = cap;
+        got += (size_t)k;
+        if ((size_t)k < ask) {
+            break; /* end of file */
+        }
     }
-    n = size ? read_full(r->f, r->buf, size) : 0;
-    if (n < 0) {
-        return rift_error_set(err, RIFT_ERR_IO, "%s: offset %" PRIu64 ": %s",
-                              r->path, r->at, strerror(errno));
-    }
-    if ((size_t)n != size) {
+    if (got != size) {
         return rift_error_set(err, RIFT_ERR_STORAGE,
                               "%s: offset %" PRIu64
-                              ": truncated record (%ld of %zu payload bytes)",
-                              r->path, r->at, n, size);
+                              ": truncated record (%zu of %zu payload bytes)",
+                              r->path, r->at, got, size);
     }
-    uint32_t got = stan_imp_crc32(0, r->buf, size);
-    if (got != crc) {
+    uint32_t sum = stan_imp_crc32(0, r->buf, size);
+    if (sum != crc) {
         return rift_error_set(err, RIFT_ERR_STORAGE,
                               "%s: offset %" PRIu64
                               ": CRC mismatch (stored 0x%08" PRIx32
                               ", computed 0x%08" PRIx32 ")",
-                              r->path, r->at, crc, got);
+                              r->path, r->at, crc, sum);
     }
     r->off += sizeof h + size;
     *p = r->buf;
