@@ -320,7 +320,9 @@ static int list_channels(const char *src, char ***out, size_t *count,
         (*count)++;
     }
     closedir(d);
-    qsort(*out, *count, sizeof **out, cmp_str);
+    if (*count > 1) {
+        qsort(*out, *count, sizeof **out, cmp_str);
+    }
     return rc;
 }
 

@@ -81,7 +81,7 @@ static int list_slices(const char *dir, const rift_mem *mem, uint64_t **out,
         (*out)[(*count)++] = n;
     }
     closedir(d);
-    if (rc == 0) {
+    if (rc == 0 && *count > 0) {
         qsort(*out, *count, sizeof **out, cmp_u64);
     }
     return rc;
@@ -237,7 +237,9 @@ static int write_group(stan_imp_out *o, const stan_imp_subs *t, const named *v,
             merged[m++] = buf[k];
         }
     }
-    qsort(merged, m, sizeof *merged, cmp_u64);
+    if (m > 1) {
+        qsort(merged, m, sizeof *merged, cmp_u64);
+    }
     size_t u = 0;
     for (size_t k = 0; k < m; k++) {
         if (u == 0 || merged[u - 1] != merged[k]) {
@@ -276,7 +278,7 @@ static int import_durables(stan_imp_out *o, const stan_imp_subs *t,
             st->skipped_subs++;
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && n > 0) {
         qsort(v, n, sizeof *v, cmp_named);
     }
     struct timespec ts;

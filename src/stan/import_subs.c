@@ -96,7 +96,9 @@ size_t stan_imp_sub_pending_sorted(const stan_imp_sub *s, uint64_t *out) {
             out[n++] = s->pending.slot[i];
         }
     }
-    qsort(out, n, sizeof *out, cmp_u64);
+    if (n > 1) {
+        qsort(out, n, sizeof *out, cmp_u64);
+    }
     return n;
 }
 
