@@ -58,6 +58,19 @@ static int set_add(stan_imp_seqset *s, uint64_t seq, const rift_mem *mem) {
     return 1;
 }
 
+static bool set_has(const stan_imp_seqset *s, uint64_t seq) {
+    if (!s->cap) {
+        return false;
+    }
+    for (size_t i = slot_of(seq, s->cap); s->slot[i];
+         i = (i + 1) & (s->cap - 1)) {
+        if (s->slot[i] == seq) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void set_del(stan_imp_seqset *s, uint64_t seq) {
     if (!s->cap) {
         return;
@@ -231,7 +244,10 @@ static int apply(stan_imp_subs *t, uint8_t type, const uint8_t *p, size_t len,
         if (u.seqno > s->last_sent) {
             s->last_sent = u.seqno;
         }
-        if (s->pending.n >= STAN_IMP_MAX_PENDING) {
+        /* The same sequence may be recorded sent again (queue
+         * redeliveries): only a new one counts against the limit. */
+        if (s->pending.n >= STAN_IMP_MAX_PENDING &&
+            !set_has(&s->pending, u.seqno)) {
             return rift_error_set(
                 err, RIFT_ERR_LIMIT,
                 "%s: offset %" PRIu64 ": subscription %" PRIu64

@@ -287,3 +287,46 @@ RIFT_TEST(out_of_order_sequence_is_refused) {
                       "msgs.3.dat: offset 4: sequence 12 out of order"));
     rift_test_rmdir(d.root);
 }
+
+RIFT_TEST(too_many_pending_is_a_clear_limit_error) {
+    dirs d;
+    dirs_init(&d);
+    CHECK_OK(stanfs_write_standard(d.src));
+    char p[4096];
+    snprintf(p, sizeof p, "%s/imp:x/subs.dat", d.src);
+    FILE *f = fopen(p, "ab");
+    CHECK(f != NULL);
+    uint8_t b[64];
+    stanfs_record(f, 1, b,
+                  stanfs_sub_state(b, 7, "c1", "", "big", 0, true, 30));
+    /* 65,536 unacknowledged is rift's limit; the same sequence sent twice
+     * does not count twice. */
+    for (uint64_t s = 1; s <= 65536; s++) {
+        stanfs_record(f, 5, b, stanfs_sub_update(b, 7, s));
+    }
+    stanfs_record(f, 5, b, stanfs_sub_update(b, 7, 65536));
+    fclose(f);
+    rift_stan_import_report rep;
+    rift_error err = {0};
+    CHECK_MSG(rift_stan_import(d.src, d.dst, &rep, NULL, NULL, &err) == 0, "%s",
+              err.text);
+    /* All but 5..14 are outside what the channel holds. */
+    CHECK_EQ_U64(rep.dropped_pending, 65526);
+    rift_test_rmdir(d.root);
+
+    dirs_init(&d);
+    CHECK_OK(stanfs_write_standard(d.src));
+    snprintf(p, sizeof p, "%s/imp:x/subs.dat", d.src);
+    f = fopen(p, "ab");
+    CHECK(f != NULL);
+    stanfs_record(f, 1, b,
+                  stanfs_sub_state(b, 7, "c1", "", "big", 0, true, 30));
+    for (uint64_t s = 1; s <= 65537; s++) {
+        stanfs_record(f, 5, b, stanfs_sub_update(b, 7, s));
+    }
+    fclose(f);
+    CHECK(expect_fail(&d, RIFT_ERR_LIMIT,
+                      "subscription 7 has more than 65536 unacknowledged "
+                      "messages"));
+    rift_test_rmdir(d.root);
+}
