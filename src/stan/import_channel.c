@@ -171,6 +171,11 @@ static bool consumer_name(const stan_imp_sub *s, char *out, size_t cap) {
     size_t n = 0;
     out[0] = '\0';
     if (!s->q_group[0] && s->durable[0]) {
+        /* Stores before IsClosed existed could hold an offline durable
+         * without its client ID: no client could resume it here. */
+        if (!s->client_id[0]) {
+            return false;
+        }
         append_safe(out, cap, &n, "d-", 2);
         append_safe(out, cap, &n, s->client_id, strlen(s->client_id));
         append_safe(out, cap, &n, "-", 1);
