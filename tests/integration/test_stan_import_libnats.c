@@ -6,7 +6,9 @@
  * (nats.c's streaming API) reads it: deliverAllAvailable returns the
  * messages with their original sequences and timestamps, and a durable
  * resumes where it was — its unacknowledged message redelivered first,
- * then the ones it had not been sent.
+ * then the ones it had not been sent. Once on the in-process service, once
+ * on riftd started with `streaming = { store = 'file' }` over the
+ * imported data_dir/streaming.
  */
 // labels: threads
 #define NATS_HAS_STREAMING 1
@@ -14,15 +16,21 @@
 
 #include "natsraw.h"
 #include "procs.h"
+#include "riftd_fix.h"
 #include "stan/stan.h"
 #include "subject/acl.h"
 #include "stanfs_fixture.h"
 #include "test.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WAIT_MS 10000
 
@@ -181,4 +189,95 @@ RIFT_TEST(imported_store_serves_stan_clients) {
     natsraw_stop(&nf);
     nats_CloseAndWait(5000);
     rift_test_rmdir(root);
+}
+
+static int free_tcp_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
+}
+
+RIFT_TEST(riftd_serves_the_imported_streaming_dir) {
+    const char *cli = rift_proc_cli();
+    CHECK_MSG(cli[0], "RIFT_TEST_CLI is not set");
+    int port = free_tcp_port();
+    CHECK(port > 0);
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "return {\n"
+             "  data_dir = 'data',\n"
+             "  messaging = { principals = { { name = 'stan',\n"
+             "    token_env = 'RIFT_TEST_TOKEN',\n"
+             "    publish = { '_STAN.>', '_INBOX.>' },\n"
+             "    subscribe = { '_INBOX.>', '_STAN.acks.>' } } } },\n"
+             "  nats = { listen = '127.0.0.1:%d', anonymous = 'stan',\n"
+             "           allow_plaintext = true },\n"
+             "  streaming = { store = 'file' },\n"
+             "}\n",
+             port);
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, cfg));
+    char src[1024], data[1024], dst[1100];
+    snprintf(src, sizeof src, "%s/nss", f.dir);
+    snprintf(data, sizeof data, "%s/data", f.dir);
+    snprintf(dst, sizeof dst, "%s/streaming", data);
+    CHECK_OK(stanfs_write_standard(src));
+    CHECK_OK(mkdir(data, 0700));
+    const char *args[] = {"stan", "import", src, "--to", dst, NULL};
+    CHECK_EQ_INT(rift_proc_run(cli, f.dir, args, NULL, NULL, NULL), 0);
+    CHECK(riftd_fix_start(&f, NULL));
+
+    char url[64];
+    snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
+    stanConnOptions *o = NULL;
+    CHECK(stanConnOptions_Create(&o) == NATS_OK);
+    CHECK(stanConnOptions_SetURL(o, url) == NATS_OK);
+    stanConnection *sc = NULL;
+    CHECK(stanConnection_Connect(&sc, "test-cluster", "c1", o) == NATS_OK);
+    stanConnOptions_Destroy(o);
+    stanSubOptions *so = NULL;
+    CHECK(stanSubOptions_Create(&so) == NATS_OK);
+    stanSubOptions_SetDurableName(so, "dur@1");
+    seen dur;
+    seen_init(&dur);
+    stanSubscription *sub = NULL;
+    CHECK(stanConnection_Subscribe(&sub, sc, "imp:x", on_msg, &dur, so) ==
+          NATS_OK);
+    stanSubOptions_Destroy(so);
+    CHECK(wait_n(&dur, 7));
+    CHECK_EQ_U64(dur.seqs[0], 7);
+    CHECK(dur.redelivered[0]);
+    CHECK_EQ_U64(dur.seqs[1], 9);
+    CHECK_EQ_U64(dur.seqs[6], 14);
+    CHECK_EQ_U64(dur.ts[6], STANFS_TS_NS(14));
+    stanSubscription_Close(sub);
+    stanSubscription_Destroy(sub);
+    /* The next publish continues the imported sequence. */
+    CHECK(stanConnection_Publish(sc, "imp:x", "new", 3) == NATS_OK);
+    CHECK(stanSubOptions_Create(&so) == NATS_OK);
+    stanSubOptions_StartWithLastReceived(so);
+    seen last;
+    seen_init(&last);
+    CHECK(stanConnection_Subscribe(&sub, sc, "imp:x", on_msg, &last, so) ==
+          NATS_OK);
+    stanSubOptions_Destroy(so);
+    CHECK(wait_n(&last, 1));
+    CHECK_EQ_U64(last.seqs[0], 15);
+    stanSubscription_Unsubscribe(sub);
+    stanSubscription_Destroy(sub);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+    riftd_fix_free(&f);
+    nats_CloseAndWait(5000);
 }
