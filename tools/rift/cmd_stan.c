@@ -19,6 +19,8 @@ static void usage(FILE *out) {
             "usage: rift stan server [--json]\n"
             "       rift stan clients [CLIENT] [--json]\n"
             "       rift stan channels [CHANNEL] [--json]\n"
+            "       rift stan import DIR --to STREAMING_DIR  (offline; see "
+            "rift stan import --help)\n"
             "       (each takes the connection flags)\n\n"
             "server    the cluster ID, store type and counts.\n"
             "clients   the connected STAN clients with their heartbeat "
@@ -117,6 +119,9 @@ static void print_channels(const json_t *d) {
 }
 
 int rift_cmd_stan(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "import") == 0) {
+        return rift_cmd_stan_import(argc, argv);
+    }
     rift_cli_conn cc;
     rift_cli_conn_init(&cc);
     bool as_json = false;
