@@ -5,8 +5,8 @@
  * publish sync and async, start positions, durable resume, queue group,
  * ack-wait redelivery, close; a client whose service stopped gets PubAck
  * timeouts; the service survives a nats-server restart; an unreachable
- * server fails riftd's start with a clear error; --check shows the
- * transport; no text ever carries the password.
+ * server and refused credentials fail riftd's start with a clear error;
+ * --check shows the transport; no text ever carries the password.
  */
 // labels: threads
 #define NATS_HAS_STREAMING 1
@@ -403,6 +403,32 @@ static int free_tcp_port(void) {
     return port;
 }
 
+/* start_fails: riftd in |rd| exits non-zero, having said it cannot
+ * connect to 127.0.0.1:|port| (credentials masked), without |secret|
+ * anywhere. */
+static bool start_fails(riftd_fix *rd, int port, const char *secret) {
+    const char *args[] = {"-c", "rift.lua", NULL};
+    if (!rift_proc_start(&rd->p, rift_proc_riftd(), rd->dir, "riftd", args,
+                         NULL, NULL, 0)) {
+        return false;
+    }
+    int status = rift_proc_wait(&rd->p, RIFT_PROC_WAIT_MS);
+    char *log = rift_proc_read(rd->p.err);
+    char want[128];
+    snprintf(want, sizeof want,
+             "streaming.nats_server: cannot connect to "
+             "nats://***@127.0.0.1:%d: ",
+             port);
+    bool said = log && strstr(log, want) != NULL;
+    bool leaked = log && strstr(log, secret) != NULL;
+    if (!said || leaked || status == 0) {
+        fprintf(stderr, "  riftd (status %d) said:\n%s\n", status,
+                log ? log : "(no log)");
+    }
+    free(log);
+    return status != 0 && said && !leaked;
+}
+
 /* Nothing listens: riftd refuses to start, says why, hides the password;
  * --check (which connects nowhere) shows the transport. */
 RIFT_TEST(unreachable_server_fails_start) {
@@ -427,25 +453,27 @@ RIFT_TEST(unreachable_server_fails_start) {
     free(out);
     free(err);
 
-    const char *args[] = {"-c", "rift.lua", NULL};
-    CHECK(rift_proc_start(&rd.p, rift_proc_riftd(), rd.dir, "riftd", args, NULL,
-                          NULL, 0));
-    int status = rift_proc_wait(&rd.p, RIFT_PROC_WAIT_MS);
-    char *log = rift_proc_read(rd.p.err);
-    CHECK(log != NULL);
-    snprintf(want, sizeof want,
-             "streaming.nats_server: cannot connect to "
-             "nats://***@127.0.0.1:%d: ",
-             port);
-    bool said = strstr(log, want) != NULL;
-    bool leaked = strstr(log, "hunter2") != NULL;
-    if (!said || leaked || status == 0) {
-        fprintf(stderr, "  riftd (status %d) said:\n%s\n", status, log);
-    }
-    free(log);
-    CHECK(status != 0);
-    CHECK(said);
-    CHECK(!leaked);
+    CHECK(start_fails(&rd, port, "hunter2"));
     riftd_fix_free(&rd);
     nats_CloseAndWait(5000);
+}
+
+/* nats-server refuses riftd's password: the same clear start failure. */
+RIFT_TEST(refused_credentials_fail_start) {
+    nats_fix ns;
+    memset(&ns, 0, sizeof ns);
+    ns.target = NATS_FIX_NATS_SERVER;
+    ns.plaintext = true;
+    CHECK(nats_fix_start(&ns));
+    char url[128], cfg[1024];
+    snprintf(url, sizeof url, "nats://alice:wrong-secret-pw@127.0.0.1:%d",
+             ns.port);
+    CHECK(riftd_config(cfg, sizeof cfg, url));
+    riftd_fix rd;
+    CHECK(riftd_fix_init(&rd, cfg));
+    bool failed = start_fails(&rd, ns.port, "wrong-secret-pw");
+    riftd_fix_free(&rd);
+    nats_fix_free(&ns);
+    nats_CloseAndWait(5000);
+    CHECK(failed);
 }
