@@ -340,6 +340,11 @@ static natsStatus set_options(natsOptions *o, const char *url, nats_tp *t) {
         s = natsOptions_SetMaxReconnect(o, -1); /* forever */
     }
     if (s == NATS_OK) {
+        /* on_msg only copies: libnats' shared delivery thread serves all
+         * nine subscriptions instead of a thread each. */
+        s = natsOptions_UseGlobalMessageDelivery(o, true);
+    }
+    if (s == NATS_OK) {
         s = natsOptions_SetReconnectWait(o, RECONNECT_WAIT_MS);
     }
     if (s == NATS_OK) {

@@ -3,7 +3,8 @@
  * listener of its own) serves NATS Streaming through a real nats-server
  * 2.9, and nats.c's streaming API connects to that nats-server: connect,
  * publish sync and async, start positions, durable resume, queue group,
- * ack-wait redelivery, close; a client whose service stopped gets PubAck
+ * ack-wait redelivery, close; heartbeats and the duplicate-ID probe
+ * through the server; a client whose service stopped gets PubAck
  * timeouts; the service survives a nats-server restart; an unreachable
  * server and refused credentials fail riftd's start with a clear error;
  * --check shows the transport; no text ever carries the password.
@@ -476,4 +477,66 @@ RIFT_TEST(refused_credentials_fail_start) {
     nats_fix_free(&ns);
     nats_CloseAndWait(5000);
     CHECK(failed);
+}
+
+typedef struct hb_count {
+    pthread_mutex_t mu;
+    int n;
+} hb_count;
+
+static void on_hb_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
+                        void *closure) {
+    (void)nc;
+    (void)sub;
+    hb_count *h = closure;
+    pthread_mutex_lock(&h->mu);
+    h->n++;
+    pthread_mutex_unlock(&h->mu);
+    natsMsg_Destroy(msg);
+}
+
+static bool four_replies(void *arg) {
+    hb_count *h = arg;
+    pthread_mutex_lock(&h->mu);
+    bool ok = h->n >= 4;
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+/* The service's heartbeats and the duplicate-ID probe travel through the
+ * NATS server: a plain NATS subscriber sees the client answer four rounds
+ * (interval 1 s, fail_count 3: a client whose answers were lost would be
+ * closed by then), the client still publishes, and a second connect with
+ * its ID is refused because the probe reached it. */
+RIFT_TEST(heartbeats_and_duplicate_probe) {
+    fixture fx;
+    CHECK(fx_start(&fx));
+    natsConnection *nc = NULL;
+    CHECK(natsConnection_ConnectTo(&nc, fx.client_url) == NATS_OK);
+    hb_count h = {PTHREAD_MUTEX_INITIALIZER, 0};
+    natsSubscription *hs = NULL;
+    CHECK(natsConnection_Subscribe(&hs, nc, "_STAN.hb." CLUSTER ".>",
+                                   on_hb_reply, &h) == NATS_OK);
+    CHECK(natsConnection_Flush(nc) == NATS_OK);
+    stanConnection *sc = connect_as(&fx, "ns-alive", 0);
+    CHECK(sc != NULL);
+    CHECK(rift_test_wait_until(four_replies, &h, WAIT_MS));
+    CHECK_OK(pub(sc, "hb", 1, 1));
+
+    stanConnOptions *o = NULL;
+    CHECK(stanConnOptions_Create(&o) == NATS_OK);
+    CHECK(stanConnOptions_SetURL(o, fx.client_url) == NATS_OK);
+    stanConnection *dup = NULL;
+    natsStatus s = stanConnection_Connect(&dup, CLUSTER, "ns-alive", o);
+    stanConnOptions_Destroy(o);
+    const char *text = nats_GetLastError(NULL);
+    CHECK(s != NATS_OK);
+    CHECK_MSG(text && strstr(text, "stan: clientID already registered"),
+              "second connect: %s", text ? text : "(no text)");
+
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    natsSubscription_Destroy(hs);
+    natsConnection_Destroy(nc);
+    fx_stop(&fx);
 }
