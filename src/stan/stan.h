@@ -81,11 +81,12 @@ int rift_stan_nats_url_check(const char *url, char *shown, size_t shown_cap,
                              rift_error *err);
 
 /*
- * rift_stan_start subscribes the service's subjects on |broker| and starts
- * its thread; the broker must outlive the service. The settings' strings
- * are copied. Errors: RIFT_ERR_INVALID_CONFIG (bad cluster ID or prefix),
- * RIFT_ERR_IO (the store directory), those of rift_broker_subscribe,
- * RIFT_ERR_NOMEM.
+ * rift_stan_start subscribes the service's subjects on |broker| (or on
+ * the settings' transport) and starts its thread; the broker must outlive
+ * the service. The settings' strings are copied. Errors:
+ * RIFT_ERR_INVALID_CONFIG (bad cluster ID or prefix), RIFT_ERR_IO (the
+ * store directory), those of rift_broker_subscribe, RIFT_ERR_CONNECTION (a
+ * transport's subscribe), RIFT_ERR_NOMEM.
  */
 int rift_stan_start(rift_stan **ps, rift_broker *broker,
                     const rift_stan_settings *s, rift_error *err);
