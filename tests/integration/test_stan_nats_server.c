@@ -4,7 +4,7 @@
  * 2.9, and nats.c's streaming API connects to that nats-server: connect,
  * publish sync and async, start positions, durable resume, queue group,
  * ack-wait redelivery, close; heartbeats and the duplicate-ID probe
- * through the server; a client whose service stopped gets PubAck
+ * through the server; a flood; a client whose service stopped gets PubAck
  * timeouts; the service survives a nats-server restart; an unreachable
  * server and refused credentials fail riftd's start with a clear error;
  * --check shows the transport; no text ever carries the password.
@@ -538,5 +538,30 @@ RIFT_TEST(heartbeats_and_duplicate_probe) {
     stanConnection_Destroy(sc);
     natsSubscription_Destroy(hs);
     natsConnection_Destroy(nc);
+    fx_stop(&fx);
+}
+
+/* A flood of garbage on the publish subject (no replies asked) goes
+ * through the bounded queue or is dropped; either way riftd stays up and
+ * serves the next client. */
+RIFT_TEST(flood_then_serves) {
+    fixture fx;
+    CHECK(fx_start(&fx));
+    natsConnection *nc = NULL;
+    CHECK(natsConnection_ConnectTo(&nc, fx.client_url) == NATS_OK);
+    char junk[512];
+    memset(junk, 0xff, sizeof junk);
+    for (int i = 0; i < 100000; i++) {
+        CHECK(natsConnection_Publish(nc, "_STAN.pub." CLUSTER ".flood", junk,
+                                     (int)sizeof junk) == NATS_OK);
+    }
+    CHECK(natsConnection_Flush(nc) == NATS_OK);
+    natsConnection_Destroy(nc);
+    stanConnection *sc = connect_as(&fx, "ns-after-flood", 0);
+    CHECK(sc != NULL);
+    CHECK_OK(pub(sc, "calm", 1, 3));
+    CHECK_EQ_U64(first_delivered(sc, "calm", 0, 0), 1);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
     fx_stop(&fx);
 }
