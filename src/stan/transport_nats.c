@@ -406,8 +406,11 @@ int stan_transport_nats_new(rift_stan_transport **pt, const char *url,
          * URL, credentials included. */
         rc = rift_error_set(
             err, s == NATS_NO_MEMORY ? RIFT_ERR_NOMEM : RIFT_ERR_CONNECTION,
-            "streaming.nats_server: cannot connect to %s: %s", t->shown,
-            natsStatus_GetText(s));
+            "streaming.nats_server: cannot connect to %s: %s%s", t->shown,
+            natsStatus_GetText(s),
+            s == NATS_SSL_ERROR ? " (TLS: is the server's certificate from a "
+                                  "CA in " DEFAULT_CA "?)"
+                                : "");
         t->nc = NULL;
         nt_del(&t->base);
         return rc;

@@ -6,7 +6,8 @@
  * ack-wait redelivery, close; heartbeats and the duplicate-ID probe
  * through the server; a flood; a client whose service stopped gets PubAck
  * timeouts; the service survives a nats-server restart; an unreachable
- * server and refused credentials fail riftd's start with a clear error;
+ * server, refused credentials and a TLS server that does not verify fail
+ * riftd's start with a clear error;
  * --check shows the transport; no text ever carries the password.
  */
 // labels: threads
@@ -405,9 +406,10 @@ static int free_tcp_port(void) {
 }
 
 /* start_fails: riftd in |rd| exits non-zero, having said it cannot
- * connect to 127.0.0.1:|port| (credentials masked), without |secret|
- * anywhere. */
-static bool start_fails(riftd_fix *rd, int port, const char *secret) {
+ * connect to 127.0.0.1:|port| (credentials masked) because of |reason|
+ * (NULL: any), without |secret| anywhere. */
+static bool start_fails(riftd_fix *rd, const char *scheme, int port,
+                        const char *secret, const char *reason) {
     const char *args[] = {"-c", "rift.lua", NULL};
     if (!rift_proc_start(&rd->p, rift_proc_riftd(), rd->dir, "riftd", args,
                          NULL, NULL, 0)) {
@@ -418,9 +420,10 @@ static bool start_fails(riftd_fix *rd, int port, const char *secret) {
     char want[128];
     snprintf(want, sizeof want,
              "streaming.nats_server: cannot connect to "
-             "nats://***@127.0.0.1:%d: ",
-             port);
-    bool said = log && strstr(log, want) != NULL;
+             "%s://***@127.0.0.1:%d: ",
+             scheme, port);
+    bool said = log && strstr(log, want) != NULL &&
+                (!reason || strstr(log, reason) != NULL);
     bool leaked = log && strstr(log, secret) != NULL;
     if (!said || leaked || status == 0) {
         fprintf(stderr, "  riftd (status %d) said:\n%s\n", status,
@@ -454,7 +457,7 @@ RIFT_TEST(unreachable_server_fails_start) {
     free(out);
     free(err);
 
-    CHECK(start_fails(&rd, port, "hunter2"));
+    CHECK(start_fails(&rd, "nats", port, "hunter2", NULL));
     riftd_fix_free(&rd);
     nats_CloseAndWait(5000);
 }
@@ -472,7 +475,8 @@ RIFT_TEST(refused_credentials_fail_start) {
     CHECK(riftd_config(cfg, sizeof cfg, url));
     riftd_fix rd;
     CHECK(riftd_fix_init(&rd, cfg));
-    bool failed = start_fails(&rd, ns.port, "wrong-secret-pw");
+    bool failed = start_fails(&rd, "nats", ns.port, "wrong-secret-pw",
+                              "Authentication Violation");
     riftd_fix_free(&rd);
     nats_fix_free(&ns);
     nats_CloseAndWait(5000);
@@ -564,4 +568,25 @@ RIFT_TEST(flood_then_serves) {
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
     fx_stop(&fx);
+}
+
+/* tls:// verifies the server against the system CA bundle: nats-server
+ * with the tests' private CA is refused, not trusted blindly. */
+RIFT_TEST(tls_verifies_the_server) {
+    nats_fix ns;
+    memset(&ns, 0, sizeof ns);
+    ns.target = NATS_FIX_NATS_SERVER;
+    CHECK(nats_fix_start(&ns)); /* TLS */
+    char url[160], cfg[1024];
+    snprintf(url, sizeof url, "tls://alice:%s@127.0.0.1:%d",
+             NATS_FIX_ALICE_TOKEN, ns.port);
+    CHECK(riftd_config(cfg, sizeof cfg, url));
+    riftd_fix rd;
+    CHECK(riftd_fix_init(&rd, cfg));
+    bool failed = start_fails(&rd, "tls", ns.port, NATS_FIX_ALICE_TOKEN,
+                              "SSL Error (TLS: is the server's certificate");
+    riftd_fix_free(&rd);
+    nats_fix_free(&ns);
+    nats_CloseAndWait(5000);
+    CHECK(failed);
 }
