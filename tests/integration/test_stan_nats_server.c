@@ -105,7 +105,8 @@ typedef struct seen {
     uint64_t seqs[256];
     bool redelivered[256];
     size_t n;
-    bool ack; /* acknowledge in the callback */
+    bool ack;  /* acknowledge in the callback */
+    bool done; /* the subscription's last callback has returned */
 } seen;
 
 static void seen_init(seen *s, bool ack) {
@@ -132,6 +133,30 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
         stanSubscription_AckMsg(sub, msg);
     }
     stanMsg_Destroy(msg);
+}
+
+static void on_complete(void *closure) {
+    seen *s = closure;
+    pthread_mutex_lock(&s->mu);
+    s->done = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* unsubscribe_wait unsubscribes |sub| and waits until libnats is done
+ * calling back with |s|, which may then go out of scope. */
+static void unsubscribe_wait(stanSubscription *sub, seen *s) {
+    stanSubscription_Unsubscribe(sub);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (!s->done && rc == 0) {
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+    }
+    pthread_mutex_unlock(&s->mu);
+    stanSubscription_Destroy(sub);
 }
 
 static bool wait_n(seen *s, size_t n) {
@@ -213,12 +238,12 @@ static uint64_t first_delivered(stanConnection *sc, const char *ch, int mode,
     if (st != NATS_OK) {
         return 0;
     }
+    (void)stanSubscription_SetOnCompleteCB(sub, on_complete, &s);
     if (mode == 3) {
         (void)pub(sc, ch, 100, 100); /* the only one it may get */
     }
     uint64_t first = wait_n(&s, 1) ? s.seqs[0] : 0;
-    stanSubscription_Unsubscribe(sub);
-    stanSubscription_Destroy(sub);
+    unsubscribe_wait(sub, &s); /* |s| is about to go out of scope */
     return first;
 }
 
