@@ -186,7 +186,7 @@ static void pub_ctx_free(pub_ctx *c) {
     rift_free(mem, c);
 }
 
-/* pub_done runs on a writer thread: it touches only the broker (thread
+/* pub_done runs on a writer thread: it touches only the transport (thread
  * safe), the channel's atomic flag and the wake fd. */
 static void pub_done(void *ud, int status, const rift_error *err) {
     (void)err;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* How long the old client of a duplicate ID has to answer the probe. */
-#define DUP_PROBE_NS (500 * 1000000ll)
+#define DUP_PROBE_MS 500
 
 static void reply_bytes(rift_stan *svc, const rift_msg *m, const uint8_t *p,
                         size_t len) {
@@ -82,12 +82,7 @@ static void client_remove(rift_stan *svc, stan_client *c) {
 /* old_client_alive probes the heartbeat inbox of the registered client
  * (the original's duplicate-ID check); a silent client is replaced. */
 static bool old_client_alive(rift_stan *svc, stan_client *old) {
-    rift_msg *resp = NULL;
-    int rc =
-        rift_broker_request(svc->broker, old->hb_inbox, strlen(old->hb_inbox),
-                            NULL, 0, DUP_PROBE_NS, &resp, NULL);
-    rift_msg_unref(resp);
-    return rc == 0;
+    return stan_probe(svc, old->hb_inbox, DUP_PROBE_MS);
 }
 
 static stan_client *client_add(rift_stan *svc, const rift_stan_connect_req *q) {
@@ -245,8 +240,8 @@ void stan_heartbeat_tick(rift_stan *svc, uint64_t now_ms) {
         int n = snprintf(reply, sizeof reply, "%s.%" PRIu64, svc->hb_prefix,
                          c->serial);
         c->hb_outstanding = true;
-        if (rift_broker_publish(svc->broker, c->hb_inbox, strlen(c->hb_inbox),
-                                reply, (size_t)n, NULL, 0, NULL, NULL) != 0) {
+        if (stan_publish(svc, c->hb_inbox, strlen(c->hb_inbox), reply,
+                         (size_t)n, NULL, 0, NULL) != 0) {
             continue; /* counted as a miss at the next round */
         }
     }

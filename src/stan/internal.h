@@ -103,9 +103,7 @@ struct rift_stan {
     rift_stan_settings s;
     char *cluster_id, *discover_prefix, *dir;
     rift_broker *broker;
-    rift_notifier *notifier;
-    rift_sub *subs_in[9];
-    size_t nsubs_in;
+    rift_stan_transport *tp; /* how requests come and replies go */
     int wake_fd;
     pthread_t thread;
     bool running;
@@ -132,6 +130,12 @@ struct rift_stan {
 /* Publishes |len| bytes to |subject| (no reply); errors are logged. */
 void stan_send(rift_stan *svc, const char *subject, size_t subject_len,
                const uint8_t *p, size_t len);
+/* Publishes through the transport (any thread). */
+int stan_publish(rift_stan *svc, const char *subject, size_t subject_len,
+                 const char *reply, size_t reply_len, const uint8_t *p,
+                 size_t len, rift_error *err);
+/* True when something answers an empty request to |subject| in time. */
+bool stan_probe(rift_stan *svc, const char *subject, uint64_t timeout_ms);
 void stan_wake(rift_stan *svc);
 uint64_t stan_mono_ms(void);
 char *stan_strdup(rift_stan *svc, rift_stan_str s);

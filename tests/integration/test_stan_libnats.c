@@ -87,7 +87,8 @@ typedef struct seen {
     uint64_t seqs[256];
     bool redelivered[256];
     size_t n;
-    bool ack; /* acknowledge in the callback */
+    bool ack;  /* acknowledge in the callback */
+    bool done; /* the subscription's last callback has returned */
 } seen;
 
 static void seen_init(seen *s, bool ack) {
@@ -114,6 +115,30 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
         stanSubscription_AckMsg(sub, msg);
     }
     stanMsg_Destroy(msg);
+}
+
+static void on_complete(void *closure) {
+    seen *s = closure;
+    pthread_mutex_lock(&s->mu);
+    s->done = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* unsubscribe_wait unsubscribes |sub| and waits until libnats is done
+ * calling back with |s|, which may then go out of scope. */
+static void unsubscribe_wait(stanSubscription *sub, seen *s) {
+    stanSubscription_Unsubscribe(sub);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (!s->done && rc == 0) {
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+    }
+    pthread_mutex_unlock(&s->mu);
+    stanSubscription_Destroy(sub);
 }
 
 /* wait_n waits until |s| saw at least |n| messages. */
@@ -185,9 +210,6 @@ RIFT_TEST(publish_sync_async_and_start_positions) {
         int mode;
         uint64_t first;
     } cases[] = {{0, 1}, {1, 25}, {2, 24}};
-    /* nats.c may still run a callback queued before Unsubscribe: each
-     * sink lives until nats_CloseAndWait below, not just its iteration. */
-    seen sinks[3];
     for (size_t i = 0; i < 3; i++) {
         stanSubOptions *so = NULL;
         CHECK(stanSubOptions_Create(&so) == NATS_OK);
@@ -198,16 +220,18 @@ RIFT_TEST(publish_sync_async_and_start_positions) {
         } else {
             stanSubOptions_StartAtSequence(so, 24);
         }
-        seen *s = &sinks[i];
-        seen_init(s, true);
+        seen s;
+        seen_init(&s, true);
         stanSubscription *sub = NULL;
-        CHECK(stanConnection_Subscribe(&sub, sc, "orders", on_msg, s, so) ==
+        CHECK(stanConnection_Subscribe(&sub, sc, "orders", on_msg, &s, so) ==
+              NATS_OK);
+        CHECK(stanSubscription_SetOnCompleteCB(sub, on_complete, &s) ==
               NATS_OK);
         stanSubOptions_Destroy(so);
-        CHECK(wait_n(s, 1));
-        CHECK_EQ_U64(s->seqs[0], cases[i].first);
-        stanSubscription_Unsubscribe(sub);
-        stanSubscription_Destroy(sub);
+        CHECK(wait_n(&s, 1));
+        CHECK_EQ_U64(s.seqs[0], cases[i].first);
+        /* |s| ends with this iteration: no callback may still use it. */
+        unsubscribe_wait(sub, &s);
     }
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
