@@ -10,6 +10,7 @@
 #include "subject/subject.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -249,7 +250,8 @@ static void *service_main(void *arg) {
         uint64_t now = stan_mono_ms();
         pthread_mutex_lock(&svc->lock);
         uint64_t due = stan_subs_pump(svc, now);
-        stan_heartbeat_tick(svc, now);
+        uint64_t hb_due = stan_heartbeat_tick(svc, now);
+        due = hb_due < due ? hb_due : due;
         stan_channels_expire(svc, now);
         pthread_mutex_unlock(&svc->lock);
         uint64_t wait = TICK_MS;
@@ -340,6 +342,10 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
     }
     svc->broker = broker;
     svc->wake_fd = -1;
+    svc->sessions_fd = -1;
+    uint64_t boot = (uint64_t)rift_now_ns() ^ ((uint64_t)time(NULL) << 24) ^
+                    ((uint64_t)getpid() << 48);
+    snprintf(svc->boot, sizeof svc->boot, "%" PRIx64, boot);
     pthread_mutex_init(&svc->lock, NULL);
     int rc = copy_settings(svc, s, err);
     if (rc == 0) {
@@ -356,6 +362,9 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
             rift_error_set(err, rc, "streaming: notifier: %s",
                            rift_strerror(rc));
         }
+    }
+    if (rc == 0) {
+        rc = stan_sessions_open(svc, err);
     }
     if (rc == 0) {
         rc = subscribe_all(svc, err);
@@ -387,6 +396,7 @@ void rift_stan_stop(rift_stan *svc) {
     stan_subs_free(svc);
     stan_channels_close(svc);
     stan_clients_free(svc);
+    stan_sessions_close(svc);
     rift_notifier_del(svc->notifier);
     if (svc->wake_fd >= 0) {
         close(svc->wake_fd);
