@@ -368,9 +368,20 @@ static int rewrite(rift_stan *svc, rift_error *err) {
     for (stan_client *c = svc->clients; ok && c; c = c->next, records++) {
         ok = enc_client(e, c) && write_all(fd, e->buf, e->n);
     }
-    for (stan_sub *s = svc->sub_list; ok && s; s = s->next, records++) {
-        ok = enc_sub(e, s) && write_all(fd, e->buf, e->n);
+    /* Oldest first, as they were appended: restored in that order, a
+     * queue group's first member (whose ack wait the group takes) is the
+     * same again. */
+    stan_sub **subs = rift_malloc(svc->s.mem, (svc->nsubs + 1) * sizeof *subs);
+    size_t ns = 0;
+    ok = ok && subs;
+    for (stan_sub *s = svc->sub_list; ok && s && ns < svc->nsubs; s = s->next) {
+        subs[ns++] = s;
     }
+    while (ok && ns > 0) {
+        ok = enc_sub(e, subs[--ns]) && write_all(fd, e->buf, e->n);
+        records++;
+    }
+    rift_free(svc->s.mem, subs);
     rift_free(svc->s.mem, e);
     ok = ok && fdatasync(fd) == 0;
     int saved = errno;

@@ -322,11 +322,16 @@ rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err) {
     if (p->nmembers == 0 || !rift_push_wants_pump(p, now_ms)) {
         return 0;
     }
-    uint64_t r = room(p) + p->expired;
+    uint64_t r = room(p);
     /* With every member full only expired deliveries may go: ask for one
-     * at a time, the consumer hands the expired ones out first. */
+     * at a time, the consumer hands the expired ones out first. A leaving
+     * member's go alone (the consumer hands them out first too): the room
+     * they take is only known once they are assigned. */
     size_t limit = r == 0 ? 1 : (size_t)RIFT_MIN(r, (uint64_t)MAX_IN_FLIGHT);
-    p->expired = 0;
+    if (p->expired) {
+        limit = RIFT_MIN(p->expired, (size_t)MAX_IN_FLIGHT);
+        p->expired -= limit;
+    }
     rift_batch b = {0};
     int rc = rift_consumer_fetch(p->s.consumer, limit, &b, err);
     if (rc < 0) {
