@@ -14,7 +14,8 @@
 
 /* How long the old client of a duplicate ID has to answer the probe. */
 #define DUP_PROBE_MS 500u
-/* How often a restored client not heard from yet is probed. */
+/* The first gap between the probes of a restored client not heard from
+ * yet. */
 #define HOLD_PROBE_MS 200u
 /* Connects parked on a probe at once; more get "already registered". */
 #define MAX_PENDING_CONNECTS 1024u
@@ -123,6 +124,7 @@ stan_client *stan_client_restore(rift_stan *svc,
     if (c) {
         c->held = true;
         c->hold_probe_ms = stan_mono_ms();
+        c->hold_gap_ms = HOLD_PROBE_MS;
     }
     return c;
 }
@@ -374,7 +376,7 @@ void stan_on_hb_reply(rift_stan *svc, const rift_msg *m) {
     for (stan_pending_connect *p = svc->pending; p; p = p->next) {
         if (p->old_serial == serial && p->probe == probe) {
             pending_settle(svc, p, true);
-            return;
+            break; /* and the old client is alive: heard, below */
         }
     }
     for (stan_client *c = svc->clients; c; c = c->next) {
@@ -420,7 +422,12 @@ static uint64_t client_tick(rift_stan *svc, stan_client *c, uint64_t now_ms,
         if (now_ms >= c->hold_probe_ms) {
             /* Probe 0 is never awaited: any answer just releases it. */
             (void)probe_send(svc, c->hb_inbox, c->serial, 0);
-            c->hold_probe_ms = now_ms + HOLD_PROBE_MS;
+            c->hold_probe_ms = now_ms + c->hold_gap_ms;
+            /* Doubling: a client that never comes back costs little until
+             * the heartbeats close it. */
+            if (c->hold_gap_ms < svc->s.hb_interval_ms / 2) {
+                c->hold_gap_ms *= 2;
+            }
         }
         due = c->hold_probe_ms < due ? c->hold_probe_ms : due;
     }

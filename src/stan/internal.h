@@ -62,9 +62,10 @@ typedef struct stan_client {
     /* Restored from the session file and not heard from since: its
      * subscriptions deliver nothing yet (the client may still be
      * reconnecting: what went to its inboxes now would be lost until the
-     * ack wait), and it is probed every HOLD_PROBE_MS. */
+     * ack wait), and it is probed at once, then at gaps doubling from
+     * 200 ms up to the heartbeat interval (clients.c). */
     bool held;
-    uint64_t hold_probe_ms;
+    uint64_t hold_probe_ms, hold_gap_ms;
 } stan_client;
 
 /* A connect whose client ID is registered, waiting for the old client to

@@ -642,7 +642,7 @@ RIFT_TEST(duplicate_probe_does_not_block_the_service) {
     CHECK_EQ_INT(ping_errors, 0);
     printf("pings during the probe: %d, slowest %lld ms\n", pings,
            (long long)worst);
-    CHECK(worst < 250);
+    CHECK(worst < 300); /* a blocking probe: about 500 */
     CHECK_EQ_INT(old_ping, -1);
 }
 
