@@ -75,17 +75,20 @@ static uint64_t or_unlimited(uint64_t v) {
     return v ? v : UINT64_MAX;
 }
 
-/* drop_leftovers deletes the consumers of non-durable subscriptions a
- * previous run left behind (their clients cannot resume them). */
-static void drop_leftovers(rift_stream *st) {
+void stan_channel_drop_leftovers(rift_stan *svc, stan_channel *ch) {
+    (void)svc;
     rift_stream_info info;
-    if (rift_stream_get_info(st, &info, NULL) != 0) {
+    if (rift_stream_get_info(ch->stream, &info, NULL) != 0) {
         return;
     }
     for (size_t i = 0; i < info.consumer_count; i++) {
         const char *n = info.consumer_names[i];
-        if (strncmp(n, "s-", 2) == 0 || strncmp(n, "g-", 2) == 0) {
-            (void)rift_stream_consumer_delete(st, n, strlen(n), NULL);
+        bool live = false;
+        for (stan_feed *f = ch->feeds; f && !live; f = f->next) {
+            live = strcmp(f->name, n) == 0;
+        }
+        if (!live && (strncmp(n, "s-", 2) == 0 || strncmp(n, "g-", 2) == 0)) {
+            (void)rift_stream_consumer_delete(ch->stream, n, strlen(n), NULL);
         }
     }
     rift_stream_info_free(&info);
@@ -120,8 +123,10 @@ static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
         ss.storage_path = path;
     }
     int rc = rift_stream_new(&ch->stream, &ss, err);
-    if (rc == 0 && svc->dir) {
-        drop_leftovers(ch->stream);
+    if (rc == 0 && svc->dir && !svc->restoring) {
+        /* While restoring, sessions.c drops them once the restored
+         * subscriptions hold theirs. */
+        stan_channel_drop_leftovers(svc, ch);
     }
     return rc;
 }
@@ -252,6 +257,7 @@ void stan_on_publish(rift_stan *svc, const rift_msg *m) {
         send_pub_ack(svc, reply, reply_len, pm.guid, STAN_ERR_PUB_REQ);
         return;
     }
+    stan_client_heard(svc, c);
     const char *errtext = NULL;
     stan_channel *ch = stan_channel_get(svc, pm.subject, &errtext);
     if (!ch) {

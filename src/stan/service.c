@@ -12,6 +12,7 @@
 #include "subject/subject.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,10 +91,6 @@ int stan_publish(rift_stan *svc, const char *subject, size_t subject_len,
                  size_t len, rift_error *err) {
     return svc->tp->ops->publish(svc->tp, subject, subject_len, reply,
                                  reply_len, p, len, err);
-}
-
-bool stan_probe(rift_stan *svc, const char *subject, uint64_t timeout_ms) {
-    return svc->tp->ops->probe(svc->tp, subject, timeout_ms);
 }
 
 const char *rift_stan_transport_kind(const rift_stan *svc) {
@@ -229,7 +226,8 @@ static void *service_main(void *arg) {
         uint64_t now = stan_mono_ms();
         pthread_mutex_lock(&svc->lock);
         uint64_t due = stan_subs_pump(svc, now);
-        stan_heartbeat_tick(svc, now);
+        uint64_t hb_due = stan_heartbeat_tick(svc, now);
+        due = hb_due < due ? hb_due : due;
         stan_channels_expire(svc, now);
         pthread_mutex_unlock(&svc->lock);
         uint64_t wait = TICK_MS;
@@ -315,6 +313,10 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
     svc->broker = broker;
     svc->tp = s->transport;
     svc->wake_fd = -1;
+    svc->sessions_fd = -1;
+    uint64_t boot = (uint64_t)rift_now_ns() ^ ((uint64_t)time(NULL) << 24) ^
+                    ((uint64_t)getpid() << 48);
+    snprintf(svc->boot, sizeof svc->boot, "%" PRIx64, boot);
     pthread_mutex_init(&svc->lock, NULL);
     pthread_mutex_init(&svc->reg_lock, NULL);
     int rc = copy_settings(svc, s, err);
@@ -328,6 +330,9 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
     }
     if (rc == 0 && !svc->tp) {
         rc = stan_transport_broker_new(&svc->tp, broker, s->mem, err);
+    }
+    if (rc == 0) {
+        rc = stan_sessions_open(svc, err);
     }
     if (rc == 0) {
         rc = subscribe_all(svc, err);
@@ -360,6 +365,7 @@ void rift_stan_stop(rift_stan *svc) {
     stan_subs_free(svc);
     stan_channels_close(svc);
     stan_clients_free(svc);
+    stan_sessions_close(svc);
     if (svc->wake_fd >= 0) {
         close(svc->wake_fd);
     }

@@ -1,7 +1,7 @@
 /*
  * transport.h — how the STAN service reaches its clients (stan layer,
  * private to src/stan and its libnats archive): subscribe the service's
- * subjects, publish replies and deliveries, probe an inbox. Two
+ * subjects, publish replies, deliveries and heartbeat probes. Two
  * implementations: the in-process broker (transport_broker.c, riftd's own
  * NATS face and every other broker client) and an external NATS server
  * through libnats (transport_nats.c, `streaming.nats_server`).
@@ -34,10 +34,6 @@ typedef struct stan_transport_ops {
     int (*publish)(rift_stan_transport *t, const char *subject,
                    size_t subject_len, const char *reply, size_t reply_len,
                    const uint8_t *p, size_t len, rift_error *err);
-    /* Sends an empty request to |subject|: true when anything answers
-     * within |timeout_ms| (the duplicate client ID probe). */
-    bool (*probe)(rift_stan_transport *t, const char *subject,
-                  uint64_t timeout_ms);
     /* Unsubscribes everything and frees |t|; no drain or stan_wake runs
      * after it returns. */
     void (*del)(rift_stan_transport *t);

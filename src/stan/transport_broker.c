@@ -106,16 +106,6 @@ static int bk_publish(rift_stan_transport *t, const char *subject,
                                reply_len, p, len, NULL, err);
 }
 
-static bool bk_probe(rift_stan_transport *t, const char *subject,
-                     uint64_t timeout_ms) {
-    broker_tp *b = (broker_tp *)t;
-    rift_msg *resp = NULL;
-    int rc = rift_broker_request(b->broker, subject, strlen(subject), NULL, 0,
-                                 (int64_t)timeout_ms * 1000000, &resp, NULL);
-    rift_msg_unref(resp);
-    return rc == 0;
-}
-
 static void bk_del(rift_stan_transport *t) {
     broker_tp *b = (broker_tp *)t;
     for (size_t i = 0; i < MAX_SUBS; i++) {
@@ -127,8 +117,7 @@ static void bk_del(rift_stan_transport *t) {
 }
 
 static const stan_transport_ops broker_ops = {
-    "broker", bk_subscribe, bk_attach, bk_fd,
-    bk_drain, bk_publish,   bk_probe,  bk_del,
+    "broker", bk_subscribe, bk_attach, bk_fd, bk_drain, bk_publish, bk_del,
 };
 
 int stan_transport_broker_new(rift_stan_transport **pt, rift_broker *broker,

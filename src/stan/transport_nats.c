@@ -219,16 +219,6 @@ static int nt_publish(rift_stan_transport *bt, const char *subject,
     return 0;
 }
 
-static bool nt_probe(rift_stan_transport *bt, const char *subject,
-                     uint64_t timeout_ms) {
-    nats_tp *t = (nats_tp *)bt;
-    natsMsg *resp = NULL;
-    natsStatus s = natsConnection_Request(&resp, t->nc, subject, NULL, 0,
-                                          (int64_t)timeout_ms);
-    natsMsg_Destroy(resp);
-    return s == NATS_OK;
-}
-
 /* wait_for waits until |*flag| holds or (with |count|) |*count| reaches
  * |want|; false after STOP_WAIT_MS. */
 static bool wait_for(nats_tp *t, const bool *flag, const size_t *count,
@@ -286,8 +276,7 @@ static void nt_del(rift_stan_transport *bt) {
 }
 
 static const stan_transport_ops nats_ops = {
-    "nats",   nt_subscribe, nt_attach, nt_fd,
-    nt_drain, nt_publish,   nt_probe,  nt_del,
+    "nats", nt_subscribe, nt_attach, nt_fd, nt_drain, nt_publish, nt_del,
 };
 
 /* ---- Connection events (libnats threads): logged, never the password ---- */
