@@ -5,7 +5,10 @@
 # nats-server, same workloads, one run on one machine, alternating the
 # contenders round after round; prints median / min / max per row, the
 # ratio rift/NATS and CPU seconds per million messages, plus the loopback
-# UDP and fdatasync ceilings. docs/performance.md explains every row.
+# UDP and fdatasync ceilings. The stan-* rows put riftd's NATS Streaming
+# service (bench/stan-load, nats.c's STAN API; file store, sync_on_write)
+# beside JetStream (nats-load, file storage) in the same run.
+# docs/performance.md explains every row.
 #
 #   bench/compare.sh [--rounds N] [--scale F] [--rows a,b,..] [--report]
 #                    [--out DIR] [--from CSV] [--no-install] [--no-rift]
@@ -99,9 +102,23 @@ ROWS=(
     "js-nosync-1|6|nosync|20000|stream --size 64 --pubs 1 --batch 1|durable publish, unsynced, 1 publisher"
     "js-async|6|nosync|200000|stream --size 64 --pubs 1 --batch 256|durable publish, unsynced, window of 256"
     "js-fetch|6|nosync|200000|consume --size 64 --batch 256|fetch 256 + ack each (unsynced stream)"
+    # NATS Streaming: riftd-stan (stan-load, STAN_ARGS below) against
+    # JetStream (nats-load with these arguments) on the synced servers.
+    "stan-async|S1|sync|20000|stream --size 64 --pubs 1 --batch 256|STAN publish, synced, window of 256"
+    "stan-sync-1|S2|sync|1000|stream --size 64 --pubs 1 --batch 1|STAN publish, synced, 1 publisher"
+    "stan-sync-64|S3|sync|5000|stream --size 64 --pubs 64 --batch 1|STAN publish, synced, 64 publishers"
+    "stan-sub-1024|S4|sync|50000|push --size 64 --batch 1024|STAN subscribe, maxInFlight 1,024 + manual acks"
+)
+# stan-load's arguments for the stan-* rows (the JetStream peer takes the
+# row's own, which mean the same: --batch is the window or the bound).
+declare -A STAN_ARGS=(
+    [stan-async]="pub --size 64 --pubs 1 --window 256"
+    [stan-sync-1]="pub --size 64 --pubs 1 --window 1"
+    [stan-sync-64]="pub --size 64 --pubs 64 --window 1"
+    [stan-sub-1024]="sub --size 64 --max-inflight 1024"
 )
 # Rows whose latency percentiles get their own lines in the table.
-LAT_ROWS="req js-sync-1 js-nosync-1"
+LAT_ROWS="req js-sync-1 js-nosync-1 stan-sync-1"
 
 row_field() { # row_field ROWSPEC N
     echo "$1" | cut -d'|' -f"$2"
@@ -170,6 +187,8 @@ build_all() {
         (cd "$root" && cmake --preset release >/dev/null)
     fi
     cmake --build "$b" --target bench_udp_ceiling bench_fsync_ceiling >/dev/null
+    # Only when CMake found libnats (it builds stan-load then).
+    cmake --build "$b" --target bench_stan_load >/dev/null 2>&1 || true
     if [ "$want_rift" = 1 ]; then
         # riftd and rift may not exist yet; rift_check says so later.
         cmake --build "$b" --target riftd rift >/dev/null 2>&1 || true
@@ -531,6 +550,63 @@ run_riftd_nats() {
     return "$rc"
 }
 
+# ---- riftd-stan side: riftd's NATS Streaming service, the stan-load client ---
+# The migration configuration of docs/streaming.md: the bench principal as
+# the NATS face's anonymous principal, the STAN grants, a file store that
+# syncs before every PubAck (as the synced JetStream rows). Every run of
+# stan-load uses a channel of its own, hence the raised channel limit.
+stan_url=""
+stan_pid=""
+stan_load="$root/build/release/bench/stan-load"
+
+start_riftd_stan() {
+    local d="$tmp/riftd-stan"
+    mkdir -p "$d"
+    [ -x "$stan_load" ] || {
+        echo "compare.sh: riftd-stan left out: $stan_load was not built (libnats-dev missing?)" >&2
+        return 1
+    }
+    cat >"$d/rift.lua" <<EOF
+-- written by bench/compare.sh
+return {
+  data_dir = "$d/data",
+  messaging = {
+    principals = {
+      { name = "bench", token_env = "RIFT_BENCH_TOKEN",
+        publish = { "_STAN.>", "_INBOX.>" },
+        subscribe = { "_INBOX.>", "_STAN.acks.>" } },
+    },
+  },
+  nats = { listen = "127.0.0.1:0", allow_plaintext = true,
+           anonymous = "bench", write_deadline = 10 },
+  streaming = { store = "file", dir = "$d/stan", sync_on_write = true,
+                limits = { max_channels = 10000, max_msgs = 10000000,
+                           max_bytes = 4294967296 } },
+}
+EOF
+    (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
+        >"$d/riftd.log" 2>&1) &
+    stan_pid=$!
+    pids+=("$stan_pid")
+    local addr
+    addr=$(wait_log "$d/riftd.log" 'rift: NATS on [0-9.]+:[0-9]+' |
+        sed 's/.* on //') || {
+        echo "compare.sh: riftd-stan did not start: $(tail -3 "$d/riftd.log" | tr '\n' ' ')" >&2
+        return 1
+    }
+    stan_url="nats://$addr"
+}
+
+# run_riftd_stan ROWSPEC MSGS — stan-load against riftd; impl=riftd-stan.
+run_riftd_stan() {
+    local spec="$1" msgs="$2" id
+    id=$(row_field "$spec" 1)
+    # shellcheck disable=SC2086
+    timeout 600 "${client_pin[@]}" "$stan_load" ${STAN_ARGS[$id]} \
+        --msgs "$msgs" --url "$stan_url" --server-pid "$stan_pid" \
+        --csv "$results" --label "$id"
+}
+
 # ---- Ceilings -----------------------------------------------------------------
 run_ceilings() {
     local m
@@ -592,6 +668,11 @@ measure() {
     if [ "$rift_status" = ok ]; then
         start_riftd_nats tcp && rnats+=(riftd-nats-tcp)
         start_riftd_nats tls && rnats+=(riftd-nats-tls)
+        # Only when a stan-* row is selected.
+        # (grep without -q: an early exit would fail the pipe, pipefail)
+        if selected_rows | grep '^stan-' >/dev/null; then
+            start_riftd_stan && rnats+=(riftd-stan)
+        fi
     fi
     write_env
 
@@ -617,6 +698,13 @@ measure() {
                 if [[ "$c" == riftd-nats-* ]] && [ "$(row_field "$spec" 3)" != "-" ]; then
                     continue
                 fi
+                # stan-* rows: riftd-stan against JetStream over TCP only;
+                # riftd-stan runs nothing else.
+                if [[ "$id" == stan-* ]]; then
+                    [ "$c" = riftd-stan ] || [ "$c" = nats-tcp ] || continue
+                elif [ "$c" = riftd-stan ]; then
+                    continue
+                fi
                 printf '[%d/%d %s round %d/%d] %-8s ' "$k" "$nrows" "$id" \
                     "$r" "$rounds" "$c"
                 {
@@ -630,6 +718,7 @@ measure() {
                 nats-tls) run_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 riftd-nats-tcp) run_riftd_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 riftd-nats-tls) run_riftd_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                riftd-stan) run_riftd_stan "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 esac
                 hog_stop
                 if [ "$rc" != 0 ]; then
@@ -668,7 +757,8 @@ done < <(selected_rows)
 
 "$gobin/perf-report" --csv "$results" --rows "$rowsfile" --env "$out/env.txt" \
     --md "$out/summary.md" --plots "$out/plots"
-(cd "$out/plots" && for g in *.gp; do gnuplot "$g"; done)
+# (a selection of stan-* rows only has no charts)
+(cd "$out/plots" && for g in *.gp; do [ -e "$g" ] && gnuplot "$g"; done; true)
 echo
 cat "$out/summary.md"
 echo

@@ -1,6 +1,6 @@
 // js.go — JetStream scenarios: acknowledged stream publish (synchronous or
-// with an async window) and a durable pull consumer doing fetch + ack
-// (bench layer).
+// with an async window), a durable pull consumer doing fetch + ack, and a
+// push consumer with a bound on unacknowledged messages (bench layer).
 package main
 
 import (
@@ -177,28 +177,40 @@ func runStream(c *config) (*result, error) {
 	return r, nil
 }
 
-func runConsume(c *config) (*result, error) {
+// prefill recreates the stream with --msgs messages (an async window of
+// 256; not measured) and returns the admin connection and its context.
+func prefill(c *config) (*nats.Conn, nats.JetStreamContext, error) {
 	admin, err := connect(c, "nats-load-admin")
+	if err != nil {
+		return nil, nil, err
+	}
+	var failed int64
+	fillCfg := *c
+	fillCfg.batch = 256
+	adminJS, err := jsContext(&fillCfg, admin, &failed)
+	if err == nil {
+		err = resetStream(c, adminJS)
+	}
+	if err == nil {
+		publishAsyncN(c, adminJS, makePayload(c.size), c.msgs, &failed)
+		if failed > 0 || checkStored(adminJS, c, int64(c.msgs)) > 0 {
+			err = fmt.Errorf("prefill of %d messages failed", c.msgs)
+		}
+	}
+	if err != nil {
+		admin.Close()
+		return nil, nil, err
+	}
+	atomic.StoreInt64(&progress, 0)
+	return admin, adminJS, nil
+}
+
+func runConsume(c *config) (*result, error) {
+	admin, adminJS, err := prefill(c)
 	if err != nil {
 		return nil, err
 	}
 	defer admin.Close()
-	var failed int64
-	// Prefill with an async window; not measured.
-	fillCfg := *c
-	fillCfg.batch = 256
-	adminJS, err := jsContext(&fillCfg, admin, &failed)
-	if err != nil {
-		return nil, err
-	}
-	if err := resetStream(c, adminJS); err != nil {
-		return nil, err
-	}
-	publishAsyncN(c, adminJS, makePayload(c.size), c.msgs, &failed)
-	if failed > 0 || checkStored(adminJS, c, int64(c.msgs)) > 0 {
-		return nil, fmt.Errorf("prefill of %d messages failed", c.msgs)
-	}
-	atomic.StoreInt64(&progress, 0)
 	_, err = adminJS.AddConsumer(c.stream, &nats.ConsumerConfig{
 		Durable:       consumerName,
 		DeliverPolicy: nats.DeliverAllPolicy,
@@ -263,5 +275,69 @@ func runConsume(c *config) (*result, error) {
 	if info, err := adminJS.ConsumerInfo(c.stream, consumerName); err == nil {
 		r.errors += int64(info.NumAckPending)
 	}
+	return r, nil
+}
+
+// runPush is the JetStream counterpart of a NATS Streaming subscription
+// with maxInFlight: a push consumer, deliver all, explicit acks, at most
+// --batch unacknowledged (max_ack_pending), measured from the subscribe
+// until every prefilled message was delivered once (redeliveries count
+// as errors).
+func runPush(c *config) (*result, error) {
+	admin, _, err := prefill(c)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	nc, err := connect(c, "nats-load-consumer")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := nc.JetStream(nats.MaxWait(c.timeout))
+	if err != nil {
+		return nil, err
+	}
+	atomic.StoreInt64(&progressTotal, int64(c.msgs))
+	seen := make([]bool, c.msgs+1)
+	var fresh, dups int64
+	done := make(chan struct{})
+	r := &result{}
+	r.cpu0 = markCPU(c.serverPID)
+	t0 := time.Now()
+	sub, err := js.Subscribe(c.subject, func(m *nats.Msg) {
+		// One callback at a time per subscription: seen needs no lock.
+		meta, err := m.Metadata()
+		if err == nil && meta.Sequence.Stream >= 1 && meta.Sequence.Stream <= uint64(c.msgs) &&
+			!seen[meta.Sequence.Stream] {
+			seen[meta.Sequence.Stream] = true
+			if atomic.AddInt64(&fresh, 1) == int64(c.msgs) {
+				close(done)
+			}
+		} else {
+			atomic.AddInt64(&dups, 1)
+		}
+		_ = m.Ack()
+		progressAdd(1)
+	}, nats.DeliverAll(), nats.ManualAck(), nats.AckExplicit(),
+		nats.MaxAckPending(c.batch), nats.AckWait(30*time.Second),
+		nats.BindStream(c.stream))
+	if err != nil {
+		return nil, fmt.Errorf("push subscribe: %w", err)
+	}
+	// Deliveries must not wait in the client: the bound is the server's.
+	_ = sub.SetPendingLimits(-1, -1)
+	select {
+	case <-done:
+	case <-time.After(c.timeout):
+		fmt.Fprintf(os.Stderr, "nats-load: push: %d of %d after %v\n",
+			atomic.LoadInt64(&fresh), c.msgs, c.timeout)
+	}
+	r.elapsed = time.Since(t0)
+	r.cpu1 = markCPU(c.serverPID)
+	_ = sub.Unsubscribe()
+	r.msgs = atomic.LoadInt64(&fresh)
+	r.errors = int64(c.msgs) - r.msgs + atomic.LoadInt64(&dups)
+	r.clientRates = []float64{r.rate()}
 	return r, nil
 }

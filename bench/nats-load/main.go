@@ -51,6 +51,7 @@ var scenarios = []struct{ name, help string }{
 	{"reply", "echo responder only: answer --msgs requests sent by someone else"},
 	{"stream", "JetStream publish, each publisher waits for acks; --batch W = async window (1 = synchronous)"},
 	{"consume", "JetStream pull consumer: prefill --msgs, then fetch --batch (<=256) + ack each"},
+	{"push", "JetStream push consumer: prefill --msgs, then receive + ack each, --batch = max unacknowledged"},
 }
 
 func usage() {
@@ -71,7 +72,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.IntVar(&c.size, "size", 64, "payload bytes")
 	fs.IntVar(&c.pubs, "pubs", 1, "publishers (requesters for req), one connection each")
 	fs.IntVar(&c.subs, "subs", 1, "subscribers for pubsub, one connection each")
-	fs.IntVar(&c.batch, "batch", 0, "pub/pubsub: barrier every N; stream: async window; consume: fetch size")
+	fs.IntVar(&c.batch, "batch", 0, "pub/pubsub: barrier every N; stream: async window; consume: fetch size; push: max unacknowledged")
 	fs.StringVar(&c.subject, "subject", "", "subject (default bench.SCENARIO)")
 	fs.StringVar(&c.stream, "stream", "bench", "JetStream stream name (stream, consume)")
 	fs.StringVar(&c.storage, "storage", "file", "JetStream storage: file or memory")
@@ -121,6 +122,9 @@ func parseArgs(args []string) (*config, error) {
 	if c.scenario == "consume" && c.batch == 0 {
 		c.batch = 256
 	}
+	if c.scenario == "push" && c.batch == 0 {
+		c.batch = 1024
+	}
 	if c.scenario == "stream" && c.batch == 0 {
 		c.batch = 1
 	}
@@ -150,6 +154,7 @@ func main() {
 		"reply":   runReply,
 		"stream":  runStream,
 		"consume": runConsume,
+		"push":    runPush,
 	}[cfg.scenario]
 	stopProgress := startProgress(cfg)
 	res, err := run(cfg)

@@ -142,9 +142,19 @@ type report struct {
 	charts      []chart // written by plots, linked by markdown
 	runs        []run
 	rows        []rowDef
+	stanRows    []rowDef // stan-*: their own table (stanMarkdown)
 	contenders  []contender
 	byLabelCont map[string][]run
 }
+
+// The columns of the NATS Streaming table: riftd's STAN service (stan-load)
+// and its peer, JetStream through nats-load over plain TCP.
+const (
+	stanKey      = "riftd-stan-tcp"
+	stanPeerKey  = "nats-tcp"
+	stanTitle    = "riftd STAN TCP"
+	stanPeerName = "JetStream TCP"
+)
 
 func newReport(runs []run, rows []rowDef) *report {
 	rp := &report{runs: runs, byLabelCont: map[string][]run{}}
@@ -154,18 +164,24 @@ func newReport(runs []run, rows []rowDef) *report {
 	}
 	// Rows nobody measured (left out with --rows) stay out of the tables.
 	for _, rd := range rows {
-		if labels[rd.id] {
+		if labels[rd.id] && strings.HasPrefix(rd.id, "stan-") {
+			rp.stanRows = append(rp.stanRows, rd)
+		} else if labels[rd.id] {
 			rp.rows = append(rp.rows, rd)
 		}
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
-		if r["impl"] != "rift" && r["impl"] != "nats" && r["impl"] != "riftd-nats" {
+		if r["impl"] != "rift" && r["impl"] != "nats" && r["impl"] != "riftd-nats" &&
+			r["impl"] != "riftd-stan" {
 			continue
 		}
 		k := r["impl"] + "-" + r["transport"]
 		rp.byLabelCont[r["label"]+"|"+k] = append(rp.byLabelCont[r["label"]+"|"+k], r)
-		seen[k] = true
+		// riftd-stan has a table of its own, not a column in the others.
+		if r["impl"] != "riftd-stan" {
+			seen[k] = true
+		}
 	}
 	// Known contenders always get a column (rift reads n/a until it runs).
 	for _, c := range knownContenders {
@@ -404,6 +420,7 @@ func (rp *report) markdown(env []string) string {
 				r["size"], v, r["p50_us"], r["p99_us"])
 		}
 	}
+	b.WriteString(rp.stanMarkdown())
 	if len(rp.charts) > 0 {
 		w("\n### Charts\n\n")
 		for _, c := range rp.charts {
@@ -660,4 +677,69 @@ func main() {
 		fmt.Fprintf(os.Stderr, "perf-report: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// fsyncCeiling is the median fdatasync ceiling (ops/s) of the run.
+func (rp *report) fsyncCeiling() (stats, bool) {
+	var v []float64
+	for _, r := range rp.runs {
+		if x, ok := r.num("msgs_per_s"); ok && r["impl"] == "disk" {
+			v = append(v, x)
+		}
+	}
+	return summarize(v)
+}
+
+// stanMarkdown is the NATS Streaming table: riftd's STAN service against
+// JetStream and against the fdatasync ceiling, and CPU per million.
+func (rp *report) stanMarkdown() string {
+	if len(rp.stanRows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, a ...interface{}) { fmt.Fprintf(&b, format, a...) }
+	ceil, okC := rp.fsyncCeiling()
+	w("\n### NATS Streaming: riftd's STAN service against JetStream (synced file stores)\n\n")
+	w("Throughput: ratio > 1 means riftd STAN is faster; against the fdatasync ceiling, > 1 means more messages than fdatasync calls per second (group commit). Latency (µs): ratio > 1 means riftd STAN is slower.\n\n")
+	w("| # | workload | unit | %s | %s | %s / %s | %s / fdatasync | CPU s/M %s | CPU s/M %s |\n",
+		stanTitle, stanPeerName, stanTitle, stanPeerName, stanTitle, stanTitle, stanPeerName)
+	w("|---|---|---|---|---|---|---|---|---|\n")
+	var notes []string
+	cpu := func(id, key string) string {
+		st, ok := summarize(rp.cpuPerMillion(id, key))
+		return cell(stats{med: st.med, n: 1}, ok, func(v float64) string { return fmt.Sprintf("%.2f", v) })
+	}
+	for _, rd := range rp.stanRows {
+		lines := []metricLine{{rd, "msgs_per_s", "msg/s", rd.title, fmtRate}}
+		if rd.lat {
+			lines = append(lines,
+				metricLine{rd, "p50_us", "µs", rd.title + ": publish→ack p50", fmtUs},
+				metricLine{rd, "p99_us", "µs", rd.title + ": publish→ack p99", fmtUs})
+		}
+		for i, ml := range lines {
+			a, okA := summarize(rp.values(rd.id, stanKey, ml.col))
+			p, okP := summarize(rp.values(rd.id, stanPeerKey, ml.col))
+			marks := [2]string{}
+			if i == 0 {
+				for j, key := range []string{stanKey, stanPeerKey} {
+					if n := rp.lost(rd.id, key); n > 0 {
+						marks[j] = fmt.Sprintf(" [%d]", len(notes)+1)
+						notes = append(notes, fmt.Sprintf("[%d] %s, %s: %d messages lost or failed over all rounds (see runs.log).",
+							len(notes)+1, rd.id, []string{stanTitle, stanPeerName}[j], n))
+					}
+				}
+			}
+			vsCeil, cpuA, cpuP := "", "", ""
+			if i == 0 {
+				vsCeil = ratio(a, ceil, okA, okC)
+				cpuA, cpuP = cpu(rd.id, stanKey), cpu(rd.id, stanPeerKey)
+			}
+			w("| %s | %s | %s | %s%s | %s%s | %s | %s | %s | %s |\n", rd.item, ml.title, ml.unit,
+				cell(a, okA, ml.f), marks[0], cell(p, okP, ml.f), marks[1], ratio(a, p, okA, okP), vsCeil, cpuA, cpuP)
+		}
+	}
+	for _, n := range notes {
+		w("\n%s\n", n)
+	}
+	return b.String()
 }

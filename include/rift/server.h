@@ -67,6 +67,21 @@ typedef struct rift_server_stream {
     rift_stream *stream;
 } rift_server_stream;
 
+/**
+ * Streams found by name at each operation, besides the fixed table (riftd:
+ * the NATS Streaming channels, created and removed at runtime). |acquire|
+ * returns the stream |name| (NULL when there is none) and a token; the
+ * stream stays valid until |release| gets the token back, which the server
+ * does when the operation ends (|appended|: a STREAM_PUBLISH stored a
+ * record). Both run on the server thread and must not block for long.
+ */
+typedef struct rift_server_stream_source {
+    rift_stream *(*acquire)(void *ud, const char *name, size_t len,
+                            void **token);
+    void (*release)(void *ud, void *token, bool appended);
+    void *ud;
+} rift_server_stream_source;
+
 typedef struct rift_server_settings {
     /** PEM certificate chain and unencrypted PEM private key. */
     const char *cert_file;
@@ -89,6 +104,9 @@ typedef struct rift_server_settings {
     /** Named retained streams; none by default. */
     const rift_server_stream *streams;
     size_t stream_count;
+    /** Asked when a name is not in |streams| (which win); all NULL =
+     * none. Must outlive the server. */
+    rift_server_stream_source stream_source;
     /** Optional 32 bytes keying stateless resets and Retry tokens (give
      * a restarted server the same secret); NULL = a random per-process
      * secret. */

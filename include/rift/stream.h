@@ -538,6 +538,33 @@ RIFT_EXTERN int rift_consumer_ack_async(rift_consumer *consumer,
                                         rift_stream_done_cb cb, void *user_data,
                                         rift_error *err);
 
+/**
+ * rift_consumer_set_ack_wait changes the consumer's ack wait for the
+ * deliveries that follow and for those pending (a push protocol's
+ * subscriber resumed with another ack wait: NATS Streaming). The change is
+ * in memory: a later snapshot of the stream's state may keep it, a
+ * restart may bring back the value of its creation, so a caller that
+ * needs it across restarts keeps it and sets it again. No I/O.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT (0); RIFT_ERR_CONSUMER_NOT_FOUND;
+ * RIFT_ERR_STORAGE (closed stream).
+ */
+RIFT_EXTERN int rift_consumer_set_ack_wait(rift_consumer *consumer,
+                                           uint64_t ack_wait_ms,
+                                           rift_error *err);
+
+/**
+ * rift_consumer_expire makes the pending delivery |sequence| due for
+ * redelivery at the next fetch, as if its ack wait had expired (a queue
+ * member left: its deliveries go to the others at once). In memory, no
+ * I/O: a restart makes every pending delivery due anyway.
+ *
+ * Errors: RIFT_ERR_INVALID_ACK (not pending); RIFT_ERR_CONSUMER_NOT_FOUND;
+ * RIFT_ERR_STORAGE (closed stream).
+ */
+RIFT_EXTERN int rift_consumer_expire(rift_consumer *consumer, uint64_t sequence,
+                                     rift_error *err);
+
 typedef struct rift_consumer_info {
     /** The consumer's name (NUL-terminated, owned by the handle). */
     const char *name;

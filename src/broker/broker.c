@@ -12,6 +12,7 @@
  * handle outliving rift_broker_del can still be closed safely.
  */
 #include "broker/broker_internal.h"
+#include "broker/msg_ext.h"
 
 #include "common/dlist.h"
 #include "common/hash.h"
@@ -434,14 +435,14 @@ static inline size_t fan_out(rift_broker *b, const rift_match *m, rift_msg *msg,
 }
 
 /*
- * route is the publish path shared by rift_broker_publish (given == NULL:
- * the message is built only when somebody matches) and
- * rift_broker_publish_msg.
+ * route is the publish path shared by rift_broker_publish and
+ * rift_broker_publish_ext (given == NULL: the message, with |blk| when
+ * set, is built only when somebody matches) and rift_broker_publish_msg.
  */
 static int route(rift_broker *b, const char *subject, size_t slen,
                  const char *reply, size_t rlen, const uint8_t *payload,
-                 size_t plen, rift_msg *given, rift_publish_report *report,
-                 rift_error *err) {
+                 size_t plen, rift_msg *given, const rift_msg_block *blk,
+                 rift_publish_report *report, rift_error *err) {
     const rift_broker_settings *st = &b->settings;
     size_t delivered = 0, slow = 0;
     bool reclaim = false, temp = false;
@@ -480,8 +481,8 @@ static int route(rift_broker *b, const char *subject, size_t slen,
     if (msg != NULL) {
         atomic_fetch_add_explicit(&msg->refs, want, memory_order_relaxed);
     } else {
-        msg = rift_msg_alloc(b->mem, want, subject, slen, reply, rlen, payload,
-                             plen);
+        msg = rift_msg_alloc_ext(b->mem, want, subject, slen, reply, rlen, blk,
+                                 payload, plen);
         if (msg == NULL) {
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
             goto out;
@@ -510,7 +511,19 @@ int rift_broker_publish(rift_broker *b, const char *subject, size_t subject_len,
                         const uint8_t *payload, size_t payload_len,
                         rift_publish_report *report, rift_error *err) {
     return route(b, subject, subject_len, reply, reply_len, payload,
-                 payload_len, NULL, report, err);
+                 payload_len, NULL, NULL, report, err);
+}
+
+int rift_broker_publish_ext(rift_broker *b, const char *subject,
+                            size_t subject_len, const char *reply,
+                            size_t reply_len, const uint8_t *ext,
+                            size_t ext_len, const uint8_t *ext2,
+                            size_t ext2_len, const uint8_t *payload,
+                            size_t payload_len, rift_publish_report *report,
+                            rift_error *err) {
+    rift_msg_block blk = {{ext, ext2}, {ext_len, ext2_len}};
+    return route(b, subject, subject_len, reply, reply_len, payload,
+                 payload_len, NULL, &blk, report, err);
 }
 
 int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
@@ -518,7 +531,7 @@ int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
     size_t rlen;
     const char *reply = rift_msg_reply(msg, &rlen);
     return route(b, msg->subject, msg->subject_len, reply, rlen, msg->payload,
-                 msg->payload_len, msg, report, err);
+                 msg->payload_len, msg, NULL, report, err);
 }
 
 /* ---- Introspection ---- */

@@ -56,6 +56,21 @@ struct rift_msg {
     char subject[];   /* NUL-terminated */
 };
 
+/* The front-end block of a message still to be built: two pieces, kept
+ * in this order before the payload (msg_ext.h). */
+typedef struct rift_msg_block {
+    const uint8_t *part[2];
+    size_t len[2];
+} rift_msg_block;
+
+/* rift_msg_alloc_ext is rift_msg_alloc with |blk| (NULL: none) before the
+ * payload. NULL on OOM or a block over 4 GiB. */
+rift_msg *rift_msg_alloc_ext(const rift_mem *mem, size_t refs,
+                             const char *subject, size_t subject_len,
+                             const char *reply, size_t reply_len,
+                             const rift_msg_block *blk, const uint8_t *payload,
+                             size_t payload_len);
+
 /* rift_msg_unref_n drops |n| references at once. */
 void rift_msg_unref_n(rift_msg *msg, size_t n);
 

@@ -123,6 +123,36 @@ rift_msg *rift_msg_alloc(const rift_mem *mem, size_t refs, const char *subject,
     return m;
 }
 
+rift_msg *rift_msg_alloc_ext(const rift_mem *mem, size_t refs,
+                             const char *subject, size_t subject_len,
+                             const char *reply, size_t reply_len,
+                             const rift_msg_block *blk, const uint8_t *payload,
+                             size_t payload_len) {
+    size_t ext_len = blk != NULL ? blk->len[0] + blk->len[1] : 0;
+    if (ext_len > UINT32_MAX || payload_len > SIZE_MAX - ext_len) {
+        return NULL;
+    }
+    rift_msg *m = msg_make(mem, refs, subject, subject_len, reply, reply_len,
+                           ext_len + payload_len);
+    if (m == NULL) {
+        return NULL;
+    }
+    uint8_t *tail = (uint8_t *)m->payload;
+    for (int i = 0; blk != NULL && i < 2; i++) {
+        if (blk->len[i] > 0) {
+            memcpy(tail, blk->part[i], blk->len[i]);
+            tail += blk->len[i];
+        }
+    }
+    if (payload_len > 0) {
+        memcpy(tail, payload, payload_len);
+    }
+    m->ext_len = (uint32_t)ext_len;
+    m->payload = tail;
+    m->payload_len = payload_len;
+    return m;
+}
+
 int rift_msg_new_ext(rift_msg **pmsg, const char *subject, size_t subject_len,
                      const char *reply, size_t reply_len, const uint8_t *ext,
                      size_t ext_len, const uint8_t *payload,
@@ -130,21 +160,12 @@ int rift_msg_new_ext(rift_msg **pmsg, const char *subject, size_t subject_len,
     if (ext_len > UINT32_MAX || payload_len > SIZE_MAX - ext_len) {
         return RIFT_ERR_INVALID_ARGUMENT;
     }
-    rift_msg *m = msg_make(NULL, 1, subject, subject_len, reply, reply_len,
-                           ext_len + payload_len);
+    rift_msg_block blk = {{ext, NULL}, {ext_len, 0}};
+    rift_msg *m = rift_msg_alloc_ext(NULL, 1, subject, subject_len, reply,
+                                     reply_len, &blk, payload, payload_len);
     if (m == NULL) {
         return RIFT_ERR_NOMEM;
     }
-    uint8_t *tail = (uint8_t *)m->payload;
-    if (ext_len > 0) {
-        memcpy(tail, ext, ext_len);
-    }
-    if (payload_len > 0) {
-        memcpy(tail + ext_len, payload, payload_len);
-    }
-    m->ext_len = (uint32_t)ext_len;
-    m->payload = tail + ext_len;
-    m->payload_len = payload_len;
     *pmsg = m;
     return 0;
 }

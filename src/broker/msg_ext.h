@@ -21,6 +21,21 @@ int rift_msg_new_ext(rift_msg **pmsg, const char *subject, size_t subject_len,
                      size_t ext_len, const uint8_t *payload,
                      size_t payload_len);
 
+/*
+ * rift_broker_publish_ext is rift_broker_publish for a message that carries
+ * the block |ext| then |ext2| (either may be empty; together at most
+ * 4 GiB) before the payload. Like rift_broker_publish it builds the message
+ * only when a subscription matches, so a publication nobody receives costs
+ * no allocation and no copy.
+ */
+int rift_broker_publish_ext(rift_broker *b, const char *subject,
+                            size_t subject_len, const char *reply,
+                            size_t reply_len, const uint8_t *ext,
+                            size_t ext_len, const uint8_t *ext2,
+                            size_t ext2_len, const uint8_t *payload,
+                            size_t payload_len, rift_publish_report *report,
+                            rift_error *err);
+
 /* rift_msg_ext returns the block and its length, or NULL (*len = 0) for a
  * message made without one. */
 const uint8_t *rift_msg_ext(const rift_msg *msg, size_t *len);

@@ -69,3 +69,24 @@ void rift_config_streaming_free(rift_config_streaming *c) {
     rift_free(NULL, c->channels);
     memset(c, 0, sizeof *c);
 }
+
+void rift_config_streaming_print(const rift_config_streaming *c, FILE *out) {
+    if (!c->enabled) {
+        return;
+    }
+    if (c->file_store) {
+        fprintf(out, "streaming: cluster_id=%s store=file dir=%s\n",
+                c->cluster_id, c->dir);
+    } else {
+        fprintf(out, "streaming: cluster_id=%s store=memory\n", c->cluster_id);
+    }
+    if (c->nats_server) {
+        char shown[1100] = "";
+        (void)rift_stan_nats_url_check(c->nats_server, shown, sizeof shown,
+                                       NULL);
+        fprintf(out, "  streaming: transport=nats_server %s (libnats)\n",
+                shown);
+    } else {
+        fprintf(out, "  streaming: transport=broker (riftd's NATS face)\n");
+    }
+}

@@ -9,6 +9,8 @@
 
 #include "stan/stan.h"
 
+#include <stdio.h>
+
 typedef struct rift_config_streaming {
     bool enabled; /* the table is present */
     char *cluster_id;
@@ -31,6 +33,10 @@ void rift_config_streaming_settings(const rift_config_streaming *c,
 /* Same `streaming` table as written (a change needs a restart). */
 bool rift_config_streaming_equal(const rift_config_streaming *a,
                                  const rift_config_streaming *b);
+
+/* The --check lines: cluster, store and transport (the nats_server URL
+ * with credentials masked). */
+void rift_config_streaming_print(const rift_config_streaming *c, FILE *out);
 
 void rift_config_streaming_free(rift_config_streaming *c);
 

@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "rift/broker.h"
+#include "rift/server.h"
 #include "rift/stream.h"
 #include "subject/acl.h"
 #include "subject/name.h"
@@ -60,6 +61,11 @@ rift_stream *rift_daemon_streams_at(const rift_daemon_streams *s, size_t i,
 json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
                                    const rift_config_stream *cfg);
 
+/* The same entry for any open stream (|st| NULL: "open": false), its
+ * storage as the store reports it. New reference, NULL when out of
+ * memory. */
+json_t *rift_daemon_stream_json(rift_stream *st, const char *name);
+
 /* ---- NATS Streaming (docs/streaming.md; after the streams) ---- */
 
 struct rift_stan;
@@ -73,6 +79,11 @@ int rift_daemon_stan_start(struct rift_stan **ps, rift_broker *broker,
 /* The service's entry of `rift status`: {"clients","channels",
  * "subscriptions"}, or JSON null without the service. New reference. */
 json_t *rift_daemon_stan_json(struct rift_stan *s);
+
+/* The service's channels for the QUIC server's stream lookup
+ * (stream_lookup.c; the configured streams are its table and win). All
+ * NULL without the service. */
+rift_server_stream_source rift_daemon_stream_source(struct rift_stan *s);
 
 /* ---- Per-identity quotas (limits.c) ---- */
 
@@ -90,13 +101,15 @@ typedef struct rift_daemon_quic rift_daemon_quic;
 /*
  * rift_daemon_quic_start checks the TLS files (the §5.2 texts), builds the
  * identities from the principals (tokens already loaded), and binds the
- * server on messaging.listen with the messaging limits and every open
- * stream; *pq stays NULL when no listener is configured. Errors carry the
- * §5.2 certificate/private key texts, or the server's ("cannot bind ...").
+ * server on messaging.listen with the messaging limits, every open
+ * stream and, after them, |stan|'s channels (NULL: none); *pq stays NULL when
+ * no listener is configured. Errors carry the §5.2 certificate/private key
+ * texts, or the server's ("cannot bind ...").
  */
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
-                           rift_daemon_streams *streams, const rift_config *cfg,
-                           struct rift_quota *quota, rift_error *err);
+                           rift_daemon_streams *streams, struct rift_stan *stan,
+                           const rift_config *cfg, struct rift_quota *quota,
+                           rift_error *err);
 
 /* The address actually bound ("127.0.0.1:43210" when the port was 0). */
 const char *rift_daemon_quic_address(const rift_daemon_quic *q);

@@ -16,6 +16,7 @@
 #include "daemon/daemon_internal.h"
 
 #include "common/base64.h"
+#include "stan/views.h"
 #include "subject/quota.h"
 
 #include <stdlib.h>
@@ -72,10 +73,11 @@ static int arg_uint(const json_t *args, const char *key, uint64_t min,
     return 0;
 }
 
-static int find_stream(rift_daemon *d, const char *name, rift_stream **out,
-                       rift_error *err) {
-    *out = rift_daemon_streams_find(d->streams, name);
-    if (*out == NULL) {
+/* The stream |name|, configured or a channel; release |ref| in any
+ * case. */
+static int find_stream(rift_daemon *d, const char *name,
+                       rift_daemon_stream_ref *ref, rift_error *err) {
+    if (rift_daemon_stream_acquire(d, name, ref) == NULL) {
         return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM,
                               "unknown stream \"%s\"; use streams to list "
                               "streams",
@@ -120,12 +122,14 @@ typedef struct consumer_ref {
     const char *name;
     const rift_identity *id;
     rift_stream *stream;
+    rift_daemon_stream_ref sref; /* the command releases it */
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
 } consumer_ref;
 
 static int resolve_consumer(rift_daemon *d, const rift_control_call *call,
                             consumer_ref *ref, rift_error *err) {
     int rc;
+    ref->sref = (rift_daemon_stream_ref){0};
     if ((rc = arg_string(call->args, "stream", RIFT_NAME_MAX, true,
                          &ref->stream_name, err)) != 0 ||
         (rc = arg_string(call->args, "name", RIFT_NAME_MAX, true, &ref->name,
@@ -137,7 +141,9 @@ static int resolve_consumer(rift_daemon *d, const rift_control_call *call,
                                           ref->scoped, err)) != 0) {
         return rc;
     }
-    return find_stream(d, ref->stream_name, &ref->stream, err);
+    rc = find_stream(d, ref->stream_name, &ref->sref, err);
+    ref->stream = ref->sref.stream;
+    return rc;
 }
 
 static const char *start_names[] = {
@@ -196,6 +202,11 @@ static json_t *string_array(char *const *v, size_t n) {
     return a;
 }
 
+/* A channel limit: 0 (unlimited) as null, as max_age_ms is for streams. */
+static json_t *or_null(uint64_t v) {
+    return v ? json_integer((json_int_t)v) : json_null();
+}
+
 int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
                                 json_t **data, rift_error *err) {
     rift_daemon *d = ud;
@@ -206,6 +217,29 @@ int rift_daemon_cmd_stream_info(void *ud, const rift_control_call *call,
     }
     pthread_mutex_lock(&d->lock);
     const rift_config_stream *s = rift_config_find_stream(&d->cfg, name);
+    json_t *channel = s == NULL ? rift_daemon_channel_json(d, name) : NULL;
+    if (channel != NULL) {
+        pthread_mutex_unlock(&d->lock);
+        /* A channel's stream takes its subject and limits from the
+         * streaming table (docs/streaming.md). */
+        rift_stan_channel_settings cs;
+        rift_stan_channel_settings_of(d->stan, name, &cs);
+        json_object_set_new(channel, "subjects", json_pack("[s]", name));
+        json_object_set_new(channel, "storage_path", json_null());
+        json_object_set_new(channel, "max_messages",
+                            or_null(cs.limits.max_msgs));
+        json_object_set_new(channel, "max_bytes", or_null(cs.limits.max_bytes));
+        json_object_set_new(channel, "max_age_ms",
+                            or_null(cs.limits.max_age_ms));
+        json_object_set_new(channel, "max_inactivity_ms",
+                            or_null(cs.limits.max_inactivity_ms));
+        json_object_set_new(channel, "max_consumers",
+                            json_integer((json_int_t)cs.max_consumers));
+        json_object_set_new(channel, "sync_on_write",
+                            json_boolean(cs.sync_on_write));
+        *data = channel;
+        return 0;
+    }
     if (s == NULL) {
         pthread_mutex_unlock(&d->lock);
         return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM,
@@ -296,12 +330,16 @@ static json_t *record_json(const rift_record *r) {
     return o;
 }
 
+static int replay(rift_daemon *d, rift_stream *st, const char *name,
+                  uint64_t from, uint64_t limit, json_t **data,
+                  rift_error *err);
+
 int rift_daemon_cmd_stream_replay(void *ud, const rift_control_call *call,
                                   json_t **data, rift_error *err) {
     rift_daemon *d = ud;
     const char *name;
     uint64_t from = 1, limit = REPLAY_DEFAULT_LIMIT;
-    rift_stream *st;
+    rift_daemon_stream_ref ref = {0};
     int rc;
     if ((rc = arg_string(call->args, "stream", RIFT_NAME_MAX, true, &name,
                          err)) != 0 ||
@@ -309,9 +347,19 @@ int rift_daemon_cmd_stream_replay(void *ud, const rift_control_call *call,
             0 ||
         (rc = arg_uint(call->args, "limit", 1, REPLAY_MAX_LIMIT, &limit,
                        err)) != 0 ||
-        (rc = find_stream(d, name, &st, err)) != 0) {
+        (rc = find_stream(d, name, &ref, err)) != 0) {
+        rift_daemon_stream_release(&ref);
         return rc;
     }
+    rc = replay(d, ref.stream, name, from, limit, data, err);
+    rift_daemon_stream_release(&ref);
+    return rc;
+}
+
+static int replay(rift_daemon *d, rift_stream *st, const char *name,
+                  uint64_t from, uint64_t limit, json_t **data,
+                  rift_error *err) {
+    int rc;
     rift_stream_info info;
     if ((rc = rift_stream_get_info(st, &info, err)) != 0) {
         return rc;
@@ -426,9 +474,19 @@ static int parse_start(const json_t *args, rift_consumer_config *cc,
     return 0;
 }
 
+static int consumer_open(rift_daemon *d, const rift_control_call *call,
+                         consumer_ref *pref, json_t **data, rift_error *err);
+
 int rift_daemon_cmd_consumer_open(void *ud, const rift_control_call *call,
                                   json_t **data, rift_error *err) {
-    rift_daemon *d = ud;
+    consumer_ref ref = {0};
+    int rc = consumer_open(ud, call, &ref, data, err);
+    rift_daemon_stream_release(&ref.sref);
+    return rc;
+}
+
+static int consumer_open(rift_daemon *d, const rift_control_call *call,
+                         consumer_ref *pref, json_t **data, rift_error *err) {
     consumer_ref ref;
     rift_consumer_config cc;
     rift_consumer_config_default(&cc);
@@ -436,9 +494,10 @@ int rift_daemon_cmd_consumer_open(void *ud, const rift_control_call *call,
     uint64_t ack_wait = cc.ack_wait_ms, pending = cc.max_ack_pending;
     rift_error lim = {0};
     int rc;
-    if ((rc = resolve_consumer(d, call, &ref, err)) != 0 ||
-        (rc = arg_string(call->args, "filter", FILTER_MAX_BYTES, false, &filter,
-                         err)) != 0) {
+    rc = resolve_consumer(d, call, &ref, err);
+    pref->sref = ref.sref; /* the caller releases it */
+    if (rc != 0 || (rc = arg_string(call->args, "filter", FILTER_MAX_BYTES,
+                                    false, &filter, err)) != 0) {
         return rc;
     }
     if (filter == NULL) {
@@ -483,10 +542,12 @@ int rift_daemon_cmd_consumer_info(void *ud, const rift_control_call *call,
     if ((rc = resolve_consumer(d, call, &ref, err)) != 0 ||
         (rc = rift_stream_consumer_get(ref.stream, ref.scoped,
                                        strlen(ref.scoped), &c, err)) != 0) {
+        rift_daemon_stream_release(&ref.sref);
         return rc;
     }
     *data = consumer_json(&ref, c, err);
     rift_consumer_close(c);
+    rift_daemon_stream_release(&ref.sref);
     return *data ? 0 : err->code;
 }
 
@@ -498,8 +559,10 @@ int rift_daemon_cmd_consumer_delete(void *ud, const rift_control_call *call,
     if ((rc = resolve_consumer(d, call, &ref, err)) != 0 ||
         (rc = rift_stream_consumer_delete(ref.stream, ref.scoped,
                                           strlen(ref.scoped), err)) != 0) {
+        rift_daemon_stream_release(&ref.sref);
         return rc;
     }
+    rift_daemon_stream_release(&ref.sref);
     /* The identity may create another one. */
     rift_quota_give(
         d->quota, rift_quota_find(d->quota, ref.id->name, strlen(ref.id->name)),

@@ -176,8 +176,8 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
-        (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, &d->cfg,
-                                     d->quota, err)) != 0 ||
+        (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, d->stan,
+                                     &d->cfg, d->quota, err)) != 0 ||
         (rc = rift_daemon_nats_start(&d->nats, d->broker, &d->cfg, d->quota,
                                      err)) != 0 ||
         (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,

@@ -20,6 +20,10 @@ json_t *rift_daemon_streams_json(rift_daemon *d) {
             list, rift_daemon_stream_summary(d->streams,
                                              &d->cfg.messaging.streams[i]));
     }
+    /* Then the NATS Streaming channels, which are streams too. */
+    if (list != NULL) {
+        (void)rift_daemon_channels_append(d, list);
+    }
     return list;
 }
 
@@ -82,6 +86,7 @@ static int cmd_reload(void *ud, const rift_control_call *call, json_t **data,
 
 static const char *const no_fields[] = {NULL};
 static const char *const name_field[] = {"name", NULL};
+static const char *const client_field[] = {"client", NULL};
 static const char *const replay_fields[] = {"stream", "from", "limit", NULL};
 static const char *const consumer_fields[] = {"stream", "name", "identity",
                                               NULL};
@@ -102,6 +107,11 @@ const rift_control_command rift_daemon_commands[] = {
     {"consumer.info", consumer_fields, false, rift_daemon_cmd_consumer_info},
     {"consumer.delete", consumer_fields, false,
      rift_daemon_cmd_consumer_delete},
+    {"streaming.server", no_fields, false, rift_daemon_cmd_streaming_server},
+    {"streaming.clients", client_field, false,
+     rift_daemon_cmd_streaming_clients},
+    {"streaming.channels", name_field, false,
+     rift_daemon_cmd_streaming_channels},
 };
 
 const size_t rift_daemon_n_commands = RIFT_ARRAY_LEN(rift_daemon_commands);

@@ -66,6 +66,55 @@ int rift_daemon_cmd_consumer_delete(void *ud, const rift_control_call *call,
  * reference. */
 json_t *rift_daemon_streams_json(rift_daemon *d);
 
+/* ---- One namespace of streams (stream_lookup.c) ---- */
+
+/* A stream in use by a control command or a view: a configured one, or a
+ * NATS Streaming channel pinned until rift_daemon_stream_release. */
+typedef struct rift_daemon_stream_ref {
+    rift_stream *stream;
+    struct rift_stan *stan; /* set when a channel is pinned */
+    void *token;
+    bool appended; /* records were stored through it: wake the service */
+} rift_daemon_stream_ref;
+
+/* The stream |name| (configured first, then channels) or NULL; release
+ * the reference in any case. */
+rift_stream *rift_daemon_stream_acquire(rift_daemon *d, const char *name,
+                                        rift_daemon_stream_ref *ref);
+void rift_daemon_stream_release(rift_daemon_stream_ref *ref);
+
+/* The channel |name|'s entry of `streams` (the rift_daemon_stream_json
+ * fields plus "channel": true), or NULL when there is no such channel or a
+ * configured stream has the name. New reference. */
+json_t *rift_daemon_channel_json(rift_daemon *d, const char *name);
+
+/* Appends every channel's entry to |list|, sorted by name.
+ * RIFT_ERR_NOMEM. */
+int rift_daemon_channels_append(rift_daemon *d, json_t *list);
+
+/* ---- NATS Streaming views (control_streaming.c) ---- */
+
+typedef enum rift_daemon_streaming_which {
+    RIFT_STREAMING_SERVER,
+    RIFT_STREAMING_CLIENTS,
+    RIFT_STREAMING_CHANNELS,
+} rift_daemon_streaming_which;
+
+/* The /streaming/serverz, clientsz or channelsz object in *out (new
+ * reference): |only| names one client or channel (its object alone, else
+ * "Client|Channel <name> not found"), |subs| adds the subscriptions (the
+ * original's ?subs=1; without it channelsz lists names only). Errors:
+ * RIFT_ERR_INVALID_ARGUMENT (no service, not found), RIFT_ERR_NOMEM. */
+int rift_daemon_streaming_view(rift_daemon *d, rift_daemon_streaming_which w,
+                               const char *only, bool subs, json_t **out,
+                               rift_error *err);
+int rift_daemon_cmd_streaming_server(void *ud, const rift_control_call *call,
+                                     json_t **data, rift_error *err);
+int rift_daemon_cmd_streaming_clients(void *ud, const rift_control_call *call,
+                                      json_t **data, rift_error *err);
+int rift_daemon_cmd_streaming_channels(void *ud, const rift_control_call *call,
+                                       json_t **data, rift_error *err);
+
 /* The control command table (daemon_control.c). */
 extern const rift_control_command rift_daemon_commands[];
 extern const size_t rift_daemon_n_commands;

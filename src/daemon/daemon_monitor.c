@@ -8,6 +8,7 @@
  */
 #include "daemon/daemon_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void add_consumer_names(rift_daemon *d, json_t *streams) {
@@ -15,11 +16,15 @@ static void add_consumer_names(rift_daemon *d, json_t *streams) {
     json_t *el;
     json_array_foreach(streams, i, el) {
         const char *name = json_string_value(json_object_get(el, "name"));
+        /* A channel is pinned while its names are read. */
+        rift_daemon_stream_ref ref = {0};
         rift_stream *st =
-            name != NULL ? rift_daemon_streams_find(d->streams, name) : NULL;
+            name != NULL ? rift_daemon_stream_acquire(d, name, &ref) : NULL;
         rift_stream_info info;
         rift_error err = {0};
-        if (st == NULL || rift_stream_get_info(st, &info, &err) != 0) {
+        int rc = st != NULL ? rift_stream_get_info(st, &info, &err) : -1;
+        rift_daemon_stream_release(&ref);
+        if (rc != 0) {
             continue;
         }
         json_t *names = json_array();
@@ -47,6 +52,32 @@ static json_t *monitor_status(void *ud) {
     return o;
 }
 
+/* /streaming/<view>: unknown views and the service's absence are 404, as
+ * is an unknown client or channel (the original's answer). */
+static json_t *monitor_streaming(void *ud, const char *view, const char *only,
+                                 bool subs, unsigned *code, char *why,
+                                 size_t why_cap) {
+    rift_daemon *d = ud;
+    static const char *const names[] = {"serverz", "clientsz", "channelsz"};
+    size_t w = 0;
+    while (w < RIFT_ARRAY_LEN(names) && strcmp(view, names[w]) != 0) {
+        w++;
+    }
+    *code = 404;
+    if (w == RIFT_ARRAY_LEN(names) || d->stan == NULL) {
+        snprintf(why, why_cap, "unknown path");
+        return NULL;
+    }
+    json_t *o = NULL;
+    rift_error err = {0};
+    if (rift_daemon_streaming_view(d, (rift_daemon_streaming_which)w, only,
+                                   subs, &o, &err) != 0) {
+        *code = err.code == RIFT_ERR_NOMEM ? 500 : 404;
+        snprintf(why, why_cap, "%s", err.text);
+    }
+    return o;
+}
+
 static bool monitor_healthy(void *ud, const char **why) {
     rift_daemon *d = ud;
     if (atomic_load(&d->draining)) {
@@ -68,6 +99,7 @@ int rift_daemon_monitor_start(rift_daemon *d, rift_error *err) {
         .user_data = d,
         .status = monitor_status,
         .healthy = monitor_healthy,
+        .streaming = monitor_streaming,
     };
     int rc = rift_monitor_start(&d->monitor, &d->cfg.monitor, &v, err);
     if (rc == 0) {

@@ -120,6 +120,27 @@ static enum MHD_Result view_metrics(rift_monitor *m,
     return send_body(conn, MHD_HTTP_OK, MONITOR_CONTENT_METRICS, text, len);
 }
 
+static enum MHD_Result
+view_streaming(rift_monitor *m, struct MHD_Connection *conn, const char *view) {
+    const char *only = MHD_lookup_connection_value(
+        conn, MHD_GET_ARGUMENT_KIND,
+        strcmp(view, "clientsz") == 0 ? "client" : "channel");
+    const char *subs =
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "subs");
+    unsigned code = MHD_HTTP_NOT_FOUND;
+    char why[256] = "unknown path";
+    json_t *o = NULL;
+    if (m->views.streaming != NULL) {
+        o = m->views.streaming(
+            m->views.user_data, view, only != NULL && only[0] ? only : NULL,
+            subs != NULL && strcmp(subs, "1") == 0, &code, why, sizeof(why));
+    }
+    if (o == NULL) {
+        return send_error(conn, code, why);
+    }
+    return send_json(conn, MHD_HTTP_OK, o);
+}
+
 static enum MHD_Result view_index(struct MHD_Connection *conn) {
     return send_json(
         conn, MHD_HTTP_OK,
@@ -153,6 +174,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     }
     if (strcmp(url, "/") == 0) {
         return view_index(conn);
+    }
+    if (strncmp(url, "/streaming/", 11) == 0) {
+        return view_streaming(m, conn, url + 11);
     }
     return send_error(conn, MHD_HTTP_NOT_FOUND, "unknown path");
 }

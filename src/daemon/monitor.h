@@ -8,6 +8,9 @@
  *   /status   the JSON `rift status` shows (connections, subscriptions,
  *             streams with their consumers, plugins);
  *   /metrics  the same numbers in the Prometheus text format 0.0.4;
+ *   /streaming/serverz, /streaming/clientsz, /streaming/channelsz
+ *             the NATS Streaming views, as nats-streaming-server names
+ *             them (with a `streaming` table);
  *   /         a JSON index of these paths.
  * Anything else is 404, other methods 405. There is no authentication: the
  * views carry no tokens, no file paths and no message payloads, and the
@@ -31,6 +34,12 @@ typedef struct rift_monitor_views {
     json_t *(*status)(void *user_data);
     /* True while serving; otherwise sets *why to a static reason. */
     bool (*healthy)(void *user_data, const char **why);
+    /* /streaming/<view> (serverz, clientsz, channelsz) with the query's
+     * "client" or "channel" as |only| and subs=1 as |subs|: the object
+     * (new reference) or NULL with *code the HTTP status and *why its
+     * text. NULL callback: those paths are 404. */
+    json_t *(*streaming)(void *user_data, const char *view, const char *only,
+                         bool subs, unsigned *code, char *why, size_t why_cap);
 } rift_monitor_views;
 
 typedef struct rift_monitor rift_monitor;

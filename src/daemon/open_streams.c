@@ -124,22 +124,20 @@ rift_stream *rift_daemon_streams_at(const rift_daemon_streams *s, size_t i,
     return s->v[i].stream;
 }
 
-json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
-                                   const rift_config_stream *cfg) {
-    rift_stream *st = rift_daemon_streams_find(s, cfg->name);
+json_t *rift_daemon_stream_json(rift_stream *st, const char *name) {
     rift_stream_info info = {0};
     rift_error err = {0};
     bool open = st != NULL && rift_stream_get_info(st, &info, &err) == 0;
     json_t *o =
-        json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "name", cfg->name,
-                  "storage", cfg->storage_path ? "file" : "memory", "messages",
+        json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "name", name, "storage",
+                  info.durable ? "file" : "memory", "messages",
                   (json_int_t)info.messages, "bytes", (json_int_t)info.bytes,
                   "first_seq", (json_int_t)info.first_sequence, "last_seq",
                   (json_int_t)info.last_sequence, "consumers",
                   (json_int_t)info.consumer_count, "open", open);
     if (o != NULL && open) {
         json_object_set_new(o, "poisoned", json_boolean(info.poisoned));
-        if (cfg->storage_path != NULL) {
+        if (info.durable) {
             json_object_set_new(o, "segments",
                                 json_integer((json_int_t)info.segments));
             json_object_set_new(o, "disk_bytes",
@@ -148,6 +146,18 @@ json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
     }
     if (open) {
         rift_stream_info_free(&info);
+    }
+    return o;
+}
+
+json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
+                                   const rift_config_stream *cfg) {
+    json_t *o = rift_daemon_stream_json(rift_daemon_streams_find(s, cfg->name),
+                                        cfg->name);
+    if (o != NULL) {
+        /* The configuration says, also for a stream that failed to open. */
+        json_object_set_new(o, "storage",
+                            json_string(cfg->storage_path ? "file" : "memory"));
     }
     return o;
 }

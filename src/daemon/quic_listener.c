@@ -94,8 +94,9 @@ static rift_server_stream *server_streams(rift_daemon_streams *streams) {
 }
 
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
-                           rift_daemon_streams *streams, const rift_config *cfg,
-                           struct rift_quota *quota, rift_error *err) {
+                           rift_daemon_streams *streams, struct rift_stan *stan,
+                           const rift_config *cfg, struct rift_quota *quota,
+                           rift_error *err) {
     *pq = NULL;
     const rift_config_messaging *m = &cfg->messaging;
     if (m->listen == NULL) {
@@ -132,6 +133,7 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
     s.quota = quota;
     s.streams = sst;
     s.stream_count = rift_daemon_streams_count(streams);
+    s.stream_source = rift_daemon_stream_source(stan);
     rift_error why = {0};
     if ((rc = rift_server_new(&q->srv, broker, &s, &why)) != 0) {
         rift_error_set(err, rc, "invalid messaging configuration: %s",

@@ -200,9 +200,10 @@ static int check_values(rift_config_streaming *c, const char *store,
                               "streaming.discover_prefix: invalid subject");
     }
     if (c->nats_server) {
-        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                              "streaming.nats_server: serving through an "
-                              "external NATS server is not supported yet");
+        int rc = rift_stan_nats_url_check(c->nats_server, NULL, 0, err);
+        if (rc != 0) {
+            return rc;
+        }
     }
     if (store && strcmp(store, "memory") != 0 && strcmp(store, "file") != 0) {
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,

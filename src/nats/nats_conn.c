@@ -1,9 +1,7 @@
 /*
  * nats_conn.c — one NATS client connection (nats layer): INFO, the optional
- * TLS 1.3 session (GnuTLS straight over the non-blocking socket, started
- * right after INFO as nats-server does with tls_required), reading into
- * the parser, the bounded outbound buffer and its write deadline, the
- * auth and ping timers, and close.
+ * TLS 1.3 session (nats_tls.c), reading into the parser, the bounded outbound
+ * buffer and its write deadline, the auth and ping timers, and close.
  *
  * A connection is freed only by rift_nats_reap at the end of the loop
  * callback that closed it, so a callback may close any connection while
@@ -19,8 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Reads per readiness report before other connections get their turn. */
-#define READ_ROUNDS 16
+/* Bytes read per readiness report before other connections get their
+ * turn. */
+#define READ_BUDGET (16 * NATS_READ_CHUNK)
 
 #define MS(x) ((rift_tstamp)(x)*1000000ull)
 
@@ -174,6 +173,7 @@ void rift_nats_conn_close(nats_conn *c, const char *text) {
     rift_timer_stop(&c->auth_timer);
     rift_timer_stop(&c->ping_timer);
     rift_timer_stop(&c->write_timer);
+    rift_timer_stop(&c->read_timer);
     /* Subscriptions end when the struct is reaped: a drain batch may still
      * hold their broker handles. */
     rift_nats_claims_release(c);
@@ -199,11 +199,26 @@ static void conn_free(nats_conn *c) {
         close(c->fd);
     }
     rift_nats_parser_free(&c->parser);
+    rift_free(NULL, c->tls_in);
     rift_free(NULL, c->out);
     rift_free(NULL, c);
 }
 
+/* Publishes the callback's message counts for rift_nats_get_stats. */
+static void add_tally(rift_nats *srv) {
+    if (srv->tally.msgs_in > 0) {
+        atomic_fetch_add(&srv->msgs_in, srv->tally.msgs_in);
+        atomic_fetch_add(&srv->bytes_in, srv->tally.bytes_in);
+    }
+    if (srv->tally.msgs_out > 0) {
+        atomic_fetch_add(&srv->msgs_out, srv->tally.msgs_out);
+        atomic_fetch_add(&srv->bytes_out, srv->tally.bytes_out);
+    }
+    memset(&srv->tally, 0, sizeof(srv->tally));
+}
+
 void rift_nats_reap(rift_nats *srv) {
+    add_tally(srv);
     /* A closed connection may still be on the dirty list. */
     nats_conn **pp = &srv->dirty;
     while (*pp != NULL) {
@@ -238,6 +253,12 @@ static void feed(nats_conn *c, const uint8_t *data, size_t len) {
         if (rc == 1 && !rift_nats_handle_op(c, &op)) {
             return;
         }
+        /* Publications made here do not signal the notifier: move them
+         * out before a small broker queue (1,024 messages by default)
+         * overflows within one read. */
+        if (c->srv->undrained >= NATS_DRAIN_EVERY) {
+            rift_nats_drain(c->srv);
+        }
     }
 }
 
@@ -263,7 +284,8 @@ static bool handshake(nats_conn *c) {
 
 static void do_read(nats_conn *c) {
     rift_nats *srv = c->srv;
-    for (int round = 0; round < READ_ROUNDS && !c->closing; round++) {
+    size_t budget = READ_BUDGET;
+    while (!c->closing) {
         if (c->handshaking && !handshake(c)) {
             return;
         }
@@ -284,10 +306,25 @@ static void do_read(nats_conn *c) {
             return;
         }
         feed(c, srv->rbuf, (size_t)n);
-        if ((size_t)n < sizeof(srv->rbuf) &&
-            (c->tls == NULL || gnutls_record_check_pending(c->tls) == 0)) {
+        if (srv->undrained > 0) {
+            rift_nats_drain(srv); /* others' publications come by eventfd */
+        }
+        /* A TLS read returns one record (at most 16 KiB) however much is
+         * waiting: go on while the session holds more. */
+        if (c->tls != NULL ? !rift_nats_tls_buffered(c)
+                           : (size_t)n < sizeof(srv->rbuf)) {
             return;
         }
+        if ((size_t)n >= budget) {
+            /* Other connections' turn. What is left in the socket is
+             * reported again; what the session holds is not. */
+            if (c->tls != NULL && !c->closing) {
+                (void)rift_timer_start(&c->read_timer,
+                                       rift_loop_now(srv->loop));
+            }
+            return;
+        }
+        budget -= (size_t)n;
     }
 }
 
@@ -300,7 +337,11 @@ static void on_io(rift_io *io, unsigned events, void *arg) {
     }
     if ((events & RIFT_IO_WRITE) && !c->closing) {
         if (c->handshaking) {
-            (void)handshake(c);
+            /* Finished may have come with the first operations, which
+             * the read-ahead holds: no readiness will report them. */
+            if (handshake(c) && rift_nats_tls_buffered(c)) {
+                do_read(c);
+            }
         } else {
             (void)flush(c);
         }
@@ -342,6 +383,18 @@ static void on_ping(rift_timer *t, void *arg) {
     after_timer(srv);
 }
 
+/* Input the TLS session held when do_read gave others their turn. */
+static void on_read_again(rift_timer *t, void *arg) {
+    (void)t;
+    nats_conn *c = arg;
+    rift_nats *srv = c->srv;
+    if (!c->closing) {
+        do_read(c);
+    }
+    rift_nats_drain(srv);
+    after_timer(srv);
+}
+
 static void on_write_deadline(rift_timer *t, void *arg) {
     (void)t;
     nats_conn *c = arg;
@@ -375,23 +428,6 @@ static int send_info(nats_conn *c) {
     return write(c->fd, info, (size_t)n) == n ? 0 : RIFT_ERR_IO;
 }
 
-static int start_tls(nats_conn *c) {
-    rift_nats *srv = c->srv;
-    if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK) != 0) {
-        c->tls = NULL;
-        return RIFT_ERR_TLS;
-    }
-    if (gnutls_priority_set(c->tls, srv->prio) != 0 ||
-        gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, srv->cred) !=
-            0) {
-        return RIFT_ERR_TLS;
-    }
-    gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_IGNORE);
-    gnutls_transport_set_int(c->tls, c->fd);
-    c->handshaking = true;
-    return 0;
-}
-
 static nats_conn *conn_new(rift_nats *srv, int fd) {
     nats_conn *c = rift_calloc(NULL, 1, sizeof(*c));
     if (c == NULL) {
@@ -411,6 +447,7 @@ static nats_conn *conn_new(rift_nats *srv, int fd) {
     rift_timer_init(srv->loop, &c->auth_timer, on_auth_timeout, c);
     rift_timer_init(srv->loop, &c->ping_timer, on_ping, c);
     rift_timer_init(srv->loop, &c->write_timer, on_write_deadline, c);
+    rift_timer_init(srv->loop, &c->read_timer, on_read_again, c);
     return c;
 }
 
@@ -435,7 +472,8 @@ void rift_nats_conn_accept(rift_nats *srv, int fd) {
     }
     srv->conns = c;
     rift_tstamp now = rift_loop_now(srv->loop);
-    if (send_info(c) != 0 || (srv->cred != NULL && start_tls(c) != 0) ||
+    if (send_info(c) != 0 ||
+        (srv->cred != NULL && rift_nats_tls_start(c) != 0) ||
         rift_io_start(srv->loop, &c->io, fd, RIFT_IO_READ, on_io, c) != 0 ||
         rift_timer_start(&c->auth_timer, now + MS(srv->s.auth_timeout_ms)) !=
             0 ||

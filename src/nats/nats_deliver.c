@@ -10,8 +10,6 @@
 
 #include "broker/msg_ext.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 /* Room for "HMSG " + sid + sizes + separators beyond subject and reply. */
@@ -26,6 +24,21 @@ enum {
 static void slow(nats_conn *c) {
     atomic_fetch_add(&c->srv->slow_consumers, 1);
     rift_nats_conn_close(c, "Slow Consumer");
+}
+
+/* Writes |v| in decimal at |p|; returns the digits written. (sprintf was
+ * a sixth of the delivery path's time.) */
+static size_t put_size(uint8_t *p, size_t v) {
+    uint8_t tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (uint8_t)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    for (size_t i = 0; i < n; i++) {
+        p[i] = tmp[n - 1 - i];
+    }
+    return n;
 }
 
 /* Appends "<op> <subject> <sid> [<reply>] [<hlen>] <total>\r\n". */
@@ -46,9 +59,14 @@ static size_t put_line(uint8_t *p, bool hmsg, const char *subj, size_t slen,
         p += rlen;
         *p++ = ' ';
     }
-    int n = hmsg ? sprintf((char *)p, "%zu %zu\r\n", hlen, total)
-                 : sprintf((char *)p, "%zu\r\n", total);
-    return (size_t)(p - start) + (size_t)n;
+    if (hmsg) {
+        p += put_size(p, hlen);
+        *p++ = ' ';
+    }
+    p += put_size(p, total);
+    *p++ = '\r';
+    *p++ = '\n';
+    return (size_t)(p - start);
 }
 
 /* Is |subject| under an inbox prefix that another connection claimed? */
@@ -116,8 +134,8 @@ static int deliver(nats_sub *ns, const rift_msg *msg) {
     p[n++] = '\r';
     p[n++] = '\n';
     rift_nats_conn_commit(c, n);
-    atomic_fetch_add(&c->srv->msgs_out, 1);
-    atomic_fetch_add(&c->srv->bytes_out, plen);
+    c->srv->tally.msgs_out++;
+    c->srv->tally.bytes_out += plen;
     if (ns->max > 0 && ++ns->delivered >= ns->max) {
         rift_nats_sub_end(ns);
         return DELIVER_SUB_DONE;
@@ -160,6 +178,7 @@ static void drain_sub(nats_sub *ns) {
 void rift_nats_drain(rift_nats *srv) {
     rift_sub *ready[NATS_BATCH];
     size_t n;
+    srv->undrained = 0;
     while ((n = rift_notifier_poll(srv->notifier, ready, NATS_BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
             nats_sub *ns = rift_sub_user_data(ready[i]);

@@ -1,9 +1,10 @@
 /*
  * nats_internal.h — the NATS listener's structures (nats layer), shared by
- * nats_server.c (thread, accept, stop), nats_conn.c (socket and TLS I/O,
- * timers, close), nats_ops.c (the protocol operations), nats_deliver.c (broker
- * queues to MSG/HMSG) and nats_inbox.c (inbox claims). Everything here belongs
- * to the listener's loop thread except the atomic counters.
+ * nats_server.c (thread, accept, stop), nats_conn.c (socket I/O, timers,
+ * close), nats_tls.c (the TLS session and its read-ahead), nats_ops.c (the
+ * protocol operations), nats_deliver.c (broker queues to MSG/HMSG) and
+ * nats_inbox.c (inbox claims). Everything here belongs to the listener's
+ * loop thread except the atomic counters.
  */
 #ifndef RIFT_NATS_INTERNAL_H
 #define RIFT_NATS_INTERNAL_H
@@ -23,6 +24,14 @@
 #define NATS_BATCH 64
 /* Bytes read from a socket at once. */
 #define NATS_READ_CHUNK 65536
+/* Ciphertext read from a TLS connection's socket at once (nats_tls.c):
+ * several 16 KiB records per recv. */
+#define NATS_TLS_IN 65536
+/* Deliveries the loop thread's own publishes may queue before feeding
+ * stops to drain them (a quarter of the default subscription capacity). */
+#define NATS_DRAIN_EVERY 256
+/* Longest publish subject a connection remembers as granted. */
+#define NATS_PUB_OK_MAX 128
 
 typedef struct nats_conn nats_conn;
 typedef struct nats_claim nats_claim;
@@ -53,8 +62,11 @@ struct nats_conn {
     rift_timer auth_timer;
     rift_timer ping_timer;
     rift_timer write_timer;
+    rift_timer read_timer; /* buffered TLS input left for a later turn */
     gnutls_session_t tls;
     bool handshaking;
+    uint8_t *tls_in; /* NATS_TLS_IN bytes of ciphertext, read ahead */
+    size_t tls_in_off, tls_in_len;
     rift_nats_parser parser;
     uint8_t *out;
     size_t out_off, out_len, out_cap;
@@ -70,6 +82,9 @@ struct nats_conn {
     size_t n_subs;
     nats_claim *claims; /* this connection's inbox prefixes */
     bool closing;
+    /* The last subject PUB found valid and granted (nats_ops.c). */
+    size_t pub_ok_len; /* 0: none */
+    char pub_ok[NATS_PUB_OK_MAX];
 };
 
 struct rift_nats {
@@ -103,6 +118,13 @@ struct rift_nats {
     size_t claim_buckets;
     size_t n_claims;
     uint8_t rbuf[NATS_READ_CHUNK];
+    size_t undrained; /* deliveries queued by this thread since a drain */
+    /* Counted by the loop thread, added to the atomics below once per
+     * callback (rift_nats_reap): one locked add per message was a
+     * measurable part of a small publish. */
+    struct {
+        uint64_t msgs_in, bytes_in, msgs_out, bytes_out;
+    } tally;
     /* Counters read by rift_nats_get_stats from other threads. */
     atomic_uint_fast64_t n_conns, n_auth, accepted, refused, auth_failures,
         slow_consumers, msgs_in, bytes_in, msgs_out, bytes_out;
@@ -132,6 +154,15 @@ void rift_nats_reap(rift_nats *srv);
 size_t rift_nats_conn_pending(const nats_conn *c);
 /* Writes what the socket takes now; false when the connection closed. */
 bool rift_nats_conn_flush(nats_conn *c);
+
+/* ---- nats_tls.c ---- */
+
+/* Starts the server side of TLS on |c|'s socket (the handshake runs from
+ * the connection's I/O callback). */
+int rift_nats_tls_start(nats_conn *c);
+/* Does |c|'s session hold input that no socket readiness will report
+ * (read-ahead ciphertext, or decrypted bytes not yet taken)? */
+bool rift_nats_tls_buffered(const nats_conn *c);
 
 /* ---- nats_ops.c ---- */
 

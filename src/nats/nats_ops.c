@@ -158,18 +158,46 @@ static bool reply_allowed(nats_conn *c, const char *r, size_t rlen) {
     return rift_identity_can_subscribe(c->id, r, rlen, &err) == 0;
 }
 
+/* Is |op|'s subject one |c| may publish to? The last subject that passed
+ * is remembered: publishers mostly repeat one subject, and a connection's
+ * identity and grants never change after CONNECT, so a repeat skips the
+ * validation and the grant walk. The reply is checked every time (inbox
+ * claims come and go). */
+static bool pub_subject_ok(nats_conn *c, const rift_nats_op *op,
+                           bool *invalid) {
+    rift_error err;
+    if (op->subject_len == c->pub_ok_len &&
+        memcmp(op->subject, c->pub_ok, op->subject_len) == 0) {
+        return true;
+    }
+    if (rift_subject_validate_literal(op->subject, op->subject_len, &err) !=
+        0) {
+        *invalid = true;
+        return false;
+    }
+    if (rift_identity_can_publish(c->id, op->subject, op->subject_len, NULL, 0,
+                                  &err) != 0) {
+        return false;
+    }
+    if (op->subject_len <= sizeof(c->pub_ok)) {
+        memcpy(c->pub_ok, op->subject, op->subject_len);
+        c->pub_ok_len = op->subject_len;
+    }
+    return true;
+}
+
 static bool do_pub(nats_conn *c, const rift_nats_op *op) {
     rift_nats *srv = c->srv;
     rift_error err;
-    if (rift_subject_validate_literal(op->subject, op->subject_len, &err) !=
-            0 ||
+    bool invalid = false;
+    bool allowed = pub_subject_ok(c, op, &invalid);
+    if (invalid ||
         (op->reply != NULL &&
          rift_subject_validate_literal(op->reply, op->reply_len, &err) != 0)) {
         rift_nats_conn_err(c, "Invalid Publish Subject");
         return true;
     }
-    if (rift_identity_can_publish(c->id, op->subject, op->subject_len, NULL, 0,
-                                  &err) != 0 ||
+    if (!allowed ||
         (op->reply != NULL && !reply_allowed(c, op->reply, op->reply_len))) {
         violation(c, "Publish", op->subject, op->subject_len);
         return true;
@@ -177,38 +205,21 @@ static bool do_pub(nats_conn *c, const rift_nats_op *op) {
     uint8_t ext[NATS_EXT_ORIGIN];
     memcpy(ext, &c->cid, sizeof(c->cid));
     size_t hlen = op->kind == RIFT_NATS_OP_HPUB ? op->header_len : 0;
-    rift_msg *msg = NULL;
-    int rc;
-    if (hlen == 0) {
-        rc = rift_msg_new_ext(&msg, op->subject, op->subject_len, op->reply,
-                              op->reply_len, ext, sizeof(ext), op->data,
-                              op->total_len);
-    } else {
-        /* The block is origin + headers: build it in one piece. */
-        uint8_t *blk = rift_malloc(NULL, NATS_EXT_ORIGIN + hlen);
-        rc = RIFT_ERR_NOMEM;
-        if (blk != NULL) {
-            memcpy(blk, ext, NATS_EXT_ORIGIN);
-            memcpy(blk + NATS_EXT_ORIGIN, op->data, hlen);
-            rc = rift_msg_new_ext(&msg, op->subject, op->subject_len, op->reply,
-                                  op->reply_len, blk, NATS_EXT_ORIGIN + hlen,
-                                  op->data + hlen, op->total_len - hlen);
-            rift_free(NULL, blk);
-        }
-    }
+    /* The block is origin + headers; the broker builds the message only
+     * when a subscription matches. */
     rift_publish_report rep = {0};
-    if (rc == 0) {
-        /* Receivers take their own references; ours goes here. */
-        rc = rift_broker_publish_msg(srv->broker, msg, &rep, &err);
-        rift_msg_unref(msg);
-    }
+    int rc = rift_broker_publish_ext(srv->broker, op->subject, op->subject_len,
+                                     op->reply, op->reply_len, ext, sizeof(ext),
+                                     op->data, hlen, op->data + hlen,
+                                     op->total_len - hlen, &rep, &err);
     if (rc != 0) {
         rift_nats_conn_err(c, rc == RIFT_ERR_NOMEM ? "Server Out Of Memory"
                                                    : "Invalid Publish Subject");
         return true;
     }
-    atomic_fetch_add(&srv->msgs_in, 1);
-    atomic_fetch_add(&srv->bytes_in, op->total_len - hlen);
+    srv->undrained += rep.delivered;
+    srv->tally.msgs_in++;
+    srv->tally.bytes_in += op->total_len - hlen;
     if (op->reply != NULL && rep.delivered == 0 && c->no_responders) {
         rift_nats_no_responders(c, op->reply, op->reply_len);
     }

@@ -8,7 +8,6 @@
 #include "nats/nats_parse.h"
 
 #include <string.h>
-#include <strings.h>
 
 enum {
     ST_LINE = 0,
@@ -100,8 +99,21 @@ static bool parse_u64(const char *s, size_t len, uint64_t *out) {
     return true;
 }
 
+static char upper(char c) {
+    return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
+}
+
+/* Is |s| the operation |name| (upper case), ignoring case? Inline byte
+ * compares: this runs for every operation, and strlen + strncasecmp per
+ * candidate name was a visible part of a small PUB. */
 static bool op_is(const char *s, size_t len, const char *name) {
-    return strlen(name) == len && strncasecmp(s, name, len) == 0;
+    size_t i = 0;
+    for (; i < len && name[i] != '\0'; i++) {
+        if (upper(s[i]) != name[i]) {
+            return false;
+        }
+    }
+    return i == len && name[i] == '\0';
 }
 
 static const char *skip_blanks(const char *s, const char *end) {

@@ -135,7 +135,9 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
         return;
     }
-    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len);
+    rift_server *srv = ss->conn->srv;
+    srv_pin pin;
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
         return;
     }
@@ -152,7 +154,6 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
     cfg.ack_wait_ms = f.ack_wait_ms;
     cfg.max_ack_pending = f.max_ack_pending;
 
-    rift_server *srv = ss->conn->srv;
     size_t slot = srv->quota_slots[ss->conn->id_index];
     rift_consumer *existing = NULL;
     bool counted = false;
@@ -164,6 +165,7 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
         rift_consumer_info info;
         if (rift_consumer_get_info(existing, &info, &err) != 0) {
             rift_consumer_close(existing);
+            rift_srv_unpin(srv, &pin, false);
             rift_srv_fail_err(ss, &err);
             return;
         }
@@ -175,6 +177,7 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
                            "invalid messaging configuration: consumer already "
                            "exists with different %s",
                            field);
+            rift_srv_unpin(srv, &pin, false);
             rift_srv_fail_err(ss, &err);
             return;
         }
@@ -185,6 +188,7 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
         /* Only a consumer this open creates counts against the share. */
         if (rift_quota_take(srv->quota, slot, RIFT_QUOTA_CONSUMERS, &err) !=
             0) {
+            rift_srv_unpin(srv, &pin, false);
             rift_srv_fail_err(ss, &err);
             return;
         }
@@ -196,9 +200,11 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
         if (counted) {
             rift_quota_give(srv->quota, slot, RIFT_QUOTA_CONSUMERS);
         }
+        rift_srv_unpin(srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->quota_consumer = counted;
     op->quota_slot = slot;
     op->answer = open_answer;
@@ -215,36 +221,42 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
     rift_srv_op_submitted(op, rc, completed, &err);
 }
 
-/* Decodes and scopes stream and name; the stream or NULL (failed). */
+/* Decodes and scopes stream and name; the stream (pinned in |pin|) or
+ * NULL (failed, nothing pinned). */
 static rift_stream *consumer_ref(srv_stream *ss, const uint8_t *fields,
                                  size_t len, rift_frame_consumer_ref *f,
-                                 char scoped[RIFT_SCOPED_CONSUMER_SIZE]) {
+                                 char scoped[RIFT_SCOPED_CONSUMER_SIZE],
+                                 srv_pin *pin) {
     rift_error err;
     int rc = rift_frame_decode_consumer_ref(fields, len, f, &err);
     if (rift_srv_scope_name(ss, f->decoded, f->name, f->name_len, rc, &err,
                             scoped) != 0) {
         return NULL;
     }
-    return rift_srv_lookup_stream(ss, f->stream, f->stream_len);
+    return rift_srv_lookup_stream(ss, f->stream, f->stream_len, pin);
 }
 
 static void consumer_info_get(srv_stream *ss, const uint8_t *fields,
                               size_t len) {
     rift_frame_consumer_ref f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
-    rift_stream *st = consumer_ref(ss, fields, len, &f, scoped);
+    srv_pin pin;
+    rift_stream *st = consumer_ref(ss, fields, len, &f, scoped, &pin);
     if (st == NULL) {
         return;
     }
+    rift_server *srv = ss->conn->srv;
     rift_error err;
     rift_consumer *c;
     if (rift_stream_consumer_get(st, scoped, RIFT_SCOPED_CONSUMER_LEN, &c,
                                  &err) != 0) {
+        rift_srv_unpin(srv, &pin, false);
         rift_srv_fail_err(ss, &err);
         return;
     }
     int rc = write_info(ss, c, f.name, f.name_len, false);
     rift_consumer_close(c);
+    rift_srv_unpin(srv, &pin, false); /* answered synchronously */
     if (rc == 0) {
         rift_srv_finish(ss);
     } else if (ss->state == SS_OPS) {
@@ -255,16 +267,19 @@ static void consumer_info_get(srv_stream *ss, const uint8_t *fields,
 static void consumer_delete(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_frame_consumer_ref f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
-    rift_stream *st = consumer_ref(ss, fields, len, &f, scoped);
+    srv_pin pin;
+    rift_stream *st = consumer_ref(ss, fields, len, &f, scoped, &pin);
     if (st == NULL) {
         return;
     }
+    rift_server *srv = ss->conn->srv;
     srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_CONSUMER_DELETE);
     if (op == NULL) {
+        rift_srv_unpin(srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
-    rift_server *srv = ss->conn->srv;
+    op->pin = pin; /* released when the op is freed */
     op->answer = delete_answer;
     op->quota_release = true;
     op->quota_slot = srv->quota_slots[ss->conn->id_index];

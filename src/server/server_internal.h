@@ -203,14 +203,31 @@ struct srv_conn {
 
 /* ---- Server ---- */
 
+/*
+ * The append watch of a stream that waiting fetches (CONSUMER_FETCH_WAIT)
+ * wait on: it posts one wake-up to the loop while |wake_posted| is false.
+ * A table stream's is part of its entry, installed while the server runs.
+ * A stream of the stream source (riftd: a STAN channel) gets one while a
+ * waiting fetch waits on it — each of them holds the stream's pin, so the
+ * stream outlives it — on srv->source_watches; once it is removed while a
+ * wake-up is still posted it is |dead| and that wake-up frees it.
+ */
+typedef struct srv_watch {
+    rift_server *srv;
+    rift_stream *stream;
+    atomic_bool wake_posted;
+    bool source;
+    bool hooked;  /* source: installed on the stream */
+    bool dead;    /* source: off the list, freed by the posted wake-up */
+    size_t users; /* source: the waiting fetches that use it */
+    struct srv_watch *prev, *next;
+} srv_watch;
+
 typedef struct srv_stream_entry {
     char *name;
     size_t name_len;
     rift_stream *stream;
-    /* Waiting fetches (CONSUMER_FETCH_WAIT): the stream's append watch
-     * posts one wake-up to the loop while this is false. */
-    rift_server *srv;
-    atomic_bool wake_posted;
+    srv_watch watch;
 } srv_stream_entry;
 
 typedef struct srv_counters {
@@ -249,8 +266,11 @@ struct rift_server {
     bool retry;
     srv_stream_entry *streams; /* sorted by name */
     size_t nstreams;
-    /* Parked CONSUMER_FETCH_WAIT operations (loop thread only). */
+    rift_server_stream_source stream_source; /* after |streams| */
+    /* Parked CONSUMER_FETCH_WAIT operations, and the append watches on
+     * streams of the stream source they wait on (loop thread only). */
     struct srv_store_op *fetch_waiters;
+    srv_watch *source_watches;
 
     /* Shared: |lock| serializes start, stop, stats and address queries
      * (stop holds it while it joins the thread); |sig_lock| and |cond|

@@ -19,8 +19,15 @@ typedef struct srv_portion {
     size_t refs;
 } srv_portion;
 
+/* A stream of the stream source, held until the operation ends. */
+typedef struct srv_pin {
+    void *token;
+    bool held;
+} srv_pin;
+
 struct srv_store_op {
     rift_server *srv;
+    srv_pin pin;    /* released last, in op_free */
     srv_stream *ss; /* NULL once detached from its stream */
     uint8_t opcode;
     bool in_store; /* submitted; the completion is not back yet */
@@ -53,10 +60,10 @@ struct srv_store_op {
     /* CONSUMER_DELETE: give the identity's consumer unit back once the
      * delete succeeded (whether or not the client still listens). */
     bool quota_release;
-    /* CONSUMER_FETCH_WAIT: the stream entry it waits on (NULL for a plain
+    /* CONSUMER_FETCH_WAIT: the append watch it waits on (NULL for a plain
      * fetch, and once it stopped waiting), its deadline timer, whether it
      * is parked on srv->fetch_waiters, and the records it delivered. */
-    const srv_stream_entry *wentry;
+    srv_watch *watch;
     rift_timer wait_timer;
     bool wait_timer_set;
     bool parked;
@@ -75,10 +82,14 @@ void rift_srv_op_done_cb(void *user_data, int status, const rift_error *err);
  * caller counted it up before the call). */
 void rift_srv_op_submitted(srv_store_op *op, int rc, bool completed,
                            const rift_error *err);
-/* The served stream |name|, or NULL after failing |ss| with
- * "unknown stream". */
+/* The served stream |name| (the table, then the stream source, whose
+ * stream stays pinned in |pin| until rift_srv_unpin or, once the pin is
+ * moved into an op's |pin|, until the op is freed), or NULL after failing
+ * |ss| with "unknown stream" (nothing pinned). */
 rift_stream *rift_srv_lookup_stream(srv_stream *ss, const char *name,
-                                    size_t len);
+                                    size_t len, srv_pin *pin);
+/* Releases |pin| if it holds a stream (|appended|: records were stored). */
+void rift_srv_unpin(rift_server *srv, srv_pin *pin, bool appended);
 /* Scopes a decoded consumer name (§3.5); 0, or the stream failed. */
 int rift_srv_scope_name(srv_stream *ss, unsigned decoded, const char *name,
                         size_t len, int decode_rc, const rift_error *derr,

@@ -57,6 +57,7 @@ static int cmp_stream(const void *a, const void *b) {
 
 int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
                           rift_error *err) {
+    srv->stream_source = s->stream_source;
     if (s->stream_count == 0) {
         return 0;
     }
@@ -79,8 +80,9 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
         }
         e->name_len = in->name_len;
         e->stream = in->stream;
-        e->srv = srv;
-        atomic_init(&e->wake_posted, false);
+        e->watch.srv = srv;
+        e->watch.stream = in->stream;
+        atomic_init(&e->watch.wake_posted, false);
         srv->nstreams++;
     }
     qsort(srv->streams, srv->nstreams, sizeof(*srv->streams), cmp_stream);
@@ -96,14 +98,33 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
 static srv_stream_entry *find_entry(const rift_server *srv, const char *name,
                                     size_t len) {
     srv_stream_entry key = {.name = (char *)(uintptr_t)name, .name_len = len};
-    return bsearch(&key, srv->streams, srv->nstreams, sizeof(*srv->streams),
-                   cmp_stream);
+    /* No table at all without configured streams (bsearch wants one). */
+    return srv->nstreams == 0 ? NULL
+                              : bsearch(&key, srv->streams, srv->nstreams,
+                                        sizeof(*srv->streams), cmp_stream);
 }
 
+/* The table first (its streams win), then the stream source, whose
+ * stream is pinned in |pin| until unpin. */
 static rift_stream *find_stream(const rift_server *srv, const char *name,
-                                size_t len) {
+                                size_t len, srv_pin *pin) {
     const srv_stream_entry *e = find_entry(srv, name, len);
-    return e ? e->stream : NULL;
+    *pin = (srv_pin){NULL, false};
+    if (e != NULL) {
+        return e->stream;
+    }
+    const rift_server_stream_source *src = &srv->stream_source;
+    rift_stream *st =
+        src->acquire ? src->acquire(src->ud, name, len, &pin->token) : NULL;
+    pin->held = st != NULL;
+    return st;
+}
+
+void rift_srv_unpin(rift_server *srv, srv_pin *pin, bool appended) {
+    if (pin->held) {
+        pin->held = false;
+        srv->stream_source.release(srv->stream_source.ud, pin->token, appended);
+    }
 }
 
 /* ---- Waiting fetches (CONSUMER_FETCH_WAIT) ---- */
@@ -117,7 +138,10 @@ static rift_stream *find_stream(const rift_server *srv, const char *name,
  * loop until the loop has taken it; the wake-up re-submits every fetch
  * parked on that stream. One that still finds nothing (another worker was
  * faster, or the record does not match its filter) parks again; the timer
- * answers OK with no record.
+ * answers OK with no record. A table stream's watch is installed while
+ * the server runs; a stream of the stream source (a STAN channel, whose
+ * STAN publishes wake it the same way) gets one only while some waiting
+ * fetch holds its pin and waits on it (srv_watch, server_internal.h).
  */
 
 static void fetch_submit(srv_stream *ss, srv_store_op *op);
@@ -138,34 +162,97 @@ static void park(srv_store_op *op) {
     }
 }
 
+static void append_watch(void *arg);
+
+static void watch_free(srv_watch *w) {
+    rift_free(w->srv->mem, w);
+}
+
+/* The watch a waiting fetch on |st| waits on: its table entry's, or the
+ * source stream's (made and installed by the first waiter; the op holds
+ * the stream's pin meanwhile). NULL when out of memory: the fetch then
+ * answers at once, like a plain fetch. */
+static srv_watch *watch_join(rift_server *srv, srv_stream_entry *e,
+                             rift_stream *st) {
+    if (e != NULL) {
+        return &e->watch;
+    }
+    srv_watch *w = srv->source_watches;
+    while (w != NULL && w->stream != st) {
+        w = w->next;
+    }
+    if (w == NULL) {
+        w = rift_calloc(srv->mem, 1, sizeof(*w));
+        if (w == NULL) {
+            return NULL;
+        }
+        w->srv = srv;
+        w->stream = st;
+        w->source = true;
+        atomic_init(&w->wake_posted, false);
+        RIFT_DLIST_PUSH(srv->source_watches, w, prev, next);
+        w->hooked = true;
+        rift_stream_set_append_watch(st, append_watch, w);
+    }
+    w->users++;
+    return w;
+}
+
+/* |op| stops waiting (answered, timed out or freed; before its pin goes):
+ * the last waiter on a source stream removes that stream's watch. */
+static void watch_leave(srv_store_op *op) {
+    srv_watch *w = op->watch;
+    op->watch = NULL;
+    if (w == NULL || !w->source || --w->users > 0) {
+        return;
+    }
+    RIFT_DLIST_REMOVE(w->srv->source_watches, w, prev, next);
+    if (w->hooked) {
+        /* Once this returns append_watch is not running: the flag says
+         * whether a wake-up is still posted. */
+        rift_stream_set_append_watch(w->stream, NULL, w);
+        w->hooked = false;
+    }
+    if (atomic_load_explicit(&w->wake_posted, memory_order_acquire)) {
+        w->dead = true; /* that wake-up frees it */
+    } else {
+        watch_free(w);
+    }
+}
+
 static void wait_timer_cb(rift_timer *t, void *arg) {
     srv_store_op *op = arg;
     (void)t;
     if (!op->parked || op->ss == NULL) {
         /* Back in the store after a wake-up: if that portion is empty
          * too, the completion answers OK instead of parking again. */
-        op->wentry = NULL;
+        watch_leave(op);
         return;
     }
     unpark(op);
-    op->wentry = NULL;
+    watch_leave(op);
     op->more = false;
     fetch_write(op->ss, op); /* nothing to write: OK and the end */
 }
 
 static void wake_cb(void *arg, int status) {
-    srv_stream_entry *e = arg;
-    atomic_store_explicit(&e->wake_posted, false, memory_order_release);
+    srv_watch *w = arg;
+    atomic_store_explicit(&w->wake_posted, false, memory_order_release);
+    if (w->dead) {
+        watch_free(w); /* its last waiter left meanwhile */
+        return;
+    }
     if (status != 0) {
         return; /* the loop is going away */
     }
-    rift_server *srv = e->srv;
+    rift_server *srv = w->srv;
     /* Take this stream's waiters off first: a fetch that completes at
-     * once may park again, which must not be seen by this walk. */
+     * once may park again, which must not be seen by this walk (nor |w|
+     * touched after it: the last waiter leaving frees a source watch). */
     srv_store_op *list = NULL;
     for (srv_store_op *op = srv->fetch_waiters, *next; op != NULL; op = next) {
         next = op->wnext;
-        if (op->wentry == e) {
+        if (op->watch == w) {
             unpark(op);
             RIFT_DLIST_PUSH(list, op, wprev, wnext);
         }
@@ -179,20 +266,30 @@ static void wake_cb(void *arg, int status) {
 }
 
 static void append_watch(void *arg) {
-    srv_stream_entry *e = arg;
-    if (!atomic_exchange_explicit(&e->wake_posted, true,
+    srv_watch *w = arg;
+    if (!atomic_exchange_explicit(&w->wake_posted, true,
                                   memory_order_acq_rel) &&
-        rift_loop_post(e->srv->loop, wake_cb, e) != 0) {
+        rift_loop_post(w->srv->loop, wake_cb, w) != 0) {
         /* Out of memory: the next publish tries again; the waiters'
          * timers answer meanwhile. */
-        atomic_store_explicit(&e->wake_posted, false, memory_order_release);
+        atomic_store_explicit(&w->wake_posted, false, memory_order_release);
     }
 }
 
 void rift_srv_streams_watch(rift_server *srv, bool on) {
     for (size_t i = 0; i < srv->nstreams; i++) {
-        srv_stream_entry *e = &srv->streams[i];
-        rift_stream_set_append_watch(e->stream, on ? append_watch : NULL, e);
+        srv_watch *w = &srv->streams[i].watch;
+        w->srv = srv;
+        w->stream = srv->streams[i].stream;
+        rift_stream_set_append_watch(w->stream, on ? append_watch : NULL, w);
+    }
+    /* Stopping: waiters still in the store keep their source watches
+     * (freed when they are), but no publisher posts any more. */
+    for (srv_watch *w = srv->source_watches; !on && w != NULL; w = w->next) {
+        if (w->hooked) {
+            rift_stream_set_append_watch(w->stream, NULL, w);
+            w->hooked = false;
+        }
     }
 }
 
@@ -241,6 +338,7 @@ srv_store_op *rift_srv_op_new(srv_stream *ss, uint8_t opcode) {
 
 static void op_free(srv_store_op *op) {
     unpark(op);
+    watch_leave(op); /* before the pin: a source watch is on its stream */
     if (op->wait_timer_set) {
         rift_timer_stop(&op->wait_timer);
     }
@@ -252,6 +350,9 @@ static void op_free(srv_store_op *op) {
     }
     portion_unref(op->portion);
     rift_consumer_close(op->consumer);
+    /* Last: the consumer belongs to the pinned stream. */
+    rift_srv_unpin(op->srv, &op->pin,
+                   op->opcode == RIFT_OP_STREAM_PUBLISH && op->status == 0);
     rift_free(op->srv->mem, op);
 }
 
@@ -438,7 +539,7 @@ void rift_srv_fetch_resume(srv_stream *ss) {
 /* A portion came back committed: account for it and write it. */
 static void fetch_portion_done(srv_stream *ss, srv_store_op *op) {
     rift_batch *b = &op->portion->batch;
-    if (b->count == 0 && op->delivered == 0 && op->wentry != NULL) {
+    if (b->count == 0 && op->delivered == 0 && op->watch != NULL) {
         park(op); /* a publish or the deadline takes it up again */
         return;
     }
@@ -519,8 +620,8 @@ int rift_srv_scope_name(srv_stream *ss, unsigned decoded, const char *name,
 }
 
 rift_stream *rift_srv_lookup_stream(srv_stream *ss, const char *name,
-                                    size_t len) {
-    rift_stream *st = find_stream(ss->conn->srv, name, len);
+                                    size_t len, srv_pin *pin) {
+    rift_stream *st = find_stream(ss->conn->srv, name, len, pin);
     if (st == NULL) {
         rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, text_unknown);
     }
@@ -547,15 +648,18 @@ static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
-    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len);
+    srv_pin pin;
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
         return;
     }
     srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_STREAM_PUBLISH);
     if (op == NULL) {
+        rift_srv_unpin(ss->conn->srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->payload_len = f.payload_len;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
@@ -585,7 +689,8 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
         return;
     }
-    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len);
+    srv_pin pin;
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
         return;
     }
@@ -600,6 +705,7 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
                                  &existing, NULL) != 0) {
         if (rift_quota_take(srv->quota, slot, RIFT_QUOTA_CONSUMERS, &err) !=
             0) {
+            rift_srv_unpin(srv, &pin, false);
             rift_srv_fail(ss, err.code, err.text);
             return;
         }
@@ -611,9 +717,11 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         if (counted) {
             rift_quota_give(srv->quota, slot, RIFT_QUOTA_CONSUMERS);
         }
+        rift_srv_unpin(srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->quota_consumer = counted;
     op->quota_slot = slot;
     rift_consumer_config cfg;
@@ -633,10 +741,13 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_srv_op_submitted(op, rc, completed, &err);
 }
 
-/* Stream lookup then consumer lookup, for FETCH and ACK. */
+/* Stream lookup (pinned in |pin|, its stream in *|stp|) then consumer
+ * lookup, for FETCH and ACK. */
 static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
-                                    size_t stream_len, const char *scoped) {
-    rift_stream *st = rift_srv_lookup_stream(ss, stream, stream_len);
+                                    size_t stream_len, const char *scoped,
+                                    srv_pin *pin, rift_stream **stp) {
+    rift_stream *st = rift_srv_lookup_stream(ss, stream, stream_len, pin);
+    *stp = st;
     if (st == NULL) {
         return NULL;
     }
@@ -644,6 +755,7 @@ static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
     rift_error err;
     if (rift_stream_consumer_get(st, scoped, RIFT_SCOPED_CONSUMER_LEN, &c,
                                  &err) != 0) {
+        rift_srv_unpin(ss->conn->srv, pin, false);
         rift_srv_fail(ss, err.code, err.text);
         return NULL;
     }
@@ -654,7 +766,9 @@ static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
  * consumer up and asks for the first portion. */
 static void start_fetch(srv_stream *ss, const char *stream, size_t stream_len,
                         const char *scoped, uint32_t limit, uint32_t wait_ms) {
-    rift_consumer *c = find_consumer(ss, stream, stream_len, scoped);
+    srv_pin pin;
+    rift_stream *st;
+    rift_consumer *c = find_consumer(ss, stream, stream_len, scoped, &pin, &st);
     if (c == NULL) {
         return;
     }
@@ -662,15 +776,18 @@ static void start_fetch(srv_stream *ss, const char *stream, size_t stream_len,
         ss, wait_ms > 0 ? RIFT_OP_CONSUMER_FETCH_WAIT : RIFT_OP_CONSUMER_FETCH);
     if (op == NULL) {
         rift_consumer_close(c);
+        rift_srv_unpin(ss->conn->srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    /* A waiting fetch keeps the pin while parked: until it is answered. */
+    op->pin = pin;
     op->consumer = c;
     op->left = limit;
     op->more = true; /* nothing loaded yet: the first portion */
     if (wait_ms > 0) {
         rift_server *srv = op->srv;
-        op->wentry = find_entry(srv, stream, stream_len);
+        op->watch = watch_join(srv, find_entry(srv, stream, stream_len), st);
         rift_timer_init(srv->loop, &op->wait_timer, wait_timer_cb, op);
         op->wait_timer_set = true;
         rift_timer_start(&op->wait_timer, rift_loop_now(srv->loop) +
@@ -759,16 +876,21 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
                             scoped) != 0) {
         return;
     }
-    rift_consumer *c = find_consumer(ss, f.stream, f.stream_len, scoped);
+    srv_pin pin;
+    rift_stream *st;
+    rift_consumer *c =
+        find_consumer(ss, f.stream, f.stream_len, scoped, &pin, &st);
     if (c == NULL) {
         return;
     }
     srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_ACK);
     if (op == NULL) {
         rift_consumer_close(c);
+        rift_srv_unpin(ss->conn->srv, &pin, false);
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
         return;
     }
+    op->pin = pin;
     op->consumer = c;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);

@@ -61,7 +61,7 @@ static bool dir_name(rift_stan_str name, char *out, size_t cap) {
     return true;
 }
 
-static rift_stan_limits limits_for(const rift_stan *svc, rift_stan_str name) {
+rift_stan_limits stan_limits_for(const rift_stan *svc, rift_stan_str name) {
     for (size_t i = 0; i < svc->s.channels_count; i++) {
         const char *pat = svc->s.channels[i].pattern;
         if (rift_subject_matches(pat, strlen(pat), name.p, name.len)) {
@@ -75,17 +75,20 @@ static uint64_t or_unlimited(uint64_t v) {
     return v ? v : UINT64_MAX;
 }
 
-/* drop_leftovers deletes the consumers of non-durable subscriptions a
- * previous run left behind (their clients cannot resume them). */
-static void drop_leftovers(rift_stream *st) {
+void stan_channel_drop_leftovers(rift_stan *svc, stan_channel *ch) {
+    (void)svc;
     rift_stream_info info;
-    if (rift_stream_get_info(st, &info, NULL) != 0) {
+    if (rift_stream_get_info(ch->stream, &info, NULL) != 0) {
         return;
     }
     for (size_t i = 0; i < info.consumer_count; i++) {
         const char *n = info.consumer_names[i];
-        if (strncmp(n, "s-", 2) == 0 || strncmp(n, "g-", 2) == 0) {
-            (void)rift_stream_consumer_delete(st, n, strlen(n), NULL);
+        bool live = false;
+        for (stan_feed *f = ch->feeds; f && !live; f = f->next) {
+            live = strcmp(f->name, n) == 0;
+        }
+        if (!live && (strncmp(n, "s-", 2) == 0 || strncmp(n, "g-", 2) == 0)) {
+            (void)rift_stream_consumer_delete(ch->stream, n, strlen(n), NULL);
         }
     }
     rift_stream_info_free(&info);
@@ -93,7 +96,7 @@ static void drop_leftovers(rift_stream *st) {
 
 static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
                        rift_error *err) {
-    rift_stan_limits l = limits_for(svc, name);
+    rift_stan_limits l = stan_limits_for(svc, name);
     rift_stream_settings ss;
     rift_stream_settings_default(&ss);
     const char *subjects[1] = {ch->name};
@@ -120,8 +123,10 @@ static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
         ss.storage_path = path;
     }
     int rc = rift_stream_new(&ch->stream, &ss, err);
-    if (rc == 0 && svc->dir) {
-        drop_leftovers(ch->stream);
+    if (rc == 0 && svc->dir && !svc->restoring) {
+        /* While restoring, sessions.c drops them once the restored
+         * subscriptions hold theirs. */
+        stan_channel_drop_leftovers(svc, ch);
     }
     return rc;
 }
@@ -158,8 +163,10 @@ stan_channel *stan_channel_get(rift_stan *svc, rift_stan_str name,
         return NULL;
     }
     ch->last_activity_ms = stan_mono_ms();
+    pthread_mutex_lock(&svc->reg_lock);
     ch->next = svc->channels;
     svc->channels = ch;
+    pthread_mutex_unlock(&svc->reg_lock);
     svc->nchannels++;
     return ch;
 }
@@ -184,7 +191,7 @@ static void pub_ctx_free(pub_ctx *c) {
     rift_free(mem, c);
 }
 
-/* pub_done runs on a writer thread: it touches only the broker (thread
+/* pub_done runs on a writer thread: it touches only the transport (thread
  * safe), the channel's atomic flag and the wake fd. */
 static void pub_done(void *ud, int status, const rift_error *err) {
     (void)err;
@@ -250,6 +257,7 @@ void stan_on_publish(rift_stan *svc, const rift_msg *m) {
         send_pub_ack(svc, reply, reply_len, pm.guid, STAN_ERR_PUB_REQ);
         return;
     }
+    stan_client_heard(svc, c);
     const char *errtext = NULL;
     stan_channel *ch = stan_channel_get(svc, pm.subject, &errtext);
     if (!ch) {
@@ -302,14 +310,24 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
     for (stan_channel **pp = &svc->channels; *pp;) {
         stan_channel *ch = *pp;
         rift_stan_limits l =
-            limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
+            stan_limits_for(svc, (rift_stan_str){ch->name, strlen(ch->name)});
         if (!l.max_inactivity_ms || ch->subs || ch->feeds ||
             now_ms - ch->last_activity_ms < l.max_inactivity_ms ||
             has_durables(ch->stream)) {
             pp = &ch->next;
             continue;
         }
-        *pp = ch->next;
+        /* A pin is taken under reg_lock: none can come after this check. */
+        pthread_mutex_lock(&svc->reg_lock);
+        bool pinned = atomic_load(&ch->pins) > 0;
+        if (!pinned) {
+            *pp = ch->next;
+        }
+        pthread_mutex_unlock(&svc->reg_lock);
+        if (pinned) {
+            pp = &ch->next;
+            continue;
+        }
         svc->nchannels--;
         char path[4400] = "";
         char dn[MAX_DIR_NAME + 4];
@@ -327,9 +345,18 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
 }
 
 void stan_channels_close(rift_stan *svc) {
-    while (svc->channels) {
-        stan_channel *ch = svc->channels;
-        svc->channels = ch->next;
+    pthread_mutex_lock(&svc->reg_lock);
+    stan_channel *list = svc->channels;
+    svc->channels = NULL;
+    pthread_mutex_unlock(&svc->reg_lock);
+    while (list) {
+        stan_channel *ch = list;
+        list = ch->next;
+        if (atomic_load(&ch->pins) > 0) {
+            /* The owner stops every user first (riftd: the front ends). */
+            rift_log(RIFT_LOG_ERROR, "stan: channel %s closed while in use",
+                     ch->name);
+        }
         channel_free(svc, ch);
     }
     svc->nchannels = 0;

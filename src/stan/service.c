@@ -1,15 +1,18 @@
 /*
- * service.c — the STAN service's thread, its broker subscriptions and the
+ * service.c — the STAN service's thread, its subscriptions and the
  * dispatch of incoming requests (stan layer; see stan.h). One thread owns
- * all state: it waits on the notifier of its subscriptions and on a wake
- * fd (publish completions), pumps the subscriptions' push engines and
- * sends the heartbeats.
+ * all state: it waits on its transport (transport.h: the broker's
+ * notifier, or libnats callbacks that wake it) and on a wake fd (publish
+ * completions), pumps the subscriptions' push engines and sends the
+ * heartbeats.
  */
 #include "stan/internal.h"
+#include "stan/transport.h"
 
 #include "subject/subject.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,8 +22,7 @@
 
 /* How long the loop sleeps at most: the cadence of the checks that have
  * no event of their own (records a rift client appended, inactivity). */
-#define TICK_MS          100
-#define INBOUND_CAPACITY 65536
+#define TICK_MS 100
 
 enum inbound {
     IN_DISCOVER,
@@ -79,10 +81,20 @@ bool rift_stan_id_valid(const char *s, size_t len) {
 void stan_send(rift_stan *svc, const char *subject, size_t subject_len,
                const uint8_t *p, size_t len) {
     rift_error e = {0};
-    if (rift_broker_publish(svc->broker, subject, subject_len, NULL, 0, p, len,
-                            NULL, &e) != 0) {
+    if (stan_publish(svc, subject, subject_len, NULL, 0, p, len, &e) != 0) {
         rift_log(RIFT_LOG_WARN, "stan: reply not sent: %s", e.text);
     }
+}
+
+int stan_publish(rift_stan *svc, const char *subject, size_t subject_len,
+                 const char *reply, size_t reply_len, const uint8_t *p,
+                 size_t len, rift_error *err) {
+    return svc->tp->ops->publish(svc->tp, subject, subject_len, reply,
+                                 reply_len, p, len, err);
+}
+
+const char *rift_stan_transport_kind(const rift_stan *svc) {
+    return svc->tp->ops->kind;
 }
 
 void stan_wake(rift_stan *svc) {
@@ -135,12 +147,7 @@ static int subscribe_one(rift_stan *svc, enum inbound which, const char *base,
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
                               "streaming: subject too long: %s", base);
     }
-    rift_sub_options o = {0};
-    o.notifier = svc->notifier;
-    o.capacity = INBOUND_CAPACITY;
-    o.user_data = (void *)(uintptr_t)which;
-    return rift_broker_subscribe(svc->broker, pattern, (size_t)n, &o,
-                                 &svc->subs_in[which], err);
+    return svc->tp->ops->subscribe(svc->tp, svc, (int)which, pattern, err);
 }
 
 static int subscribe_all(rift_stan *svc, rift_error *err) {
@@ -165,7 +172,6 @@ static int subscribe_all(rift_stan *svc, rift_error *err) {
         if (rc != 0) {
             return rc;
         }
-        svc->nsubs_in = (size_t)plan[i].which + 1;
     }
     return 0;
 }
@@ -204,52 +210,24 @@ static void dispatch(rift_stan *svc, enum inbound which, const rift_msg *m) {
     }
 }
 
-/* drain takes everything queued on one inbound subscription; a queue
- * that overflowed (a flood) is subscribed again, the flood dropped. */
-static void drain(rift_stan *svc, rift_sub *sub) {
-    enum inbound which = (enum inbound)(uintptr_t)rift_sub_user_data(sub);
-    rift_msg *batch[64];
-    for (;;) {
-        rift_error e = {0};
-        rift_ssize n = rift_sub_recv_batch(sub, 0, batch, 64, &e);
-        if (n < 0) {
-            if (n == RIFT_ERR_SLOW_CONSUMER) {
-                rift_log(RIFT_LOG_WARN, "stan: request queue overflowed, "
-                                        "requests dropped");
-                rift_sub_close(svc->subs_in[which]);
-                svc->subs_in[which] = NULL;
-                rift_error e2 = {0};
-                const char *bases[IN_COUNT] = {
-                    svc->discover,   svc->ping_subj,  svc->pub_prefix,
-                    svc->sub_subj,   svc->unsub_subj, svc->subclose_subj,
-                    svc->close_subj, svc->ack_prefix, svc->hb_prefix};
-                bool wc = which == IN_PUB || which == IN_ACK || which == IN_HB;
-                if (subscribe_one(svc, which, bases[which], wc, &e2) != 0) {
-                    rift_log(RIFT_LOG_ERROR, "stan: resubscribe: %s", e2.text);
-                }
-            }
-            return;
-        }
-        pthread_mutex_lock(&svc->lock);
-        for (rift_ssize i = 0; i < n; i++) {
-            dispatch(svc, which, batch[i]);
-            rift_msg_unref(batch[i]);
-        }
-        pthread_mutex_unlock(&svc->lock);
-        if (n < 64) {
-            return;
-        }
+void stan_deliver(rift_stan *svc, int which, rift_msg *const *msgs, size_t n) {
+    pthread_mutex_lock(&svc->lock);
+    for (size_t i = 0; i < n; i++) {
+        dispatch(svc, (enum inbound)which, msgs[i]);
+        rift_msg_unref(msgs[i]);
     }
+    pthread_mutex_unlock(&svc->lock);
 }
 
 static void *service_main(void *arg) {
     rift_stan *svc = arg;
-    rift_notifier_set_owner(svc->notifier);
+    svc->tp->ops->attach(svc->tp);
     while (!atomic_load(&svc->stop)) {
         uint64_t now = stan_mono_ms();
         pthread_mutex_lock(&svc->lock);
         uint64_t due = stan_subs_pump(svc, now);
-        stan_heartbeat_tick(svc, now);
+        uint64_t hb_due = stan_heartbeat_tick(svc, now);
+        due = hb_due < due ? hb_due : due;
         stan_channels_expire(svc, now);
         pthread_mutex_unlock(&svc->lock);
         uint64_t wait = TICK_MS;
@@ -259,7 +237,7 @@ static void *service_main(void *arg) {
             wait = due - now;
         }
         struct pollfd fds[2] = {
-            {rift_notifier_fd(svc->notifier), POLLIN, 0},
+            {svc->tp->ops->fd(svc->tp), POLLIN, 0}, /* -1: ignored */
             {svc->wake_fd, POLLIN, 0},
         };
         if (poll(fds, 2, (int)wait) < 0 && errno != EINTR) {
@@ -270,16 +248,7 @@ static void *service_main(void *arg) {
             ssize_t r = read(svc->wake_fd, &v, sizeof v);
             (void)r;
         }
-        rift_sub *ready[16];
-        size_t n;
-        while ((n = rift_notifier_poll(svc->notifier, ready, 16)) > 0) {
-            for (size_t i = 0; i < n; i++) {
-                drain(svc, ready[i]);
-            }
-            if (n < 16) {
-                break;
-            }
-        }
+        svc->tp->ops->drain(svc->tp, svc);
     }
     return NULL;
 }
@@ -336,11 +305,20 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
     }
     rift_stan *svc = rift_calloc(s->mem, 1, sizeof *svc);
     if (!svc) {
+        if (s->transport) {
+            s->transport->ops->del(s->transport);
+        }
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     svc->broker = broker;
+    svc->tp = s->transport;
     svc->wake_fd = -1;
+    svc->sessions_fd = -1;
+    uint64_t boot = (uint64_t)rift_now_ns() ^ ((uint64_t)time(NULL) << 24) ^
+                    ((uint64_t)getpid() << 48);
+    snprintf(svc->boot, sizeof svc->boot, "%" PRIx64, boot);
     pthread_mutex_init(&svc->lock, NULL);
+    pthread_mutex_init(&svc->reg_lock, NULL);
     int rc = copy_settings(svc, s, err);
     if (rc == 0) {
         rc = make_subjects(svc, err);
@@ -350,12 +328,11 @@ int rift_stan_start(rift_stan **ps, rift_broker *broker,
         rc = rift_error_set(err, RIFT_ERR_IO, "streaming: eventfd: %s",
                             strerror(errno));
     }
+    if (rc == 0 && !svc->tp) {
+        rc = stan_transport_broker_new(&svc->tp, broker, s->mem, err);
+    }
     if (rc == 0) {
-        rc = rift_notifier_new(&svc->notifier, s->mem, NULL);
-        if (rc != 0) {
-            rift_error_set(err, rc, "streaming: notifier: %s",
-                           rift_strerror(rc));
-        }
+        rc = stan_sessions_open(svc, err);
     }
     if (rc == 0) {
         rc = subscribe_all(svc, err);
@@ -381,13 +358,14 @@ void rift_stan_stop(rift_stan *svc) {
         stan_wake(svc);
         pthread_join(svc->thread, NULL);
     }
-    for (size_t i = 0; i < IN_COUNT; i++) {
-        rift_sub_close(svc->subs_in[i]);
+    /* First: no transport callback may wake or deliver after this. */
+    if (svc->tp) {
+        svc->tp->ops->del(svc->tp);
     }
     stan_subs_free(svc);
     stan_channels_close(svc);
     stan_clients_free(svc);
-    rift_notifier_del(svc->notifier);
+    stan_sessions_close(svc);
     if (svc->wake_fd >= 0) {
         close(svc->wake_fd);
     }
@@ -405,6 +383,7 @@ void rift_stan_stop(rift_stan *svc) {
     }
     rift_free(mem, cl);
     pthread_mutex_destroy(&svc->lock);
+    pthread_mutex_destroy(&svc->reg_lock);
     rift_free(mem, svc);
 }
 

@@ -3,8 +3,9 @@
  * lives on the in-process broker. It subscribes the discover subject and
  * its own request subjects, answers by broker publish, and keeps each
  * channel as a rift stream (memory, or a directory under |dir|). Any NATS
- * client that reaches the broker (riftd's NATS face, or later an external
- * NATS server) talks to it unchanged. docs/streaming.md.
+ * client that reaches the broker (riftd's NATS face) talks to it unchanged;
+ * with a libnats transport (stan/transport_nats.h) it serves through an
+ * external NATS server instead. docs/streaming.md.
  *
  * Threading: the service runs its own thread; rift_stan_start and
  * rift_stan_stop are called from one controlling thread.
@@ -29,6 +30,9 @@ typedef struct rift_stan_channel_limits {
     rift_stan_limits limits;
 } rift_stan_channel_limits;
 
+/* How the service reaches its clients (src/stan/transport.h). */
+typedef struct rift_stan_transport rift_stan_transport;
+
 typedef struct rift_stan_settings {
     /** Cluster ID, ^[a-zA-Z0-9_-]+$. Default "test-cluster". */
     const char *cluster_id;
@@ -51,6 +55,10 @@ typedef struct rift_stan_settings {
     uint64_t hb_interval_ms;
     uint64_t hb_timeout_ms;
     uint32_t hb_fail_count;
+    /** NULL: subscribe and publish on the broker. Else the service's way
+     * to its clients, taken over by rift_stan_start (freed by
+     * rift_stan_stop, or by rift_stan_start when it fails). */
+    rift_stan_transport *transport;
     const rift_mem *mem;
 } rift_stan_settings;
 
@@ -63,11 +71,22 @@ bool rift_stan_id_valid(const char *s, size_t len);
 typedef struct rift_stan rift_stan;
 
 /*
- * rift_stan_start subscribes the service's subjects on |broker| and starts
- * its thread; the broker must outlive the service. The settings' strings
- * are copied. Errors: RIFT_ERR_INVALID_CONFIG (bad cluster ID or prefix),
- * RIFT_ERR_IO (the store directory), those of rift_broker_subscribe,
- * RIFT_ERR_NOMEM.
+ * rift_stan_nats_url_check accepts what `streaming.nats_server` may be:
+ * nats://[user:pass@|token@]host[:port] or tls://..., host non-empty, the
+ * port 1..65535. |shown| (may be NULL) receives the URL for logs and
+ * status with any credentials replaced by "***". Errors:
+ * RIFT_ERR_INVALID_CONFIG, with a text that never repeats a credential.
+ */
+int rift_stan_nats_url_check(const char *url, char *shown, size_t shown_cap,
+                             rift_error *err);
+
+/*
+ * rift_stan_start subscribes the service's subjects on |broker| (or on
+ * the settings' transport) and starts its thread; the broker must outlive
+ * the service. The settings' strings are copied. Errors:
+ * RIFT_ERR_INVALID_CONFIG (bad cluster ID or prefix), RIFT_ERR_IO (the
+ * store directory), those of rift_broker_subscribe, RIFT_ERR_CONNECTION (a
+ * transport's subscribe), RIFT_ERR_NOMEM.
  */
 int rift_stan_start(rift_stan **ps, rift_broker *broker,
                     const rift_stan_settings *s, rift_error *err);
@@ -83,5 +102,8 @@ typedef struct rift_stan_counts {
 } rift_stan_counts;
 
 void rift_stan_get_counts(rift_stan *s, rift_stan_counts *out);
+
+/** "broker" or "nats": how the service reaches its clients. */
+const char *rift_stan_transport_kind(const rift_stan *s);
 
 #endif /* RIFT_STAN_STAN_H */

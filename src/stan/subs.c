@@ -119,6 +119,7 @@ static int deliver(void *ctx, void *member, const rift_delivery *d) {
     }
     size_t n = rift_stan_encode_msg_proto(&mp, buf, cap);
     stan_send(svc, sub->inbox, strlen(sub->inbox), buf, n);
+    sub->last_sent = RIFT_MAX(sub->last_sent, r->sequence);
     if (buf != small) {
         rift_free(svc->s.mem, buf);
     }
@@ -191,12 +192,17 @@ static void feed_free(rift_stan *svc, stan_feed *f, bool delete_consumer) {
     rift_free(svc->s.mem, f);
 }
 
-static const char *open_consumer(stan_feed *f, const rift_stan_sub_req *q) {
+/* open_consumer opens the feed's consumer; *|resumed| when it existed
+ * (a durable, or any feed the session file restores). */
+static const char *open_consumer(stan_feed *f, const rift_stan_sub_req *q,
+                                 bool *resumed) {
     rift_stream *st = f->ch->stream;
     size_t nl = strlen(f->name);
-    if (f->durable &&
+    *resumed = false;
+    if ((f->durable || f->ch->svc->restoring) &&
         rift_stream_consumer_get(st, f->name, nl, &f->consumer, NULL) == 0) {
-        return NULL; /* resumed: the start position is ignored */
+        *resumed = true;
+        return NULL; /* the start position is ignored */
     }
     if (!f->durable) {
         (void)rift_stream_consumer_delete(st, f->name, nl, NULL);
@@ -229,12 +235,21 @@ static stan_feed *feed_new(rift_stan *svc, stan_channel *ch, const char *name,
     f->durable = q->durable_name.len > 0;
     f->next = ch->feeds;
     ch->feeds = f;
-    *errtext = open_consumer(f, q);
+    bool resumed = false;
+    *errtext = open_consumer(f, q, &resumed);
     if (!*errtext) {
         rift_push_settings ps = {f->consumer, deliver, svc, svc->s.mem};
         if (rift_push_new(&f->push, &ps, NULL) != 0) {
             *errtext = STAN_ERR_SUB_REQ;
         }
+    }
+    /* A resumed durable (or durable queue group's first member) takes the
+     * request's ack wait, as the original does; its maxInFlight is the
+     * member's. */
+    if (!*errtext && resumed &&
+        rift_push_set_ack_wait(f->push, (uint64_t)q->ack_wait_in_secs * 1000u,
+                               NULL) != 0) {
+        *errtext = STAN_ERR_SUB_REQ;
     }
     if (*errtext) {
         feed_free(svc, f, false);
@@ -276,24 +291,47 @@ static const char *check_request(rift_stan *svc, const rift_stan_sub_req *q) {
     return NULL;
 }
 
+static void sub_free(rift_stan *svc, stan_sub *s) {
+    rift_free(svc->s.mem, s->inbox);
+    rift_free(svc->s.mem, s->ack_inbox);
+    rift_free(svc->s.mem, s->durable);
+    rift_free(svc->s.mem, s->q_group);
+    rift_free(svc->s.mem, s);
+}
+
+/* sub_new joins |f|; |id| and |ack_inbox| are a restored subscription's,
+ * 0 and NULL for a new one. */
 static stan_sub *sub_new(rift_stan *svc, stan_feed *f,
-                         const rift_stan_sub_req *q) {
+                         const rift_stan_sub_req *q, uint64_t id,
+                         const char *ack_inbox) {
     stan_sub *s = rift_calloc(svc->s.mem, 1, sizeof *s);
     if (!s) {
         return NULL;
     }
     s->client = stan_client_find(svc, q->client_id);
     s->feed = f;
-    s->id = ++svc->next_serial;
+    s->id = id ? id : ++svc->next_serial;
     s->inbox = stan_strdup(svc, q->inbox);
+    s->durable = q->durable_name.len ? stan_strdup(svc, q->durable_name) : NULL;
+    s->q_group = q->q_group.len ? stan_strdup(svc, q->q_group) : NULL;
+    s->max_in_flight = q->max_in_flight;
+    s->ack_wait_s = q->ack_wait_in_secs;
     char ack[1200];
-    snprintf(ack, sizeof ack, "%s.%" PRIu64, svc->ack_prefix, s->id);
-    s->ack_inbox = rift_strndup(svc->s.mem, ack, strlen(ack));
-    if (!s->inbox || !s->ack_inbox ||
-        rift_push_add_member(f->push, s, (uint32_t)q->max_in_flight, NULL)) {
-        rift_free(svc->s.mem, s->inbox);
-        rift_free(svc->s.mem, s->ack_inbox);
-        rift_free(svc->s.mem, s);
+    if (!ack_inbox) {
+        snprintf(ack, sizeof ack, "%s.%s.%" PRIu64, svc->ack_prefix, svc->boot,
+                 s->id);
+        ack_inbox = ack;
+    }
+    s->ack_inbox = rift_strndup(svc->s.mem, ack_inbox, strlen(ack_inbox));
+    /* A restored client's subscriptions join their push once it is heard
+     * from (stan_subs_attach_client). */
+    s->attached = !s->client->held;
+    if (!s->inbox || !s->ack_inbox || (q->durable_name.len && !s->durable) ||
+        (q->q_group.len && !s->q_group) ||
+        (s->attached &&
+         rift_push_add_member(f->push, s, (uint32_t)q->max_in_flight, NULL) !=
+             0)) {
+        sub_free(svc, s);
         return NULL;
     }
     f->members++;
@@ -301,6 +339,7 @@ static stan_sub *sub_new(rift_stan *svc, stan_feed *f,
     svc->nsubs++;
     s->next = svc->sub_list;
     svc->sub_list = s;
+    stan_sessions_sub_added(svc, s);
     return s;
 }
 
@@ -315,6 +354,7 @@ void stan_on_subscribe(rift_stan *svc, const rift_msg *m) {
     const char *errtext = check_request(svc, &q);
     stan_channel *ch = NULL;
     if (!errtext) {
+        stan_client_heard(svc, stan_client_find(svc, q.client_id));
         ch = stan_channel_get(svc, q.subject, &errtext);
     }
     if (!errtext && ch->subs >= svc->s.max_subs) {
@@ -331,7 +371,7 @@ void stan_on_subscribe(rift_stan *svc, const rift_msg *m) {
     if (!errtext && !f) {
         f = feed_new(svc, ch, name, &q, &errtext);
     }
-    stan_sub *s = errtext ? NULL : sub_new(svc, f, &q);
+    stan_sub *s = errtext ? NULL : sub_new(svc, f, &q, 0, NULL);
     if (!errtext && !s) {
         if (f->members == 0) {
             feed_free(svc, f, !f->durable);
@@ -357,9 +397,8 @@ static void sub_remove(rift_stan *svc, stan_sub *s, bool unsubscribe) {
             break;
         }
     }
-    rift_free(svc->s.mem, s->inbox);
-    rift_free(svc->s.mem, s->ack_inbox);
-    rift_free(svc->s.mem, s);
+    stan_sessions_sub_removed(svc, s);
+    sub_free(svc, s);
     if (f->members == 0) {
         feed_free(svc, f, unsubscribe || !f->durable);
     }
@@ -393,6 +432,7 @@ void stan_on_unsubscribe(rift_stan *svc, const rift_msg *m, bool close) {
         sub_reply(svc, m, NULL, STAN_ERR_UNKNOWN_CLIENT);
         return;
     }
+    stan_client_heard(svc, c);
     if (!s || s->client != c) {
         sub_reply(svc, m, NULL, STAN_ERR_INVALID_SUB);
         return;
@@ -411,7 +451,23 @@ void stan_on_ack(rift_stan *svc, const rift_msg *m) {
     }
     stan_sub *s = sub_by_ack_inbox(svc, (rift_stan_str){subj, sl});
     if (s) {
+        stan_client_heard(svc, s->client);
         (void)rift_push_ack(s->feed->push, a.sequence, NULL);
+    }
+}
+
+void stan_subs_attach_client(rift_stan *svc, stan_client *c) {
+    for (stan_sub *s = svc->sub_list; s; s = s->next) {
+        if (s->client == c && !s->attached) {
+            rift_error e = {0};
+            if (rift_push_add_member(s->feed->push, s,
+                                     (uint32_t)s->max_in_flight, &e) != 0) {
+                rift_log(RIFT_LOG_WARN, "stan: %s: subscription of %s: %s",
+                         s->feed->ch->name, c->id, e.text);
+                continue;
+            }
+            s->attached = true;
+        }
     }
 }
 
@@ -429,7 +485,11 @@ void stan_subs_drop_client(rift_stan *svc, stan_client *c) {
 uint64_t stan_subs_pump(rift_stan *svc, uint64_t now_ms) {
     uint64_t due = UINT64_MAX;
     for (stan_channel *ch = svc->channels; ch; ch = ch->next) {
-        atomic_store(&ch->dirty, false);
+        /* An append counts as activity, also one that came from a rift
+         * client (registry.c), which cannot touch last_activity_ms. */
+        if (atomic_exchange(&ch->dirty, false)) {
+            ch->last_activity_ms = now_ms;
+        }
         for (stan_feed *f = ch->feeds; f; f = f->next) {
             rift_error e = {0};
             if (rift_push_pump(f->push, now_ms, &e) < 0) {
@@ -448,12 +508,43 @@ void stan_subs_free(rift_stan *svc) {
         stan_sub *s = svc->sub_list;
         svc->sub_list = s->next;
         stan_feed *f = s->feed;
-        rift_free(svc->s.mem, s->inbox);
-        rift_free(svc->s.mem, s->ack_inbox);
-        rift_free(svc->s.mem, s);
+        sub_free(svc, s);
         if (--f->members == 0) {
             feed_free(svc, f, false); /* leftovers go at the next open */
         }
     }
     svc->nsubs = 0;
+}
+
+/* ---- Restore (sessions.c) ---- */
+
+const char *stan_sub_restore(rift_stan *svc, const rift_stan_sub_req *q,
+                             uint64_t id, const char *ack_inbox,
+                             const char *feed) {
+    const char *errtext = check_request(svc, q);
+    stan_channel *ch = NULL;
+    if (!errtext) {
+        ch = stan_channel_get(svc, q->subject, &errtext);
+    }
+    if (!errtext && (strlen(feed) > MAX_CONSUMER_NAME || !ack_inbox[0])) {
+        errtext = STAN_ERR_SUB_REQ;
+    }
+    stan_feed *f = errtext ? NULL : feed_find(ch, feed);
+    if (f && !q->q_group.len) {
+        errtext = STAN_ERR_DUP_DURABLE;
+    }
+    if (!errtext && !f) {
+        f = feed_new(svc, ch, feed, q, &errtext);
+    }
+    stan_sub *s = errtext ? NULL : sub_new(svc, f, q, id, ack_inbox);
+    if (!errtext && !s) {
+        if (f->members == 0) {
+            feed_free(svc, f, false);
+        }
+        errtext = "stan: out of memory";
+    }
+    if (s && id >= svc->next_serial) {
+        svc->next_serial = id + 1; /* new names never meet restored ones */
+    }
+    return errtext;
 }

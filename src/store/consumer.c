@@ -747,3 +747,41 @@ int rift_consumer_get_info(rift_consumer *c, rift_consumer_info *out,
     pthread_mutex_unlock(&st->lock);
     return rc;
 }
+
+/* ---- In-memory adjustments (push delivery) ---- */
+
+int rift_consumer_set_ack_wait(rift_consumer *c, uint64_t ack_wait_ms,
+                               rift_error *err) {
+    if (ack_wait_ms == 0) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                              "ack wait must be > 0");
+    }
+    rift_stream *st = c->st;
+    pthread_mutex_lock(&st->lock);
+    int rc = c->deleted   ? not_found(err)
+             : st->closed ? rift_stream_check_usable(st, err)
+                          : 0;
+    if (rc == 0) {
+        c->ack_wait_ms = ack_wait_ms;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int rift_consumer_expire(rift_consumer *c, uint64_t sequence, rift_error *err) {
+    rift_stream *st = c->st;
+    pthread_mutex_lock(&st->lock);
+    int rc = c->deleted   ? not_found(err)
+             : st->closed ? rift_stream_check_usable(st, err)
+                          : 0;
+    rift_pend *p = rc == 0 ? rift_pend_find(c, sequence) : NULL;
+    if (rc == 0 && (p == NULL || !p->live)) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_ACK,
+                            "sequence is not pending acknowledgement");
+    } else if (rc == 0) {
+        /* 0 is what recovery gives every pending delivery: due at once. */
+        p->delivered_at = 0;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}

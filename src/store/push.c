@@ -35,6 +35,9 @@ struct rift_push {
     size_t owners_cap, owners_used; /* cap is a power of two */
     uint64_t due[DUE_SLOTS];
     size_t due_head, due_count;
+    /* Deliveries made due by a leaving member (rift_consumer_expire),
+     * not yet fetched again: the next pump takes them whatever the room. */
+    size_t expired;
 };
 
 /* ---- Owner table ---- */
@@ -239,18 +242,31 @@ void rift_push_remove_member(rift_push *p, void *ud) {
         return;
     }
     uint32_t last = (uint32_t)(p->nmembers - 1);
-    /* Re-point the owners: the removed member's become unowned, the last
-     * member's move to slot i. */
+    /* Re-point the owners: the removed member's become unowned (and due
+     * at once when others remain), the last member's move to slot i. */
     for (size_t k = 0; k < p->owners_cap; k++) {
         owner_slot *o = &p->owners[k];
         if (o->seq && o->member == i) {
             o->member = NO_MEMBER;
+            if (p->nmembers > 1 &&
+                rift_consumer_expire(p->s.consumer, o->seq, NULL) == 0) {
+                p->expired++;
+            }
         } else if (o->seq && o->member == last) {
             o->member = i;
         }
     }
     p->members[i] = p->members[last];
     p->nmembers--;
+}
+
+int rift_push_set_ack_wait(rift_push *p, uint64_t ack_wait_ms,
+                           rift_error *err) {
+    int rc = rift_consumer_set_ack_wait(p->s.consumer, ack_wait_ms, err);
+    if (rc == 0) {
+        p->ack_wait_ms = ack_wait_ms;
+    }
+    return rc;
 }
 
 size_t rift_push_member_count(const rift_push *p) {
@@ -308,8 +324,14 @@ rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err) {
     }
     uint64_t r = room(p);
     /* With every member full only expired deliveries may go: ask for one
-     * at a time, the consumer hands the expired ones out first. */
+     * at a time, the consumer hands the expired ones out first. A leaving
+     * member's go alone (the consumer hands them out first too): the room
+     * they take is only known once they are assigned. */
     size_t limit = r == 0 ? 1 : (size_t)RIFT_MIN(r, (uint64_t)MAX_IN_FLIGHT);
+    if (p->expired) {
+        limit = RIFT_MIN(p->expired, (size_t)MAX_IN_FLIGHT);
+        p->expired -= limit;
+    }
     rift_batch b = {0};
     int rc = rift_consumer_fetch(p->s.consumer, limit, &b, err);
     if (rc < 0) {
@@ -334,7 +356,8 @@ rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err) {
 }
 
 bool rift_push_wants_pump(const rift_push *p, uint64_t now_ms) {
-    return p->nmembers && (room(p) > 0 || due_expired(p, now_ms));
+    return p->nmembers &&
+           (room(p) > 0 || p->expired > 0 || due_expired(p, now_ms));
 }
 
 uint64_t rift_push_next_due_ms(const rift_push *p) {

@@ -55,11 +55,19 @@ int rift_push_add_member(rift_push *p, void *member, uint32_t max_in_flight,
                          rift_error *err);
 
 /* rift_push_remove_member removes |member|; its pending records stay
- * pending in the consumer and go to the remaining members when their ack
- * wait expires. */
+ * pending in the consumer. When members remain they are due at once
+ * (rift_consumer_expire): the next pump redelivers them to the others,
+ * forced past max-in-flight, each to the member with the fewest pending
+ * (NATS Streaming spreads a leaving queue member's over the rest); with
+ * none left they wait for the next member and their ack wait. */
 void rift_push_remove_member(rift_push *p, void *member);
 
 size_t rift_push_member_count(const rift_push *p);
+
+/* rift_push_set_ack_wait changes the ack wait of the push and of its
+ * consumer (rift_consumer_set_ack_wait: in memory), for a subscriber
+ * resumed with another one. Errors: those of rift_consumer_set_ack_wait. */
+int rift_push_set_ack_wait(rift_push *p, uint64_t ack_wait_ms, rift_error *err);
 
 /* Pending records attributed to |member| (0 when unknown). */
 uint32_t rift_push_member_pending(const rift_push *p, const void *member);

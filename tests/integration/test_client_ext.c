@@ -12,6 +12,7 @@
 #include "rift/stream.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static bool connect_as(srvfix *f, const char *identity, rift_client **pc) {
     char addr[64], token[128];
@@ -180,4 +181,118 @@ RIFT_TEST(fetch_wait_returns_on_publish_or_after_the_wait) {
     rift_msg_unref(d[0].msg);
     rift_client_del(c);
     cfix_down(&s);
+}
+
+/* ---- A stream of the stream source (riftd: a STAN channel) ---- */
+
+typedef struct chan_source {
+    rift_stream *st;
+    atomic_int acquired, released;
+} chan_source;
+
+static rift_stream *chan_acquire(void *ud, const char *name, size_t len,
+                                 void **token) {
+    chan_source *cs = ud;
+    if (len != 4 || memcmp(name, "chan", 4) != 0) {
+        return NULL;
+    }
+    atomic_fetch_add(&cs->acquired, 1);
+    *token = cs;
+    return cs->st;
+}
+
+static void chan_release(void *ud, void *token, bool appended) {
+    chan_source *cs = ud;
+    (void)appended;
+    if (token == cs) {
+        atomic_fetch_add(&cs->released, 1);
+    }
+}
+
+/* The server releases a pin when it frees the op, just after the answer:
+ * wait for that, bounded. */
+static bool pins_balance(chan_source *cs) {
+    for (int i = 0; i < 5000; i++) {
+        if (atomic_load(&cs->released) == atomic_load(&cs->acquired)) {
+            return true;
+        }
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+typedef struct chan_later {
+    rift_stream *st;
+    int delay_ms;
+} chan_later;
+
+static void *chan_publish_later(void *arg) {
+    chan_later *l = arg;
+    struct timespec ts = {0, (long)l->delay_ms * 1000000L};
+    nanosleep(&ts, NULL); /* the point is that the fetch waits meanwhile */
+    (void)rift_stream_publish(l->st, "game.c", 6, NULL, 0,
+                              (const uint8_t *)"ch", 2, NULL, NULL);
+    return NULL;
+}
+
+/* A waiting fetch on a source stream holds its pin while parked, is woken
+ * by a publish from another thread (the first waiter installs the append
+ * watch), times out on a quiet one, and every pin is released. */
+RIFT_TEST(fetch_wait_on_a_source_stream) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    chan_source cs = {0};
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    const char *subj[] = {"game.>"};
+    ss.subjects = subj;
+    ss.subjects_count = 1;
+    CHECK_OK(rift_stream_new(&cs.st, &ss, NULL));
+    f.settings.stream_source =
+        (rift_server_stream_source){chan_acquire, chan_release, &cs};
+    CHECK(fix_start(&f));
+    rift_client *c;
+    CHECK(connect_as(&f, "plugin", &c));
+    rift_consumer_config cfg;
+    rift_consumer_config_default(&cfg);
+    cfg.filter = "game.>";
+    cfg.filter_len = 6;
+    cfg.start = RIFT_START_NEW_ONLY;
+    rift_client_consumer_info info;
+    CHECK_OK(
+        rift_client_consumer_open_ext(c, "chan", 4, "w", 1, &cfg, &info, NULL));
+    CHECK_OK(rift_client_consumer_get_info(c, "chan", 4, "w", 1, &info, NULL));
+    rift_client_delivery d[4];
+    size_t n = 9;
+    CHECK_OK(rift_client_fetch_wait(c, "chan", 4, "w", 1, 4, 100, d, &n, NULL));
+    CHECK_EQ_INT(n, 0);
+    CHECK(pins_balance(&cs));
+    for (int round = 0; round < 2; round++) { /* the watch comes back */
+        chan_later l = {cs.st, 150};
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, chan_publish_later, &l) == 0);
+        uint64_t t0 = rift_now_ns();
+        CHECK_OK(rift_client_fetch_wait(c, "chan", 4, "w", 1, 4, 30000, d, &n,
+                                        NULL));
+        uint64_t took_ms = (rift_now_ns() - t0) / 1000000u;
+        pthread_join(th, NULL);
+        CHECK_EQ_INT(n, 1);
+        CHECK_EQ_U64(d[0].sequence, (uint64_t)round + 1);
+        CHECK_MSG(took_ms < 5000, "took %llu ms", (unsigned long long)took_ms);
+        rift_msg_unref(d[0].msg);
+        CHECK(pins_balance(&cs));
+    }
+    CHECK_OK(rift_client_consumer_delete(c, "chan", 4, "w", 1, NULL));
+    rift_error err;
+    CHECK_EQ_INT(
+        rift_client_fetch_wait(c, "nochan", 6, "w", 1, 4, 100, d, &n, &err),
+        RIFT_ERR_REMOTE);
+    CHECK(pins_balance(&cs));
+    CHECK_EQ_INT(atomic_load(&cs.acquired), 6);
+    rift_client_del(c);
+    rift_server_del(f.srv);
+    f.srv = NULL;
+    rift_stream_del(cs.st);
+    fix_fini(&f);
 }

@@ -1,7 +1,8 @@
 /*
  * test_nats_limits.c — the NATS listener (src/nats) against clients that
  * misbehave or get too much: auth_timeout, stale connections, slow
- * consumers with the publisher unaffected, max_payload, oversized and
+ * consumers with the publisher unaffected, a burst that is not one,
+ * max_payload, oversized and
  * byte-at-a-time control lines, max_connections, and the inbox-isolation
  * attack (identity B trying to read identity A's replies).
  */
@@ -116,6 +117,41 @@ RIFT_TEST(slow_consumer_is_cut_publisher_carries_on) {
     natsraw_close(lazy);
     natsraw_close(pub);
     natsraw_close(fast);
+    natsraw_stop(&f);
+}
+
+/* One read of small PUBs routes more messages than a subscription queue
+ * holds (1,024 by default): the listener must deliver between operations,
+ * not only when the read is done, or a healthy subscriber is cut as
+ * slow. */
+RIFT_TEST(burst_in_one_read_is_not_a_slow_consumer) {
+    natsraw_fix f;
+    CHECK_OK(natsraw_start(&f, NULL));
+    natsraw *sub = natsraw_connect(&f, 0, NULL, 0);
+    natsraw *pub = natsraw_connect(&f, 0, NULL, 0);
+    CHECK(natsraw_hello(sub, NATSRAW_ALICE, ""));
+    CHECK(natsraw_hello(pub, NATSRAW_ALICE, ""));
+    CHECK(natsraw_send(sub, "SUB a.burst 1\r\n", 0));
+    CHECK(natsraw_ping(sub));
+    enum {
+        N = 8000
+    };
+    static const char one[] = "PUB a.burst 1\r\nx\r\n";
+    static const char last[] = "PUB a.burst 4\r\nlast\r\n";
+    size_t len = N * (sizeof(one) - 1) + sizeof(last) - 1;
+    char *burst = malloc(len);
+    CHECK(burst != NULL);
+    for (size_t i = 0; i < N; i++) {
+        memcpy(burst + i * (sizeof(one) - 1), one, sizeof(one) - 1);
+    }
+    memcpy(burst + N * (sizeof(one) - 1), last, sizeof(last) - 1);
+    CHECK(natsraw_send(pub, burst, len));
+    free(burst);
+    CHECK(natsraw_ping(pub));
+    CHECK(natsraw_expect(sub, "MSG a.burst 1 4\r\nlast\r\n", T));
+    CHECK(!slow_seen(f.nats));
+    natsraw_close(sub);
+    natsraw_close(pub);
     natsraw_stop(&f);
 }
 

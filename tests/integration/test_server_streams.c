@@ -3,8 +3,9 @@
  * over real QUIC (docs/protocol-v1.md §2.9 opcodes 10–15, §4.8 QUIC-level
  * vectors): consecutive sequences, the scoreboard consumer, identity
  * isolation by scoped consumer names, every validation text in its order,
- * a file-backed stream with fsync (the asynchronous completion path), and
- * the per-record ACL re-check in the middle of a fetch.
+ * a file-backed stream with fsync (the asynchronous completion path), the
+ * per-record ACL re-check in the middle of a fetch, and a stream source's
+ * streams pinned once per operation.
  */
 // labels: threads
 #include "rawcli.h"
@@ -12,6 +13,7 @@
 #include "rift/stream.h"
 #include "subject/acl.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 /* ---- Frames ---- */
@@ -611,5 +613,78 @@ RIFT_TEST(stalled_fetches_pin_a_bounded_amount) {
     rift_server_del(f.srv);
     f.srv = NULL;
     rift_stream_del(big);
+    fix_fini(&f);
+}
+
+/* ---- A stream source (riftd: the NATS Streaming channels) ---- */
+
+typedef struct counting_source {
+    rift_stream *st;
+    atomic_int acquired, released, appended;
+} counting_source;
+
+static rift_stream *src_acquire(void *ud, const char *name, size_t len,
+                                void **token) {
+    counting_source *cs = ud;
+    if (len != 5 || memcmp(name, "extra", 5) != 0) {
+        return NULL;
+    }
+    atomic_fetch_add(&cs->acquired, 1);
+    *token = cs;
+    return cs->st;
+}
+
+static void src_release(void *ud, void *token, bool appended) {
+    counting_source *cs = ud;
+    if (token == cs) { /* anything else would be a foreign token */
+        atomic_fetch_add(&cs->released, 1);
+        atomic_fetch_add(&cs->appended, appended ? 1 : 0);
+    }
+}
+
+static bool all_released(void *arg) {
+    counting_source *cs = arg;
+    return atomic_load(&cs->released) == atomic_load(&cs->acquired);
+}
+
+/* Every operation on a source's stream pins it and lets go once, on the
+ * success paths and on the failures after the lookup alike. */
+RIFT_TEST(stream_source_pins_each_operation) {
+    srvfix f;
+    CHECK(fix_init(&f, NULL));
+    counting_source cs = {0};
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    const char *subj[] = {"game.>"};
+    ss.subjects = subj;
+    ss.subjects_count = 1;
+    CHECK_OK(rift_stream_new(&cs.st, &ss, NULL));
+    f.settings.stream_source =
+        (rift_server_stream_source){src_acquire, src_release, &cs};
+    CHECK(fix_start(&f));
+    rawcli *c = rc_login(f.loop, &f.addr, f.addrlen, f.ca, "plugin");
+    CHECK(c != NULL);
+    CHECK_EQ_U64(stored(c, "extra", "game.x", "one"), 1);
+    CHECK(open_ok(c, "extra", "reader", "game.>"));
+    got g;
+    CHECK(fetch(c, "extra", "reader", 4, &g));
+    CHECK_EQ_INT(g.n, 1);
+    CHECK_EQ_STR(g.payload[0], "one");
+    uint8_t buf[512];
+    CHECK(expect_ok_end(send_one(c, buf, b_ack(buf, "extra", "reader", 1))));
+    /* Failures after the lookup. */
+    CHECK(error_one(c, buf, b_fetch(buf, "extra", "nobody", 1), 2,
+                    "consumer does not exist"));
+    CHECK(error_one(c, buf, b_ack(buf, "extra", "nobody", 1), 2,
+                    "consumer does not exist"));
+    CHECK(error_one(c, buf, b_fetch(buf, "elsewhere", "w", 1), 2,
+                    "unknown stream"));
+    CHECK(rc_run(c, all_released, &cs, 5000));
+    CHECK_EQ_INT(atomic_load(&cs.acquired), 6);
+    CHECK_EQ_INT(atomic_load(&cs.appended), 1); /* the one STORED publish */
+    rc_free(c);
+    rift_server_del(f.srv);
+    f.srv = NULL;
+    rift_stream_del(cs.st);
     fix_fini(&f);
 }

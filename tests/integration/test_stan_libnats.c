@@ -87,7 +87,8 @@ typedef struct seen {
     uint64_t seqs[256];
     bool redelivered[256];
     size_t n;
-    bool ack; /* acknowledge in the callback */
+    bool ack;  /* acknowledge in the callback */
+    bool done; /* the subscription's last callback has returned */
 } seen;
 
 static void seen_init(seen *s, bool ack) {
@@ -114,6 +115,30 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
         stanSubscription_AckMsg(sub, msg);
     }
     stanMsg_Destroy(msg);
+}
+
+static void on_complete(void *closure) {
+    seen *s = closure;
+    pthread_mutex_lock(&s->mu);
+    s->done = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* unsubscribe_wait unsubscribes |sub| and waits until libnats is done
+ * calling back with |s|, which may then go out of scope. */
+static void unsubscribe_wait(stanSubscription *sub, seen *s) {
+    stanSubscription_Unsubscribe(sub);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (!s->done && rc == 0) {
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+    }
+    pthread_mutex_unlock(&s->mu);
+    stanSubscription_Destroy(sub);
 }
 
 /* wait_n waits until |s| saw at least |n| messages. */
@@ -200,11 +225,13 @@ RIFT_TEST(publish_sync_async_and_start_positions) {
         stanSubscription *sub = NULL;
         CHECK(stanConnection_Subscribe(&sub, sc, "orders", on_msg, &s, so) ==
               NATS_OK);
+        CHECK(stanSubscription_SetOnCompleteCB(sub, on_complete, &s) ==
+              NATS_OK);
         stanSubOptions_Destroy(so);
         CHECK(wait_n(&s, 1));
         CHECK_EQ_U64(s.seqs[0], cases[i].first);
-        stanSubscription_Unsubscribe(sub);
-        stanSubscription_Destroy(sub);
+        /* |s| ends with this iteration: no callback may still use it. */
+        unsubscribe_wait(sub, &s);
     }
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
@@ -302,4 +329,119 @@ RIFT_TEST(queue_group_and_redelivery) {
     /* One test per process: release libnats' global state (threads, and
      * what LeakSanitizer would report). */
     nats_CloseAndWait(5000);
+}
+
+/* subscribe_with: manual acks, the given ack wait (ms) and max in flight;
+ * a queue subscription when |queue|, a durable when |durable|. */
+static stanSubscription *subscribe_with(stanConnection *sc, const char *ch,
+                                        const char *queue, const char *durable,
+                                        int64_t ack_wait_ms, int inflight,
+                                        seen *s) {
+    stanSubOptions *so = NULL;
+    stanSubscription *sub = NULL;
+    if (stanSubOptions_Create(&so) != NATS_OK) {
+        return NULL;
+    }
+    stanSubOptions_DeliverAllAvailable(so);
+    stanSubOptions_SetManualAckMode(so, true);
+    stanSubOptions_SetAckWait(so, ack_wait_ms);
+    stanSubOptions_SetMaxInflight(so, inflight);
+    if (durable) {
+        stanSubOptions_SetDurableName(so, durable);
+    }
+    natsStatus st =
+        queue
+            ? stanConnection_QueueSubscribe(&sub, sc, ch, queue, on_msg, s, so)
+            : stanConnection_Subscribe(&sub, sc, ch, on_msg, s, so);
+    stanSubOptions_Destroy(so);
+    return st == NATS_OK ? sub : NULL;
+}
+
+static double mono_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+RIFT_TEST(leaving_queue_member_hands_its_pending_on_at_once) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stanConnection *sc = connect_as(&fx, "libnats-qleave");
+    CHECK(sc != NULL);
+    /* A takes five and never acknowledges them (ack wait 30 s). */
+    seen sa, sb;
+    seen_init(&sa, false);
+    seen_init(&sb, true);
+    stanSubscription *a =
+        subscribe_with(sc, "ql", "workers", NULL, 30000, 10, &sa);
+    CHECK(a != NULL);
+    CHECK_OK(pub(sc, "ql", 1, 5));
+    CHECK(wait_n(&sa, 5));
+    stanSubscription *b =
+        subscribe_with(sc, "ql", "workers", NULL, 30000, 2, &sb);
+    CHECK(b != NULL);
+    double t0 = mono_s();
+    CHECK(stanSubscription_Close(a) == NATS_OK);
+    /* B gets all five at once, flagged, past its max in flight of 2. */
+    CHECK(wait_n(&sb, 5));
+    double took = mono_s() - t0;
+    printf("a leaving member's 5 pending reached the other in %.3f s\n", took);
+    CHECK(took < 5.0);
+    bool got[6] = {false};
+    for (size_t i = 0; i < 5; i++) {
+        CHECK(sb.redelivered[i]);
+        CHECK(sb.seqs[i] >= 1 && sb.seqs[i] <= 5);
+        got[sb.seqs[i]] = true;
+    }
+    for (int i = 1; i <= 5; i++) {
+        CHECK(got[i]);
+    }
+    stanSubscription_Destroy(a);
+    stanSubscription_Unsubscribe(b);
+    stanSubscription_Destroy(b);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    fx_stop(&fx);
+    nats_CloseAndWait(5000); /* libnats' global state */
+}
+
+RIFT_TEST(resumed_durable_takes_the_new_ack_wait_and_max_in_flight) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stanConnection *sc = connect_as(&fx, "libnats-redur");
+    CHECK(sc != NULL);
+    CHECK_OK(pub(sc, "rd", 1, 3));
+    /* First: ack wait 30 s, max in flight 1; 1 is delivered, not acked. */
+    seen s1;
+    seen_init(&s1, false);
+    stanSubscription *sub =
+        subscribe_with(sc, "rd", NULL, "dur", 30000, 1, &s1);
+    CHECK(sub != NULL);
+    CHECK(wait_n(&s1, 1));
+    CHECK_EQ_U64(s1.seqs[0], 1);
+    CHECK(stanSubscription_Close(sub) == NATS_OK); /* keeps the durable */
+    stanSubscription_Destroy(sub);
+    /* Resumed with ack wait 1 s and max in flight 3: 2 and 3 flow although
+     * 1 is still pending, and 1 comes back after about a second, not 30. */
+    seen s2;
+    seen_init(&s2, false);
+    double t0 = mono_s();
+    sub = subscribe_with(sc, "rd", NULL, "dur", 1000, 3, &s2);
+    CHECK(sub != NULL);
+    CHECK(wait_n(&s2, 3));
+    double took = mono_s() - t0;
+    bool one_again = false, two = false, three = false;
+    for (size_t i = 0; i < 3; i++) {
+        one_again |= s2.seqs[i] == 1 && s2.redelivered[i];
+        two |= s2.seqs[i] == 2;
+        three |= s2.seqs[i] == 3;
+    }
+    CHECK(one_again && two && three);
+    CHECK(took < 8.0);
+    stanSubscription_Unsubscribe(sub);
+    stanSubscription_Destroy(sub);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    fx_stop(&fx);
+    nats_CloseAndWait(5000); /* libnats' global state */
 }

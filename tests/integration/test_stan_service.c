@@ -5,7 +5,9 @@
  * NATS server: connect rules, publish and PubAck, every start position,
  * max in flight, ack-wait redelivery, durables across close and
  * unsubscribe, queue groups, the original's error texts, hostile input,
- * and a file store across a restart.
+ * a file store across a restart (messages, durables, and the sessions:
+ * clients and live subscriptions), the heartbeat timeout and the
+ * duplicate-ID probe that leaves the service serving.
  */
 // labels: threads
 #include "rift/broker.h"
@@ -13,7 +15,10 @@
 #include "stan_cli.h"
 #include "test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #define SEC     1000000000ll
 #define CLUSTER "test-cluster"
@@ -539,4 +544,185 @@ RIFT_TEST(pings_after_restart_report_the_lost_connection) {
     CHECK_EQ_STR(c.error, "stan: invalid publish request");
     stan_cli_vanish(&c);
     fx_stop(&fx);
+}
+
+/* ---- Heartbeat timeout, the asynchronous duplicate probe, sessions ---- */
+
+static rift_stan *counted_svc;
+static size_t counted_clients;
+
+static bool clients_are(void *arg) {
+    (void)arg;
+    rift_stan_counts c;
+    rift_stan_get_counts(counted_svc, &c);
+    return c.clients == counted_clients;
+}
+
+static int64_t mono_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+RIFT_TEST(heartbeat_miss_is_counted_at_the_timeout) {
+    rift_stan_settings s;
+    rift_stan_settings_default(&s);
+    s.hb_interval_ms = 1500;
+    s.hb_timeout_ms = 100;
+    s.hb_fail_count = 0; /* the first miss closes */
+    fixture fx = {0};
+    CHECK_OK(fx_start_with(&fx, &s));
+    stan_cli alive, silent;
+    CHECK_OK(stan_cli_connect(&alive, fx.broker, CLUSTER, "alive", true));
+    int64_t t0 = mono_ms();
+    CHECK_OK(stan_cli_connect(&silent, fx.broker, CLUSTER, "silent", false));
+    /* Probed at 1.5 s, missed at 1.6 s. Counting a probe as missed only
+     * at the next round would keep it until 3 s. */
+    counted_svc = fx.svc;
+    counted_clients = 1;
+    bool closed = rift_test_wait_until(clients_are, NULL, 2600);
+    int64_t took = mono_ms() - t0;
+    int ping_alive = stan_cli_ping(&alive, NULL);
+    int ping_silent = stan_cli_ping(&silent, NULL);
+    stan_cli_vanish(&alive);
+    stan_cli_vanish(&silent);
+    fx_stop(&fx);
+    CHECK(closed);
+    CHECK(took >= 1500);
+    CHECK_OK(ping_alive); /* answered its probe: kept */
+    CHECK_EQ_INT(ping_silent, -1);
+}
+
+typedef struct dup_connect {
+    rift_broker *broker;
+    stan_cli cli;
+    int rc;
+    atomic_bool done;
+} dup_connect;
+
+static void *dup_connect_main(void *arg) {
+    dup_connect *d = arg;
+    d->rc = stan_cli_connect(&d->cli, d->broker, CLUSTER, "same", false);
+    atomic_store(&d->done, true);
+    return NULL;
+}
+
+RIFT_TEST(duplicate_probe_does_not_block_the_service) {
+    fixture fx = {0};
+    CHECK_OK(fx_start(&fx));
+    stan_cli old, other;
+    /* The registered "same" does not answer its heartbeat inbox: the
+     * probe runs its full 500 ms. */
+    CHECK_OK(stan_cli_connect(&old, fx.broker, CLUSTER, "same", false));
+    CHECK_OK(stan_cli_connect(&other, fx.broker, CLUSTER, "other", false));
+    dup_connect d = {.broker = fx.broker};
+    atomic_init(&d.done, false);
+    pthread_t t;
+    int64_t t0 = mono_ms();
+    CHECK(pthread_create(&t, NULL, dup_connect_main, &d) == 0);
+    int pings = 0, ping_errors = 0;
+    int64_t worst = 0;
+    while (!atomic_load(&d.done) && mono_ms() - t0 < 5000) {
+        int64_t p0 = mono_ms();
+        ping_errors += stan_cli_ping(&other, NULL) != 0;
+        int64_t rtt = mono_ms() - p0;
+        worst = rtt > worst ? rtt : worst;
+        pings++;
+    }
+    pthread_join(t, NULL);
+    int64_t took = mono_ms() - t0;
+    int old_ping = stan_cli_ping(&old, NULL); /* replaced */
+    stan_cli_vanish(&d.cli);
+    stan_cli_vanish(&old);
+    stan_cli_vanish(&other);
+    fx_stop(&fx);
+    CHECK_OK(d.rc);
+    CHECK(took >= 450);
+    CHECK(pings >= 3);
+    CHECK_EQ_INT(ping_errors, 0);
+    printf("pings during the probe: %d, slowest %lld ms\n", pings,
+           (long long)worst);
+    CHECK(worst < 300); /* a blocking probe: about 500 */
+    CHECK_EQ_INT(old_ping, -1);
+}
+
+static char *sessions_path(const char *dir) {
+    static char p[4200];
+    snprintf(p, sizeof p, "%s/.sessions", dir);
+    return p;
+}
+
+RIFT_TEST(file_store_restores_sessions) {
+    char *dir = rift_test_tmpdir();
+    CHECK(dir != NULL);
+    rift_stan_settings s;
+    rift_stan_settings_default(&s);
+    s.dir = dir;
+    fixture fx = {0};
+    CHECK_OK(fx_start_with(&fx, &s));
+    stan_cli c;
+    CHECK_OK(stan_cli_connect(&c, fx.broker, CLUSTER, "keeper", true));
+    stan_cli_sub plain, dur;
+    stan_cli_sub_opts po = {.start = RIFT_STAN_FIRST, .ack_wait_s = 60};
+    stan_cli_sub_opts dop = {
+        .start = RIFT_STAN_FIRST, .durable = "d", .ack_wait_s = 60};
+    CHECK_OK(stan_cli_subscribe(&c, "live", &po, &plain));
+    CHECK_OK(stan_cli_subscribe(&c, "live", &dop, &dur));
+    CHECK_OK(publish_n(&c, "live", 1, 2));
+    stan_cli_msg m;
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(stan_cli_next(&plain, STAN_CLI_TIMEOUT_NS, &m));
+        stan_cli_ack(&c, &plain, "live", m.sequence);
+        CHECK_OK(stan_cli_next(&dur, STAN_CLI_TIMEOUT_NS, &m));
+    }
+    stan_cli_ack(&c, &dur, "live", 1); /* 2 stays unacknowledged */
+    CHECK_OK(stan_cli_ping(&c, NULL)); /* orders the acks before the stop */
+    struct stat st;
+    CHECK(stat(sessions_path(dir), &st) == 0);
+    CHECK_EQ_INT((int)(st.st_mode & 0777), 0600);
+    rift_stan_stop(fx.svc); /* the client and its inboxes stay */
+
+    CHECK_OK(rift_stan_start(&fx.svc, fx.broker, &s, NULL));
+    rift_stan_counts n;
+    rift_stan_get_counts(fx.svc, &n);
+    CHECK_EQ_U64(n.clients, 1);
+    CHECK_EQ_U64(n.subscriptions, 2);
+    CHECK_OK(stan_cli_ping(&c, NULL)); /* its old conn_id */
+    CHECK_OK(stan_cli_publish(&c, "live", "m3"));
+    /* Both deliver to their old inboxes; the durable's unacknowledged 2
+     * comes first, redelivered. */
+    CHECK_OK(stan_cli_next(&plain, STAN_CLI_TIMEOUT_NS, &m));
+    CHECK_EQ_U64(m.sequence, 3);
+    CHECK(!m.redelivered);
+    stan_cli_ack(&c, &plain, "live", 3);
+    CHECK_OK(stan_cli_next(&dur, STAN_CLI_TIMEOUT_NS, &m));
+    CHECK_EQ_U64(m.sequence, 2);
+    CHECK(m.redelivered);
+    CHECK_OK(stan_cli_next(&dur, STAN_CLI_TIMEOUT_NS, &m));
+    CHECK_EQ_U64(m.sequence, 3);
+    /* The old ack inbox still names the subscription. */
+    CHECK_OK(stan_cli_unsubscribe(&c, &plain, "live", false));
+    rift_stan_stop(fx.svc);
+
+    /* A torn tail is dropped and reported, never a refused start. */
+    FILE *f = fopen(sessions_path(dir), "ab");
+    CHECK(f != NULL);
+    fwrite("\x40\x00\x00\x00\x01\x02", 1, 6, f);
+    fclose(f);
+    CHECK_OK(rift_stan_start(&fx.svc, fx.broker, &s, NULL));
+    rift_stan_get_counts(fx.svc, &n);
+    CHECK_EQ_U64(n.clients, 1);
+    CHECK_EQ_U64(n.subscriptions, 1); /* the durable; plain unsubscribed */
+    CHECK_OK(stan_cli_ping(&c, NULL));
+    /* Closing the client removes its registration for good. */
+    CHECK_OK(stan_cli_close(&c));
+    rift_stan_stop(fx.svc);
+    CHECK_OK(rift_stan_start(&fx.svc, fx.broker, &s, NULL));
+    rift_stan_get_counts(fx.svc, &n);
+    CHECK_EQ_U64(n.clients, 0);
+    CHECK_EQ_U64(n.subscriptions, 0);
+    CHECK_EQ_INT(stan_cli_ping(&c, NULL), -1);
+    rift_sub_close(dur.inbox_sub);
+    fx_stop(&fx);
+    rift_test_rmdir(dir);
 }

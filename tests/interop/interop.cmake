@@ -42,4 +42,5 @@ list(APPEND RIFT_TEST_ENV
     "NI_C_CLIENT=${ni_c_client}"
     "NI_NODE=$<$<BOOL:${RIFT_NODE}>:${RIFT_NODE}>"
     "NI_JS_CLIENT=${ni_dir}/js/nats-interop.mjs"
+    "NI_STAN_JS_CLIENT=${ni_dir}/js/stan-interop.js"
     "NI_NATS_SERVER=$<$<BOOL:${RIFT_NATS_SERVER}>:${RIFT_NATS_SERVER}>")

@@ -2,7 +2,8 @@
  * test_config_streaming.c — the `streaming` table of riftd's
  * configuration (src/lua/config_streaming.c into config/config_streaming.h):
  * absent means off, defaults, every key read, the file store under
- * data_dir, and the refusals with their texts.
+ * data_dir, the refusals with their texts, and the nats_server URL
+ * (accepted forms, credentials masked in what is shown).
  */
 #include "lua/config_eval.h"
 #include "test.h"
@@ -85,9 +86,13 @@ RIFT_TEST(refusals) {
                  "streaming.dir: required with store = \"file\" when "
                  "data_dir is not set");
     CHECK_EQ_STR(
-        load_error("return { streaming = { nats_server = 'nats://x:4222' } }"),
-        "streaming.nats_server: serving through an external NATS server is "
-        "not supported yet");
+        load_error("return { streaming = { nats_server = 'http://x:4222' } }"),
+        "streaming.nats_server: unknown scheme (expected "
+        "nats://[user:password@]host[:port] or tls://...)");
+    CHECK_EQ_STR(
+        load_error("return { streaming = { nats_server = 'nats://x:0' } }"),
+        "streaming.nats_server: invalid port (expected "
+        "nats://[user:password@]host[:port] or tls://...)");
     CHECK_EQ_STR(load_error("return { streaming = { discover_prefix = 'a.>' "
                             "} }"),
                  "streaming.discover_prefix: invalid subject");
@@ -97,6 +102,53 @@ RIFT_TEST(refusals) {
                  "patterns");
     CHECK_EQ_STR(load_error("return { streaming = 5 }"),
                  "streaming: expected a table");
+}
+
+RIFT_TEST(nats_server_url) {
+    rift_config cfg;
+    CHECK_OK(load("return { streaming = { nats_server = "
+                  "'nats://u:p@127.0.0.1:4222' } }",
+                  &cfg, NULL));
+    bool kept =
+        strcmp(cfg.streaming.nats_server, "nats://u:p@127.0.0.1:4222") == 0;
+    rift_config_free(&cfg);
+    CHECK(kept);
+    static const struct {
+        const char *url, *shown;
+    } ok[] = {
+        {"nats://h", "nats://h"},
+        {"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+        {"tls://nats.example:4443", "tls://nats.example:4443"},
+        {"nats://alice:s3cr@t@h:1", "nats://***@h:1"},
+        {"nats://tok3n@[::1]:4222", "nats://***@[::1]:4222"},
+    };
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(ok); i++) {
+        char shown[128];
+        rift_error err = {0};
+        CHECK_MSG(
+            rift_stan_nats_url_check(ok[i].url, shown, sizeof shown, &err) == 0,
+            "%s: %s", ok[i].url, err.text);
+        CHECK_EQ_STR(shown, ok[i].shown);
+    }
+    static const char *const bad[] = {
+        "",
+        "nats://",
+        "nats://:4222",
+        "nats://h:65536",
+        "nats://h:x",
+        "nats://a,nats://b",
+        "nats://h/p",
+        "nats://[::1",
+        "nats://pa ss@h",
+    };
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(bad); i++) {
+        rift_error err = {0};
+        CHECK_MSG(rift_stan_nats_url_check(bad[i], NULL, 0, &err) ==
+                      RIFT_ERR_INVALID_CONFIG,
+                  "%s accepted", bad[i]);
+        /* The text never repeats the URL: it may hold a password. */
+        CHECK(strstr(err.text, "pa ss") == NULL);
+    }
 }
 
 RIFT_TEST(equality_for_reload) {

@@ -15,9 +15,12 @@ int rift_cmd_req(int argc, char **argv);
 int rift_cmd_reply(int argc, char **argv);
 int rift_cmd_bench(int argc, char **argv);
 int rift_cmd_store(int argc, char **argv);
+int rift_cmd_stan(int argc, char **argv);
 int rift_cmd_status(int argc, char **argv);
 int rift_cmd_stream(int argc, char **argv);
 int rift_cmd_consumer(int argc, char **argv);
+/* cmd_stan_import.c: `rift stan import`, called by rift_cmd_stan. */
+int rift_cmd_stan_import(int argc, char **argv);
 int rift_cmd_certs(int argc, char **argv);
 
 #endif /* RIFT_TOOLS_CMD_H */

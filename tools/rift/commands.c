@@ -22,6 +22,8 @@ static const struct {
     {"status", rift_cmd_status, "show riftd's status"},
     {"stream", rift_cmd_stream, "publish to, inspect or replay a stream"},
     {"consumer", rift_cmd_consumer, "open, fetch, ack or delete a consumer"},
+    {"stan", rift_cmd_stan,
+     "show NATS Streaming clients and channels, or import a store"},
     {"bench", rift_cmd_bench,
      "measure throughput and latency (like nats bench)"},
     {"store", rift_cmd_store, "verify or repair a stream directory"},

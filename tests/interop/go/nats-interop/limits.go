@@ -59,7 +59,7 @@ func (c *stallConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
-// slowConsumer: the server's max_pending is 16 MiB (the harness's
+// slowConsumer: the server's max_pending is 32 MiB (the harness's
 // config). A subscriber stops reading; the publisher sends 64 MiB; the
 // server must cut the subscriber off, never stall the publisher, and a
 // healthy subscriber must get every message.
