@@ -7,6 +7,7 @@
  * once for memory, from the writer thread's completion for files.
  */
 #include "stan/internal.h"
+#include "stan/names.h"
 
 #include "subject/subject.h"
 
@@ -17,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_DIR_NAME 240
+#define MAX_DIR_NAME STAN_MAX_DIR_NAME
 
 typedef struct pub_ctx {
     rift_stan *svc;
@@ -34,31 +35,6 @@ static stan_channel *channel_find(rift_stan *svc, rift_stan_str name) {
         }
     }
     return NULL;
-}
-
-/* dir_name writes the channel's directory name into |out|; false when it
- * would be longer than MAX_DIR_NAME. */
-static bool dir_name(rift_stan_str name, char *out, size_t cap) {
-    static const char hex[] = "0123456789abcdef";
-    size_t n = 0;
-    for (size_t i = 0; i < name.len; i++) {
-        unsigned char c = (unsigned char)name.p[i];
-        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                     (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                     (c == '.' && i > 0);
-        if (n + 4 > cap || n + 3 > MAX_DIR_NAME) {
-            return false;
-        }
-        if (plain) {
-            out[n++] = (char)c;
-        } else {
-            out[n++] = '%';
-            out[n++] = hex[c >> 4];
-            out[n++] = hex[c & 15];
-        }
-    }
-    out[n] = '\0';
-    return true;
 }
 
 rift_stan_limits stan_limits_for(const rift_stan *svc, rift_stan_str name) {
@@ -111,7 +87,7 @@ static int open_stream(rift_stan *svc, stan_channel *ch, rift_stan_str name,
     char path[4096];
     if (svc->dir) {
         char dn[MAX_DIR_NAME + 4];
-        if (!dir_name(name, dn, sizeof dn)) {
+        if (!stan_dir_name(name.p, name.len, dn, sizeof dn)) {
             return rift_error_set(err, RIFT_ERR_INVALID_SUBJECT,
                                   STAN_ERR_INVALID_SUBJECT);
         }
@@ -331,8 +307,8 @@ void stan_channels_expire(rift_stan *svc, uint64_t now_ms) {
         svc->nchannels--;
         char path[4400] = "";
         char dn[MAX_DIR_NAME + 4];
-        if (svc->dir && dir_name((rift_stan_str){ch->name, strlen(ch->name)},
-                                 dn, sizeof dn)) {
+        if (svc->dir &&
+            stan_dir_name(ch->name, strlen(ch->name), dn, sizeof dn)) {
             snprintf(path, sizeof path, "%s/%s", svc->dir, dn);
         }
         rift_log(RIFT_LOG_INFO, "stan: channel %s removed after inactivity",

@@ -9,6 +9,7 @@
 
 #include "rift/stream.h"
 #include "stan/import_internal.h"
+#include "stan/names.h"
 #include "store/format.h"
 #include "subject/subject.h"
 
@@ -22,33 +23,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_DIR_NAME   240
+#define MAX_DIR_NAME   STAN_MAX_DIR_NAME
 #define MAX_SERVER_REC 65536
 
-/* dir_name must give the name channels.c's dir_name gives (bytes outside
- * [A-Za-z0-9._-], and a leading '.', as %XX): the STAN service opens the
- * imported directory by it. test_stan_import checks one end to end. */
+/* dir_name is the service's stan_dir_name (the STAN service opens the
+ * imported directory by it) for a NUL-terminated, non-empty name. */
 static bool dir_name(const char *name, char *out, size_t cap) {
-    static const char hex[] = "0123456789abcdef";
-    size_t n = 0;
-    for (size_t i = 0; name[i]; i++) {
-        unsigned char c = (unsigned char)name[i];
-        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                     (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                     (c == '.' && i > 0);
-        if (n + 4 > cap || n + 3 > MAX_DIR_NAME) {
-            return false;
-        }
-        if (plain) {
-            out[n++] = (char)c;
-        } else {
-            out[n++] = '%';
-            out[n++] = hex[c >> 4];
-            out[n++] = hex[c & 15];
-        }
-    }
-    out[n] = '\0';
-    return n > 0;
+    return name[0] && stan_dir_name(name, strlen(name), out, cap);
 }
 
 /* read_server checks server.dat: the version, then exactly one ServerInfo
@@ -124,15 +105,10 @@ static int count_clients(const char *src, rift_stan_import_report *rep,
     stan_imp_reader r;
     int rc = stan_imp_reader_init(&r, f, path, true, 0xFFFFFF, NULL, err);
     uint64_t adds = 0, dels = 0;
-    while (rc == 0) {
-        uint8_t type;
-        const uint8_t *p;
-        size_t len;
-        int n = stan_imp_reader_next(&r, &type, &p, &len, err);
-        if (n <= 0) {
-            rc = n;
-            break;
-        }
+    uint8_t type;
+    const uint8_t *p;
+    size_t len;
+    while (stan_imp_reader_more(&r, &type, &p, &len, &rc, err)) {
         stan_imp_str id;
         const char *why = "unknown client record type";
         if ((type != STAN_IMP_CLIENT_ADD && type != STAN_IMP_CLIENT_DEL) ||

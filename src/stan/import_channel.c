@@ -6,6 +6,7 @@
  * (names as in subs.c: "d-<client>-<durable>", "q-<durable>:<group>").
  */
 #include "stan/import_internal.h"
+#include "stan/names.h"
 
 #include "stan/proto.h"
 #include "subject/subject.h"
@@ -97,15 +98,10 @@ static int import_slice(stan_imp_out *o, const char *path, const char *channel,
     stan_imp_reader r;
     int rc = stan_imp_reader_init(&r, f, path, false, MAX_MSG_RECORD, mem, err);
     size_t chlen = strlen(channel);
-    while (rc == 0) {
-        uint8_t type;
-        const uint8_t *p;
-        size_t len;
-        int n = stan_imp_reader_next(&r, &type, &p, &len, err);
-        if (n <= 0) {
-            rc = n;
-            break;
-        }
+    uint8_t type;
+    const uint8_t *p;
+    size_t len;
+    while (stan_imp_reader_more(&r, &type, &p, &len, &rc, err)) {
         rift_stan_msg_proto m;
         rift_error pe = {0};
         if (rift_stan_decode_msg_proto(p, len, &m, &pe) != 0) {
@@ -143,24 +139,6 @@ static int import_slice(stan_imp_out *o, const char *path, const char *channel,
 
 /* ---- Durable subscriptions ---- */
 
-/* append_safe as subs.c's: bytes outside [A-Za-z0-9_.-] as %XX. */
-static void append_safe(char *out, size_t cap, size_t *n, const char *s,
-                        size_t len) {
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < len && *n + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.') {
-            out[(*n)++] = (char)c;
-        } else {
-            out[(*n)++] = '%';
-            out[(*n)++] = hex[c >> 4];
-            out[(*n)++] = hex[c & 15];
-        }
-    }
-    out[*n] = '\0';
-}
-
 /*
  * consumer_name gives the durable consumer the STAN service would use for
  * |s|, or false for a subscription that is not durable. In the store a
@@ -176,22 +154,16 @@ static bool consumer_name(const stan_imp_sub *s, char *out, size_t cap) {
         if (!s->client_id[0]) {
             return false;
         }
-        append_safe(out, cap, &n, "d-", 2);
-        append_safe(out, cap, &n, s->client_id, strlen(s->client_id));
-        append_safe(out, cap, &n, "-", 1);
-        append_safe(out, cap, &n, s->durable, strlen(s->durable));
+        stan_durable_name(out, cap, &n, s->client_id, strlen(s->client_id),
+                          s->durable, strlen(s->durable));
     } else if (s->q_group[0] && s->is_durable) {
         const char *colon = strchr(s->q_group, ':');
         if (!colon || colon == s->q_group) {
             return false;
         }
-        append_safe(out, cap, &n, "q-", 2);
-        append_safe(out, cap, &n, s->q_group, (size_t)(colon - s->q_group));
-        if (n + 2 < cap) {
-            out[n++] = ':';
-            out[n] = '\0';
-        }
-        append_safe(out, cap, &n, colon + 1, strlen(colon + 1));
+        stan_queue_durable_name(out, cap, &n, s->q_group,
+                                (size_t)(colon - s->q_group), colon + 1,
+                                strlen(colon + 1));
     } else {
         return false;
     }

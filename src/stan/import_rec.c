@@ -78,6 +78,19 @@ int stan_imp_reader_init(stan_imp_reader *r, FILE *f, const char *path,
     return 0;
 }
 
+bool stan_imp_reader_more(stan_imp_reader *r, uint8_t *type, const uint8_t **p,
+                          size_t *len, int *rc, rift_error *err) {
+    if (*rc != 0) {
+        return false;
+    }
+    int n = stan_imp_reader_next(r, type, p, len, err);
+    if (n <= 0) {
+        *rc = n;
+        return false;
+    }
+    return true;
+}
+
 int stan_imp_reader_next(stan_imp_reader *r, uint8_t *type, const uint8_t **p,
                          size_t *len, rift_error *err) {
     uint8_t h[STAN_IMP_REC_HEADER];

@@ -76,6 +76,11 @@ int stan_imp_reader_init(stan_imp_reader *r, FILE *f, const char *path,
  */
 int stan_imp_reader_next(stan_imp_reader *r, uint8_t *type, const uint8_t **p,
                          size_t *len, rift_error *err);
+/* stan_imp_reader_more is the loop form of stan_imp_reader_next: true with
+ * a record while *|rc| is 0; false at the end or on an error, which it
+ * leaves in *|rc|. An *|rc| set by the loop body ends the loop too. */
+bool stan_imp_reader_more(stan_imp_reader *r, uint8_t *type, const uint8_t **p,
+                          size_t *len, int *rc, rift_error *err);
 void stan_imp_reader_free(stan_imp_reader *r);
 
 /* ---- The protobuf messages (spb/protocol.proto of the original) ---- */

@@ -277,15 +277,10 @@ int stan_imp_subs_read(stan_imp_subs *t, FILE *f, const char *path,
     stan_imp_reader r;
     /* Typed records carry 24 bits of size. */
     int rc = stan_imp_reader_init(&r, f, path, true, 0xFFFFFF, mem, err);
-    while (rc == 0) {
-        uint8_t type;
-        const uint8_t *p;
-        size_t len;
-        int n = stan_imp_reader_next(&r, &type, &p, &len, err);
-        if (n <= 0) {
-            rc = n;
-            break;
-        }
+    uint8_t type;
+    const uint8_t *p;
+    size_t len;
+    while (stan_imp_reader_more(&r, &type, &p, &len, &rc, err)) {
         t->records++;
         rc = apply(t, type, p, len, path, r.at, err);
     }

@@ -12,6 +12,7 @@
  * channel is opened again (their clients cannot resume them).
  */
 #include "stan/internal.h"
+#include "stan/names.h"
 
 #include "subject/subject.h"
 
@@ -43,21 +44,8 @@ static bool literal_ok(rift_stan_str s) {
            rift_subject_valid(s.p, s.len, false, RIFT_MAX_SUBJECT_BYTES);
 }
 
-/* append_safe appends |s| with bytes outside [A-Za-z0-9_.-] as %XX. */
 static void append_safe(char *out, size_t cap, size_t *n, rift_stan_str s) {
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < s.len && *n + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s.p[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.') {
-            out[(*n)++] = (char)c;
-        } else {
-            out[(*n)++] = '%';
-            out[(*n)++] = hex[c >> 4];
-            out[(*n)++] = hex[c & 15];
-        }
-    }
-    out[*n] = '\0';
+    stan_append_safe(out, cap, n, s.p, s.len);
 }
 
 /* feed_name builds the consumer name; false when it does not fit. */
@@ -66,18 +54,17 @@ static bool feed_name(rift_stan *svc, const rift_stan_sub_req *q, char *out,
     size_t n = 0;
     char serial[32];
     if (q->q_group.len) {
-        append_safe(out, cap, &n,
-                    (rift_stan_str){q->durable_name.len ? "q-" : "g-", 2});
         if (q->durable_name.len) {
-            append_safe(out, cap, &n, q->durable_name);
-            out[n++] = ':';
+            stan_queue_durable_name(out, cap, &n, q->durable_name.p,
+                                    q->durable_name.len, q->q_group.p,
+                                    q->q_group.len);
+        } else {
+            append_safe(out, cap, &n, (rift_stan_str){"g-", 2});
+            append_safe(out, cap, &n, q->q_group);
         }
-        append_safe(out, cap, &n, q->q_group);
     } else if (q->durable_name.len) {
-        append_safe(out, cap, &n, (rift_stan_str){"d-", 2});
-        append_safe(out, cap, &n, q->client_id);
-        append_safe(out, cap, &n, (rift_stan_str){"-", 1});
-        append_safe(out, cap, &n, q->durable_name);
+        stan_durable_name(out, cap, &n, q->client_id.p, q->client_id.len,
+                          q->durable_name.p, q->durable_name.len);
     } else {
         int k =
             snprintf(serial, sizeof serial, "s-%" PRIu64, ++svc->next_serial);

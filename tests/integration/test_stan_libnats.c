@@ -9,6 +9,7 @@
 // labels: threads
 #define NATS_HAS_STREAMING 1
 #include "libnats.h" /* <nats/nats.h>, see tests/CMakeLists.txt */
+#include "stan_fix.h"
 
 #include "natsraw.h"
 #include "stan/stan.h"
@@ -78,82 +79,6 @@ static stanConnection *connect_as(fixture *fx, const char *id) {
         return NULL;
     }
     return sc;
-}
-
-/* What a subscription callback saw, guarded by |mu|. */
-typedef struct seen {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    uint64_t seqs[256];
-    bool redelivered[256];
-    size_t n;
-    bool ack;  /* acknowledge in the callback */
-    bool done; /* the subscription's last callback has returned */
-} seen;
-
-static void seen_init(seen *s, bool ack) {
-    memset(s, 0, sizeof *s);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    s->ack = ack;
-}
-
-static void on_msg(stanConnection *sc, stanSubscription *sub,
-                   const char *channel, stanMsg *msg, void *closure) {
-    (void)sc;
-    (void)channel;
-    seen *s = closure;
-    pthread_mutex_lock(&s->mu);
-    if (s->n < 256) {
-        s->seqs[s->n] = stanMsg_GetSequence(msg);
-        s->redelivered[s->n] = stanMsg_IsRedelivered(msg);
-        s->n++;
-    }
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    if (s->ack) {
-        stanSubscription_AckMsg(sub, msg);
-    }
-    stanMsg_Destroy(msg);
-}
-
-static void on_complete(void *closure) {
-    seen *s = closure;
-    pthread_mutex_lock(&s->mu);
-    s->done = true;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* unsubscribe_wait unsubscribes |sub| and waits until libnats is done
- * calling back with |s|, which may then go out of scope. */
-static void unsubscribe_wait(stanSubscription *sub, seen *s) {
-    stanSubscription_Unsubscribe(sub);
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 5;
-    pthread_mutex_lock(&s->mu);
-    int rc = 0;
-    while (!s->done && rc == 0) {
-        rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
-    }
-    pthread_mutex_unlock(&s->mu);
-    stanSubscription_Destroy(sub);
-}
-
-/* wait_n waits until |s| saw at least |n| messages. */
-static bool wait_n(seen *s, size_t n) {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += WAIT_MS / 1000;
-    pthread_mutex_lock(&s->mu);
-    int rc = 0;
-    while (s->n < n && rc == 0) {
-        rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
-    }
-    bool ok = s->n >= n;
-    pthread_mutex_unlock(&s->mu);
-    return ok;
 }
 
 static int pub(stanConnection *sc, const char *ch, int from, int to) {
