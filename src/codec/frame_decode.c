@@ -6,86 +6,9 @@
  * first failure, which reproduces the original's error precedence. Views
  * point into the input; nothing is copied and nothing is allocated.
  */
-#include "codec/frame.h"
-#include "codec/wire.h"
+#include "codec/field_cursor.h"
 
 #include <string.h>
-
-/* ---- Cursor ---- */
-
-typedef struct cursor {
-    const uint8_t *p;
-    size_t len;
-    size_t pos;
-} cursor;
-
-/* Error paths are cold: keep the formatting out of the inlined checks. */
-static int __attribute__((noinline, cold))
-fail(rift_error *err, const char *text) {
-    return rift_error_set(err, RIFT_ERR_PROTOCOL, "%s", text);
-}
-
-static inline int take_str(cursor *c, const char **s, size_t *n,
-                           rift_error *err) {
-    size_t left = c->len - c->pos;
-    if (RIFT_UNLIKELY(left < 2)) {
-        return fail(err, RIFT_FRAME_ERR_TRUNC);
-    }
-    size_t slen = rift_be16_load(c->p + c->pos);
-    if (RIFT_UNLIKELY(slen > RIFT_FRAME_MAX_STRING || slen > left - 2)) {
-        return fail(err, RIFT_FRAME_ERR_STRLEN);
-    }
-    const uint8_t *sp = c->p + c->pos + 2;
-    if (RIFT_UNLIKELY(!rift_utf8_valid(sp, slen))) {
-        return fail(err, RIFT_FRAME_ERR_UTF8);
-    }
-    *s = (const char *)sp;
-    *n = slen;
-    c->pos += 2 + slen;
-    return 0;
-}
-
-static inline int take_u16(cursor *c, uint16_t *v, rift_error *err) {
-    if (RIFT_UNLIKELY(c->len - c->pos < 2)) {
-        return fail(err, RIFT_FRAME_ERR_TRUNC);
-    }
-    *v = rift_be16_load(c->p + c->pos);
-    c->pos += 2;
-    return 0;
-}
-
-static inline int take_u32(cursor *c, uint32_t *v, rift_error *err) {
-    if (RIFT_UNLIKELY(c->len - c->pos < 4)) {
-        return fail(err, RIFT_FRAME_ERR_TRUNC);
-    }
-    *v = rift_be32_load(c->p + c->pos);
-    c->pos += 4;
-    return 0;
-}
-
-static inline int take_u64(cursor *c, uint64_t *v, rift_error *err) {
-    if (RIFT_UNLIKELY(c->len - c->pos < 8)) {
-        return fail(err, RIFT_FRAME_ERR_TRUNC);
-    }
-    *v = rift_be64_load(c->p + c->pos);
-    c->pos += 8;
-    return 0;
-}
-
-/* The payload is the rest of the body; it may be empty. The cursor is
- * never at a NULL base here because a string was taken before. */
-static inline void take_rest(cursor *c, const uint8_t **p, size_t *n) {
-    *p = c->p + c->pos;
-    *n = c->len - c->pos;
-    c->pos = c->len;
-}
-
-static inline int end(const cursor *c, rift_error *err) {
-    if (RIFT_UNLIKELY(c->pos != c->len)) {
-        return fail(err, RIFT_FRAME_ERR_TRAILING);
-    }
-    return 0;
-}
 
 int rift_frame_take_string(const uint8_t *buf, size_t len, size_t *pos,
                            const char **str, size_t *str_len, rift_error *err) {
@@ -117,7 +40,7 @@ int rift_frame_decode_auth(const uint8_t *fields, size_t len,
     memset(out, 0, sizeof(*out));
     int rc = take_str(&c, &out->token, &out->token_len, err);
     if (rc == 0) {
-        rc = end(&c, err);
+        rc = take_end(&c, err);
     }
     return rc;
 }
@@ -131,7 +54,7 @@ int rift_frame_decode_error(const uint8_t *fields, size_t len,
         rc = take_str(&c, &out->message, &out->message_len, err);
     }
     if (rc == 0) {
-        rc = end(&c, err);
+        rc = take_end(&c, err);
     }
     return rc;
 }
@@ -159,7 +82,7 @@ int rift_frame_decode_subscribe(const uint8_t *fields, size_t len,
         rc = take_str(&c, &out->queue, &out->queue_len, err);
     }
     if (rc == 0) {
-        rc = end(&c, err);
+        rc = take_end(&c, err);
     }
     return rc;
 }
@@ -210,7 +133,7 @@ int rift_frame_decode_stored(const uint8_t *fields, size_t len,
         rc = take_u64(&c, &out->timestamp_ms, err);
     }
     if (rc == 0) {
-        rc = end(&c, err);
+        rc = take_end(&c, err);
     }
     return rc;
 }
@@ -245,7 +168,7 @@ int rift_frame_decode_consumer_open(const uint8_t *fields, size_t len,
         return rc;
     }
     out->decoded = 6;
-    return end(&c, err);
+    return take_end(&c, err);
 }
 
 int rift_frame_decode_consumer_fetch(const uint8_t *fields, size_t len,
@@ -266,7 +189,7 @@ int rift_frame_decode_consumer_fetch(const uint8_t *fields, size_t len,
         return rc;
     }
     out->decoded = 3;
-    return end(&c, err);
+    return take_end(&c, err);
 }
 
 int rift_frame_decode_delivery(const uint8_t *fields, size_t len,
@@ -309,7 +232,7 @@ int rift_frame_decode_ack(const uint8_t *fields, size_t len,
         return rc;
     }
     out->decoded = 3;
-    return end(&c, err);
+    return take_end(&c, err);
 }
 
 /* ---- Dispatch ---- */

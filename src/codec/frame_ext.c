@@ -3,8 +3,8 @@
  * layer), docs/protocol-v1.md "Extensions" E.2. A small cursor of its own
  * keeps frame_decode.c, the v1 hot path, exactly as it was.
  */
+#include "codec/field_cursor.h"
 #include "codec/frame_ext.h"
-#include "codec/wire.h"
 
 #include <string.h>
 
@@ -29,69 +29,12 @@ const char *rift_ext_opcode_name(uint8_t opcode) {
 
 /* ---- Decoding ---- */
 
-typedef struct cur {
-    const uint8_t *p;
-    size_t len;
-    size_t pos;
-} cur;
-
-static int trunc_err(rift_error *err) {
-    return rift_error_set(err, RIFT_ERR_PROTOCOL, "%s", RIFT_FRAME_ERR_TRUNC);
-}
-
-static int take_str(cur *c, const char **s, size_t *n, rift_error *err) {
-    return rift_frame_take_string(c->p, c->len, &c->pos, s, n, err);
-}
-
-static int take_fixed(cur *c, size_t n, const uint8_t **at, rift_error *err) {
-    if (c->len - c->pos < n) {
-        return trunc_err(err);
-    }
-    *at = c->p + c->pos;
-    c->pos += n;
-    return 0;
-}
-
-static int take_u8(cur *c, uint8_t *v, rift_error *err) {
-    const uint8_t *p = NULL;
-    int rc = take_fixed(c, 1, &p, err);
-    if (rc == 0) {
-        *v = p[0];
-    }
-    return rc;
-}
-
-static int take_u32(cur *c, uint32_t *v, rift_error *err) {
-    const uint8_t *p = NULL;
-    int rc = take_fixed(c, 4, &p, err);
-    if (rc == 0) {
-        *v = rift_be32_load(p);
-    }
-    return rc;
-}
-
-static int take_u64(cur *c, uint64_t *v, rift_error *err) {
-    const uint8_t *p = NULL;
-    int rc = take_fixed(c, 8, &p, err);
-    if (rc == 0) {
-        *v = rift_be64_load(p);
-    }
-    return rc;
-}
-
-static int take_end(const cur *c, rift_error *err) {
-    if (c->pos != c->len) {
-        return rift_error_set(err, RIFT_ERR_PROTOCOL, "%s",
-                              RIFT_FRAME_ERR_TRAILING);
-    }
-    return 0;
-}
 
 int rift_frame_decode_consumer_open_ext(const uint8_t *fields, size_t len,
                                         rift_frame_consumer_open_ext *out,
                                         rift_error *err) {
     memset(out, 0, sizeof(*out));
-    cur c = {fields, len, 0};
+    cursor c = {fields, len, 0};
     int rc;
     if ((rc = take_str(&c, &out->stream, &out->stream_len, err)) != 0) {
         return rc;
@@ -116,7 +59,7 @@ int rift_frame_decode_consumer_ref(const uint8_t *fields, size_t len,
                                    rift_frame_consumer_ref *out,
                                    rift_error *err) {
     memset(out, 0, sizeof(*out));
-    cur c = {fields, len, 0};
+    cursor c = {fields, len, 0};
     int rc;
     if ((rc = take_str(&c, &out->stream, &out->stream_len, err)) != 0) {
         return rc;
@@ -132,7 +75,7 @@ int rift_frame_decode_consumer_ref(const uint8_t *fields, size_t len,
 int rift_frame_decode_fetch_wait(const uint8_t *fields, size_t len,
                                  rift_frame_fetch_wait *out, rift_error *err) {
     memset(out, 0, sizeof(*out));
-    cur c = {fields, len, 0};
+    cursor c = {fields, len, 0};
     int rc;
     if ((rc = take_str(&c, &out->stream, &out->stream_len, err)) != 0) {
         return rc;
@@ -154,7 +97,7 @@ int rift_frame_decode_consumer_info(const uint8_t *fields, size_t len,
                                     rift_frame_consumer_info *out,
                                     rift_error *err) {
     memset(out, 0, sizeof(*out));
-    cur c = {fields, len, 0};
+    cursor c = {fields, len, 0};
     int rc;
     if ((rc = take_str(&c, &out->name, &out->name_len, err)) != 0 ||
         (rc = take_str(&c, &out->filter, &out->filter_len, err)) != 0 ||
@@ -174,13 +117,11 @@ int rift_frame_decode_consumer_info(const uint8_t *fields, size_t len,
 int rift_frame_decode_ext_info(const uint8_t *fields, size_t len,
                                rift_frame_ext_info *out, rift_error *err) {
     memset(out, 0, sizeof(*out));
-    cur c = {fields, len, 0};
-    const uint8_t *p = NULL;
+    cursor c = {fields, len, 0};
     int rc;
-    if ((rc = take_fixed(&c, 2, &p, err)) != 0) {
+    if ((rc = take_u16(&c, &out->version, err)) != 0) {
         return rc;
     }
-    out->version = rift_be16_load(p);
     if ((rc = take_str(&c, &out->features, &out->features_len, err)) != 0) {
         return rc;
     }
