@@ -15,16 +15,20 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Bytes read per readiness report before other connections get their
  * turn. */
 #define READ_BUDGET (16 * NATS_READ_CHUNK)
 
+/* Chunks handed to one writev. */
+#define NATS_WRITE_IOV 16
+
 #define MS(x) ((rift_tstamp)(x)*1000000ull)
 
 size_t rift_nats_conn_pending(const nats_conn *c) {
-    return c->out_len - c->out_off;
+    return c->out.pending;
 }
 
 static void mark_dirty(nats_conn *c) {
@@ -35,38 +39,12 @@ static void mark_dirty(nats_conn *c) {
     }
 }
 
-/* Compacts (moves the unsent bytes to the front) only when they are no
- * more than the bytes already sent: a slow reader's backlog of megabytes
- * was moved again on every partial write, and the moves cost more than
- * the writes (perf, 1 -> 4 fan-out). Otherwise the buffer grows; its
- * unsent part stays bounded by max_pending (nats_deliver.c), and past
- * twice that it compacts anyway, so the buffer stays near 2 x max_pending. */
 uint8_t *rift_nats_conn_reserve(nats_conn *c, size_t len) {
-    size_t unsent = c->out_len - c->out_off;
-    if (c->out_cap - c->out_len < len && c->out_off > 0 &&
-        (c->out_off >= unsent ||
-         c->out_len + len > 2 * c->srv->s.max_pending)) {
-        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-        c->out_len -= c->out_off;
-        c->out_off = 0;
-    }
-    if (c->out_cap - c->out_len < len) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
-        while (cap - c->out_len < len) {
-            cap *= 2;
-        }
-        uint8_t *b = rift_realloc(NULL, c->out, cap);
-        if (b == NULL) {
-            return NULL;
-        }
-        c->out = b;
-        c->out_cap = cap;
-    }
-    return c->out + c->out_len;
+    return rift_nats_outq_reserve(&c->out, len);
 }
 
 void rift_nats_conn_commit(nats_conn *c, size_t n) {
-    c->out_len += n;
+    rift_nats_outq_commit(&c->out, n);
     mark_dirty(c);
 }
 
@@ -99,17 +77,21 @@ static bool flush(nats_conn *c) {
     if (c->closing || c->handshaking) {
         return !c->closing;
     }
-    while (c->out_off < c->out_len) {
-        const uint8_t *p = c->out + c->out_off;
-        size_t len = c->out_len - c->out_off;
+    while (c->out.pending > 0) {
+        struct iovec iov[NATS_WRITE_IOV];
+        int cnt = rift_nats_outq_iov(&c->out, iov,
+                                     c->tls != NULL ? 1 : NATS_WRITE_IOV);
         ssize_t n;
         if (c->tls != NULL) {
-            n = gnutls_record_send(c->tls, p, len);
+            /* One record call per chunk (each sends at most one record).
+             * After GNUTLS_E_AGAIN the next call with the same leading
+             * bytes completes the record it had started. */
+            n = gnutls_record_send(c->tls, iov[0].iov_base, iov[0].iov_len);
             if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
                 break;
             }
         } else {
-            n = write(c->fd, p, len);
+            n = writev(c->fd, iov, cnt);
             if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
                 break;
             }
@@ -118,10 +100,9 @@ static bool flush(nats_conn *c) {
             rift_nats_conn_close(c, NULL);
             return false;
         }
-        c->out_off += (size_t)n;
+        rift_nats_outq_consume(&c->out, (size_t)n);
     }
-    if (c->out_off == c->out_len) {
-        c->out_off = c->out_len = 0;
+    if (c->out.pending == 0) {
         rift_timer_stop(&c->write_timer);
         want(c, false);
         return true;
@@ -209,7 +190,7 @@ static void conn_free(nats_conn *c) {
     }
     rift_nats_parser_free(&c->parser);
     rift_free(NULL, c->tls_in);
-    rift_free(NULL, c->out);
+    rift_nats_outq_free(&c->out);
     rift_free(NULL, c);
 }
 
@@ -277,7 +258,7 @@ static bool handshake(nats_conn *c) {
     int rc = gnutls_handshake(c->tls);
     if (rc == GNUTLS_E_SUCCESS) {
         c->handshaking = false;
-        want(c, c->out_len > c->out_off);
+        want(c, c->out.pending > 0);
         mark_dirty(c);
         return true;
     }
@@ -385,6 +366,8 @@ static void on_ping(rift_timer *t, void *arg) {
         rift_nats_conn_close(c, "Stale Connection");
     } else {
         c->pings_out++;
+        /* Idle since the last ping: give back the output chunks. */
+        rift_nats_outq_trim(&c->out);
         (void)rift_nats_conn_send(c, "PING\r\n", 6);
         (void)rift_timer_start(t, rift_loop_now(srv->loop) +
                                       MS(srv->s.ping_interval_ms));

@@ -10,6 +10,7 @@
 #define RIFT_NATS_INTERNAL_H
 
 #include "nats/nats.h"
+#include "nats/nats_outq.h"
 #include "nats/nats_parse.h"
 #include "net/loop.h"
 #include "subject/auth.h"
@@ -68,8 +69,7 @@ struct nats_conn {
     uint8_t *tls_in; /* NATS_TLS_IN bytes of ciphertext, read ahead */
     size_t tls_in_off, tls_in_len;
     rift_nats_parser parser;
-    uint8_t *out;
-    size_t out_off, out_len, out_cap;
+    nats_outq out; /* unsent output (nats_outq.h) */
     /* Set by CONNECT. */
     bool connected;
     bool verbose, pedantic, echo, headers, no_responders;
