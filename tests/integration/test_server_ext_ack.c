@@ -12,6 +12,8 @@
 #include "codec/frame_ext_ack.h"
 #include "rift/stream.h"
 
+#include <time.h>
+
 /* ---- Frames ---- */
 
 static size_t put_str(uint8_t *p, const char *s) {
