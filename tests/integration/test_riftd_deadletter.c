@@ -50,6 +50,8 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
                                    &err));
     rift_consumer_config cfg;
     rift_consumer_config_default(&cfg);
+    cfg.filter = "orders.>";
+    cfg.filter_len = 8;
     cfg.ack_wait_ms = 1;
     cfg.max_deliver = 2;
     CHECK_MSG(rift_client_consumer_open_ext(c, "orders", 6, "billing", 7, &cfg,
@@ -80,6 +82,11 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     CHECK_EQ_INT(deliveries, 2);
     CHECK_EQ_INT(info.pending, 0);
     char *adv = riftd_fix_next(sub);
+    if (adv == NULL) {
+        char *log = rift_proc_read(f.p.err);
+        fprintf(stderr, "  riftd's log:\n%s\n", log ? log : "(none)");
+        free(log);
+    }
     CHECK(adv != NULL);
     CHECK_EQ_STR(adv, "{\"advisory\":\"max_deliver\",\"consumer\":\"billing\","
                       "\"deliveries\":2,\"sequence\":1,\"stream\":\"orders\"}");
@@ -87,6 +94,8 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     rift_consumer_config first;
     rift_consumer_config_default(&first);
     first.start = RIFT_START_FIRST;
+    first.filter = "deadletter.>";
+    first.filter_len = 12;
     CHECK_OK(rift_client_consumer_open_ext(c, "deadletter", 10, "ops", 3,
                                            &first, NULL, &err));
     rift_client_delivery d[1];
@@ -102,6 +111,7 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     CHECK_EQ_MEM(p, len, adv, strlen(adv));
     rift_msg_unref(d[0].msg);
     free(adv);
+    rift_client_sub_close(sub);
     rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);

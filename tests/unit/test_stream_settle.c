@@ -198,6 +198,7 @@ static void term_never(bool file) {
     CHECK_OK(ctx_reopen(&c));
     h = open_c(&c, 1000, 0);
     CHECK(h != NULL);
+    advance(&c, 5000); /* memory: no recovery makes it due */
     CHECK_EQ_INT(fetch(h, seqs, NULL), 1);
     CHECK_EQ_U64(seqs[0], 2);
     CHECK_OK(rift_consumer_get_info(h, &info, NULL));
