@@ -73,6 +73,8 @@ RIFT_TEST(nak_term_and_max_deliver) {
     int a10 = CLI(&f, &o3, NULL, "consumer", "open", "events", "w", "--filter",
                   "events.>", "--ack-wait", "60000", "--max-deliver", "2");
     int a11 = CLI(&f, NULL, &e4, "consumer", "term", "events", "w");
+    char *o4 = NULL;
+    int a12 = CLI(&f, &o4, NULL, "consumer", "info", "events", "w", "--json");
     CHECK_EQ_INT(dev_stop(&f), 0);
     CHECK_EQ_INT(a1, 0);
     CHECK_MSG(o1 && strstr(o1, "consumer w on events: open") &&
@@ -96,6 +98,11 @@ RIFT_TEST(nak_term_and_max_deliver) {
     CHECK_EQ_INT(a10, 0);
     CHECK(o3 && strstr(o3, "resumed"));
     CHECK_EQ_INT(a11, 2);
+    CHECK_EQ_INT(a12, 0);
+    CHECK_MSG(o4 && strstr(o4, "\"max_deliver\": 2") &&
+                  strstr(o4, "\"terminated\": 1"),
+              "%s", o4 ? o4 : "");
+    free(o4);
     free(o1);
     free(o2);
     free(o3);
