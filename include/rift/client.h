@@ -451,6 +451,10 @@ typedef struct rift_client_consumer_info {
     /** rift_client_consumer_open_ext created it (false: resumed). */
     bool created;
     char filter[4097];
+    /** Deliveries ended by TERM, and records dropped after max_deliver
+     * deliveries (config.max_deliver; servers offering "max-deliver"). */
+    uint64_t terminated;
+    uint64_t max_delivered;
 } rift_client_consumer_info;
 
 /**
@@ -504,6 +508,41 @@ RIFT_EXTERN int rift_client_fetch_wait(rift_client *c, const char *stream,
                                        uint32_t max_wait_ms,
                                        rift_client_delivery *out, size_t *count,
                                        rift_error *err);
+
+/**
+ * rift_client_nak gives up the delivery |sequence| of consumer |name|: the
+ * server delivers it again to the first fetch |delay_ms| (0..3,600,000)
+ * from now, 0 = at once (feature "consumer-nak").
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT (string texts, "nak delay must be
+ * 0..3600000 ms"); RIFT_ERR_REMOTE ("sequence is not pending
+ * acknowledgement", "consumer does not exist", "unknown stream",
+ * "unknown opcode" from a server without it); as rift_client_ack
+ * otherwise.
+ */
+RIFT_EXTERN int rift_client_nak(rift_client *c, const char *stream,
+                                size_t stream_len, const char *name,
+                                size_t name_len, uint64_t sequence,
+                                uint32_t delay_ms, rift_error *err);
+
+/**
+ * rift_client_term ends the delivery |sequence| for good: never delivered
+ * again, counted in rift_client_consumer_info.terminated; OK once durable
+ * (feature "consumer-term"). Errors: as rift_client_nak (no delay).
+ */
+RIFT_EXTERN int rift_client_term(rift_client *c, const char *stream,
+                                 size_t stream_len, const char *name,
+                                 size_t name_len, uint64_t sequence,
+                                 rift_error *err);
+
+/**
+ * rift_client_in_progress restarts the ack wait of the delivery
+ * |sequence| (feature "consumer-progress"). Errors: as rift_client_term.
+ */
+RIFT_EXTERN int rift_client_in_progress(rift_client *c, const char *stream,
+                                        size_t stream_len, const char *name,
+                                        size_t name_len, uint64_t sequence,
+                                        rift_error *err);
 
 /* ---- Asynchronous stream operations ---- */
 
@@ -605,6 +644,29 @@ RIFT_EXTERN int rift_client_fetch_async(rift_client *c, const char *stream,
                                         size_t name_len, uint32_t limit,
                                         rift_client_fetched_cb cb,
                                         void *user_data, rift_error *err);
+
+/**
+ * rift_client_nak_async, rift_client_term_async and
+ * rift_client_in_progress_async are rift_client_nak, rift_client_term and
+ * rift_client_in_progress without the wait: |cb| reports the server's OK
+ * or the failure. Errors at the call: RIFT_ERR_INVALID_ARGUMENT (string
+ * texts, the NAK delay); RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM. Errors in
+ * the callback: those of the blocking call after its local checks.
+ */
+RIFT_EXTERN int rift_client_nak_async(rift_client *c, const char *stream,
+                                      size_t stream_len, const char *name,
+                                      size_t name_len, uint64_t sequence,
+                                      uint32_t delay_ms, rift_client_done_cb cb,
+                                      void *user_data, rift_error *err);
+RIFT_EXTERN int rift_client_term_async(rift_client *c, const char *stream,
+                                       size_t stream_len, const char *name,
+                                       size_t name_len, uint64_t sequence,
+                                       rift_client_done_cb cb, void *user_data,
+                                       rift_error *err);
+RIFT_EXTERN int rift_client_in_progress_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, uint64_t sequence, rift_client_done_cb cb, void *user_data,
+    rift_error *err);
 
 #ifdef __cplusplus
 }

@@ -388,6 +388,12 @@ typedef struct rift_consumer_config {
     rift_consumer_start start;
     /** RIFT_START_TIME: absolute ms; RIFT_START_TIME_DELTA: delta ms. */
     uint64_t start_time_ms;
+    /** Extension: the most deliveries of one record (0 = unlimited, the
+     * default). A record whose last allowed delivery expires is no longer
+     * redelivered: it leaves the pending set (durably), counts in
+     * rift_consumer_info.max_delivered and is reported to the stream's
+     * advisory watch (rift_stream_set_advisory_watch). */
+    uint32_t max_deliver;
 } rift_consumer_config;
 
 /** rift_consumer_config_default fills |c| with the defaults above. */
@@ -396,8 +402,8 @@ RIFT_EXTERN void rift_consumer_config_default(rift_consumer_config *c);
 /**
  * rift_consumer_config_diff names the first setting in which |a| and |b|
  * differ, in this order: "filter" (NULL/0 and ">" are equal),
- * "ack_wait_ms", "max_ack_pending", then, when |with_start|, "start",
- * "start_sequence" (RIFT_START_SEQUENCE) and "start_time_ms" (the time
+ * "ack_wait_ms", "max_ack_pending", "max_deliver", then, when |with_start|,
+ * "start", "start_sequence" (RIFT_START_SEQUENCE) and "start_time_ms" (the time
  * modes). NULL when they are equal. A resume that ignores the start
  * passes |with_start| false.
  */
@@ -565,6 +571,104 @@ RIFT_EXTERN int rift_consumer_set_ack_wait(rift_consumer *consumer,
 RIFT_EXTERN int rift_consumer_expire(rift_consumer *consumer, uint64_t sequence,
                                      rift_error *err);
 
+/** The longest delay of rift_consumer_nak, in ms (one hour). */
+#define RIFT_CONSUMER_MAX_NAK_DELAY_MS 3600000u
+
+/**
+ * rift_consumer_nak (extension, NATS's NAK) gives up the pending delivery
+ * |sequence|: it is delivered again by the first fetch at least
+ * |delay_ms| (0..=3,600,000) from now, 0 = at once, as if its ack wait
+ * had run out then (its delivery count goes on from where it was, so
+ * max_deliver counts it). In memory, no I/O: a restart makes every
+ * pending delivery due at once anyway. The async form completes at once.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("nak delay must be 0..3600000 ms");
+ * RIFT_ERR_INVALID_ACK ("sequence is not pending acknowledgement");
+ * RIFT_ERR_CONSUMER_NOT_FOUND; RIFT_ERR_STORAGE (closed stream).
+ */
+RIFT_EXTERN int rift_consumer_nak(rift_consumer *consumer, uint64_t sequence,
+                                  uint64_t delay_ms, rift_error *err);
+/** rift_consumer_nak_async: as rift_consumer_nak; returns and sets
+ * *|completed| as rift_stream_publish_async (always completed). */
+RIFT_EXTERN int rift_consumer_nak_async(rift_consumer *consumer,
+                                        uint64_t sequence, uint64_t delay_ms,
+                                        bool *completed, rift_stream_done_cb cb,
+                                        void *user_data, rift_error *err);
+
+/**
+ * rift_consumer_term (extension, NATS's TERM) ends the pending delivery
+ * |sequence| for good: it leaves the pending set and is never delivered
+ * again, and rift_consumer_info.terminated counts it. Durable like an
+ * ack: returns once the change is on disk (file storage).
+ *
+ * Errors: those of rift_consumer_ack.
+ */
+RIFT_EXTERN int rift_consumer_term(rift_consumer *consumer, uint64_t sequence,
+                                   rift_error *err);
+/** rift_consumer_term_async: as rift_consumer_term without waiting for
+ * durability, as rift_consumer_ack_async. */
+RIFT_EXTERN int rift_consumer_term_async(rift_consumer *consumer,
+                                         uint64_t sequence, bool *completed,
+                                         rift_stream_done_cb cb,
+                                         void *user_data, rift_error *err);
+
+/**
+ * rift_consumer_in_progress (extension, NATS's "+WPI") restarts the ack
+ * wait of the pending delivery |sequence| from now: the consumer is still
+ * working on it. In memory, no I/O (a restart makes it due at once). The
+ * async form completes at once.
+ *
+ * Errors: RIFT_ERR_INVALID_ACK ("sequence is not pending
+ * acknowledgement"); RIFT_ERR_CONSUMER_NOT_FOUND; RIFT_ERR_STORAGE
+ * (closed stream).
+ */
+RIFT_EXTERN int rift_consumer_in_progress(rift_consumer *consumer,
+                                          uint64_t sequence, rift_error *err);
+/** rift_consumer_in_progress_async: as rift_consumer_in_progress. */
+RIFT_EXTERN int
+rift_consumer_in_progress_async(rift_consumer *consumer, uint64_t sequence,
+                                bool *completed, rift_stream_done_cb cb,
+                                void *user_data, rift_error *err);
+
+/** A record dropped after its consumer's max_deliver deliveries. */
+typedef struct rift_consumer_advisory {
+    /** The consumer's stored name (a remote consumer's scoped
+     * "remote_<hash>" name) and, when one was set with
+     * rift_consumer_set_label, its label (else NULL, 0). */
+    const char *consumer;
+    size_t consumer_len;
+    const char *label;
+    size_t label_len;
+    uint64_t sequence;
+    /** How often it was delivered (>= max_deliver). */
+    uint32_t deliveries;
+} rift_consumer_advisory;
+
+/** Called once per dropped record, on the thread whose fetch dropped it,
+ * after the stream lock is released, before the fetch returns (so before
+ * the drop is durable: after a crash it may be reported again). */
+typedef void (*rift_stream_advisory_fn)(void *arg,
+                                        const rift_consumer_advisory *a);
+
+/**
+ * rift_stream_set_advisory_watch installs |fn| (NULL removes it) as the
+ * stream's advisory watch. riftd publishes the reports on
+ * rift.events.consumer.
+ */
+RIFT_EXTERN void rift_stream_set_advisory_watch(rift_stream *stream,
+                                                rift_stream_advisory_fn fn,
+                                                void *arg);
+
+/**
+ * rift_consumer_set_label gives the consumer a label for its advisories
+ * (a protocol server sets the client's own name of a scoped consumer). In
+ * memory, at most 256 bytes (longer labels are cut); the last one set
+ * wins. Errors: RIFT_ERR_NOMEM.
+ */
+RIFT_EXTERN int rift_consumer_set_label(rift_consumer *consumer,
+                                        const char *label, size_t label_len,
+                                        rift_error *err);
+
 typedef struct rift_consumer_info {
     /** The consumer's name (NUL-terminated, owned by the handle). */
     const char *name;
@@ -577,6 +681,10 @@ typedef struct rift_consumer_info {
     uint64_t next_sequence;
     /** Deliveries awaiting acknowledgement. */
     size_t pending;
+    /** Extension: deliveries ended by rift_consumer_term, and records
+     * dropped after max_deliver deliveries; both durable. */
+    uint64_t terminated;
+    uint64_t max_delivered;
 } rift_consumer_info;
 
 /** rift_consumer_get_info fills |out|. Errors: RIFT_ERR_CONSUMER_NOT_FOUND,

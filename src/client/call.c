@@ -561,6 +561,11 @@ int rift_client_consumer_open(rift_client *c, const char *stream,
             err, RIFT_ERR_INVALID_ARGUMENT,
             "start position must be RIFT_START_SEQUENCE over the wire");
     }
+    if (cfg.max_deliver != 0) {
+        return rift_error_set(
+            err, RIFT_ERR_INVALID_ARGUMENT,
+            "max_deliver needs rift_client_consumer_open_ext");
+    }
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n = rift_frame_encode_consumer_open(
         hdr, sizeof(hdr), stream, stream_len, name, name_len, cfg.filter,
@@ -629,13 +634,12 @@ int rift_client_call_submit(rift_client_call *call, rift_error *err) {
     return rc;
 }
 
-/* A heap call for |kind| with room for |extra| bytes behind it, owning a
- * copy of header |hdr| and |payload|. NULL when out of memory (|err|
- * set). */
-static rift_client_call *async_new(rift_client *c, rift_call_kind kind,
-                                   size_t extra, const uint8_t *hdr,
-                                   size_t hdr_len, const uint8_t *payload,
-                                   size_t payload_len, rift_error *err) {
+rift_client_call *rift_client_call_async_new(rift_client *c,
+                                             rift_call_kind kind, size_t extra,
+                                             const uint8_t *hdr, size_t hdr_len,
+                                             const uint8_t *payload,
+                                             size_t payload_len,
+                                             rift_error *err) {
     rift_client_call *call = rift_calloc(c->mem, 1, sizeof(*call) + extra);
     rift_client_frame *f =
         rift_malloc(c->mem, sizeof(*f) + hdr_len + payload_len);
@@ -674,8 +678,9 @@ int rift_client_stream_publish_async(rift_client *c, const char *stream,
     if (n < 0) {
         return (int)n;
     }
-    rift_client_call *call = async_new(c, RIFT_CALL_STREAM_PUBLISH, 0, hdr,
-                                       (size_t)n, payload, payload_len, err);
+    rift_client_call *call =
+        rift_client_call_async_new(c, RIFT_CALL_STREAM_PUBLISH, 0, hdr,
+                                   (size_t)n, payload, payload_len, err);
     if (call == NULL) {
         return RIFT_ERR_NOMEM;
     }
@@ -694,8 +699,8 @@ int rift_client_ack_async(rift_client *c, const char *stream, size_t stream_len,
     if (n < 0) {
         return (int)n;
     }
-    rift_client_call *call =
-        async_new(c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
+    rift_client_call *call = rift_client_call_async_new(
+        c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
     if (call == NULL) {
         return RIFT_ERR_NOMEM;
     }
@@ -716,9 +721,9 @@ int rift_client_fetch_async(rift_client *c, const char *stream,
         return (int)n;
     }
     /* The deliveries array lives behind the call. */
-    rift_client_call *call =
-        async_new(c, RIFT_CALL_FETCH, limit * sizeof(rift_client_delivery), hdr,
-                  (size_t)n, NULL, 0, err);
+    rift_client_call *call = rift_client_call_async_new(
+        c, RIFT_CALL_FETCH, limit * sizeof(rift_client_delivery), hdr,
+        (size_t)n, NULL, 0, err);
     if (call == NULL) {
         return RIFT_ERR_NOMEM;
     }

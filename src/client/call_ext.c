@@ -54,6 +54,9 @@ int rift_client_ext_answer(rift_client_call *call, const uint8_t *body,
     }
     out->config.ack_wait_ms = fi.ack_wait_ms;
     out->config.max_ack_pending = fi.max_ack_pending;
+    out->config.max_deliver = fi.max_deliver;
+    out->terminated = fi.terminated;
+    out->max_delivered = fi.max_delivered;
     out->start_sequence = fi.start_sequence;
     out->next_sequence = fi.next_sequence;
     out->pending = fi.pending;
@@ -117,8 +120,10 @@ int rift_client_consumer_open_ext(rift_client *c, const char *stream,
                                                         : cfg.start_time_ms,
         .ack_wait_ms = (uint32_t)cfg.ack_wait_ms,
         .max_ack_pending = cfg.max_ack_pending,
+        .max_deliver = cfg.max_deliver,
     };
-    uint8_t hdr[RIFT_FRAME_HEADER_MAX];
+    /* Three strings and 21 bytes of numbers: a little over the v1 bound. */
+    uint8_t hdr[RIFT_FRAME_HEADER_MAX + 8];
     rift_ssize n = rift_frame_encode_consumer_open_ext(hdr, sizeof(hdr), &f);
     if (n < 0) {
         return string_error(err);

@@ -256,6 +256,15 @@ void rift_client_call_init(rift_client_call *call, rift_client *c,
  * completes by callback. On failure the call is freed, no callback runs
  * and the reason is in |err|. */
 int rift_client_call_submit(rift_client_call *call, rift_error *err);
+/* A heap call for |kind| with room for |extra| bytes behind it, owning a
+ * copy of header |hdr| and |payload|. NULL when out of memory (|err|
+ * set). */
+rift_client_call *rift_client_call_async_new(rift_client *c,
+                                             rift_call_kind kind, size_t extra,
+                                             const uint8_t *hdr, size_t hdr_len,
+                                             const uint8_t *payload,
+                                             size_t payload_len,
+                                             rift_error *err);
 /* Client thread: stream events of a call's stream. */
 void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b);
 /* Client thread: completes |call| with |rc| (|e| may be NULL when rc is

@@ -5,22 +5,27 @@
  */
 #include "codec/field_cursor.h"
 #include "codec/frame_ext.h"
+#include "codec/frame_ext_ack.h"
 
 #include <string.h>
 
 static const char *const ext_names[] = {
-    "EXT_HELLO",     "EXT_INFO",          "CONSUMER_OPEN_EXT",
-    "CONSUMER_INFO", "CONSUMER_INFO_GET", "CONSUMER_DELETE",
+    "EXT_HELLO",           "EXT_INFO",          "CONSUMER_OPEN_EXT",
+    "CONSUMER_INFO",       "CONSUMER_INFO_GET", "CONSUMER_DELETE",
+    "CONSUMER_FETCH_WAIT",
 };
 
 bool rift_ext_opcode_client(uint8_t opcode) {
     return opcode == RIFT_OP_EXT_HELLO || opcode == RIFT_OP_CONSUMER_OPEN_EXT ||
            opcode == RIFT_OP_CONSUMER_INFO_GET ||
            opcode == RIFT_OP_CONSUMER_DELETE ||
-           opcode == RIFT_OP_CONSUMER_FETCH_WAIT;
+           opcode == RIFT_OP_CONSUMER_FETCH_WAIT || rift_ext_ack_opcode(opcode);
 }
 
 const char *rift_ext_opcode_name(uint8_t opcode) {
+    if (rift_ext_ack_opcode(opcode)) {
+        return rift_ext_ack_opcode_name(opcode);
+    }
     if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_FETCH_WAIT) {
         return NULL;
     }
@@ -48,10 +53,11 @@ int rift_frame_decode_consumer_open_ext(const uint8_t *fields, size_t len,
         (rc = take_u8(&c, &out->start, err)) != 0 ||
         (rc = take_u64(&c, &out->start_value, err)) != 0 ||
         (rc = take_u32(&c, &out->ack_wait_ms, err)) != 0 ||
-        (rc = take_u32(&c, &out->max_ack_pending, err)) != 0) {
+        (rc = take_u32(&c, &out->max_ack_pending, err)) != 0 ||
+        (rc = take_u32(&c, &out->max_deliver, err)) != 0) {
         return rc;
     }
-    out->decoded = 7;
+    out->decoded = 8;
     return take_end(&c, err);
 }
 
@@ -108,7 +114,10 @@ int rift_frame_decode_consumer_info(const uint8_t *fields, size_t len,
         (rc = take_u64(&c, &out->start_sequence, err)) != 0 ||
         (rc = take_u64(&c, &out->next_sequence, err)) != 0 ||
         (rc = take_u32(&c, &out->pending, err)) != 0 ||
-        (rc = take_u8(&c, &out->created, err)) != 0) {
+        (rc = take_u8(&c, &out->created, err)) != 0 ||
+        (rc = take_u32(&c, &out->max_deliver, err)) != 0 ||
+        (rc = take_u64(&c, &out->terminated, err)) != 0 ||
+        (rc = take_u64(&c, &out->max_delivered, err)) != 0) {
         return rc;
     }
     return take_end(&c, err);
@@ -230,6 +239,7 @@ rift_frame_encode_consumer_open_ext(uint8_t *buf, size_t cap,
     put_u64(&w, f->start_value);
     put_u32(&w, f->ack_wait_ms);
     put_u32(&w, f->max_ack_pending);
+    put_u32(&w, f->max_deliver);
     return end(&w);
 }
 
@@ -270,5 +280,8 @@ rift_ssize rift_frame_encode_consumer_info(uint8_t *buf, size_t cap,
     put_u64(&w, f->next_sequence);
     put_u32(&w, f->pending);
     put_u8(&w, f->created);
+    put_u32(&w, f->max_deliver);
+    put_u64(&w, f->terminated);
+    put_u64(&w, f->max_delivered);
     return end(&w);
 }

@@ -29,13 +29,17 @@ typedef enum rift_ext_opcode {
     RIFT_OP_CONSUMER_INFO_GET = 20,   /* client: stream:str, name:str */
     RIFT_OP_CONSUMER_DELETE = 21,     /* client: stream:str, name:str */
     RIFT_OP_CONSUMER_FETCH_WAIT = 22, /* client: see rift_frame_fetch_wait */
+    RIFT_OP_CONSUMER_NAK = 23,        /* client: frame_ext_ack.h */
+    RIFT_OP_CONSUMER_TERM = 24,       /* client: frame_ext_ack.h */
+    RIFT_OP_CONSUMER_PROGRESS = 25,   /* client: frame_ext_ack.h */
 } rift_ext_opcode;
 
 /** The extension version EXT_INFO carries. */
 #define RIFT_EXT_VERSION 1u
 /** The features EXT_INFO lists, space-separated. */
 #define RIFT_EXT_FEATURES                                                      \
- "consumer-open consumer-info consumer-delete fetch-wait"
+ "consumer-open consumer-info consumer-delete fetch-wait "                     \
+ "consumer-nak consumer-term consumer-progress max-deliver"
 
 /* Texts of the extension checks (all ERROR code 2). */
 #define RIFT_EXT_ERR_START     "invalid start position"
@@ -48,7 +52,7 @@ typedef enum rift_ext_opcode {
 #define RIFT_EXT_MAX_WAIT_MS 120000u
 
 /** rift_ext_opcode_client: true for the extension opcodes a client sends
- * (16, 18, 20, 21, 22). */
+ * (16, 18, 20, 21, 22, 23, 24, 25). */
 bool rift_ext_opcode_client(uint8_t opcode);
 
 /** rift_ext_opcode_name: "EXT_HELLO" etc., NULL when not an extension. */
@@ -56,7 +60,8 @@ const char *rift_ext_opcode_name(uint8_t opcode);
 
 /**
  * CONSUMER_OPEN_EXT: stream:str, name:str, filter:str, start:u8,
- * start_value:u64, ack_wait_ms:u32, max_ack_pending:u32. `start` is a
+ * start_value:u64, ack_wait_ms:u32, max_ack_pending:u32,
+ * max_deliver:u32. `start` is a
  * rift_consumer_start (0 sequence, 1 first, 2 last, 3 new, 4 time,
  * 5 since); `start_value` its argument. An empty filter means ">".
  * `decoded` counts the fields decoded (the name is scoped once >= 2).
@@ -72,6 +77,7 @@ typedef struct rift_frame_consumer_open_ext {
     uint64_t start_value;
     uint32_t ack_wait_ms;
     uint32_t max_ack_pending;
+    uint32_t max_deliver; /* 0 = unlimited */
     unsigned decoded;
 } rift_frame_consumer_open_ext;
 
@@ -99,7 +105,8 @@ typedef struct rift_frame_fetch_wait {
 /**
  * CONSUMER_INFO: name:str, filter:str, start:u8, start_value:u64,
  * ack_wait_ms:u32, max_ack_pending:u32, start_sequence:u64,
- * next_sequence:u64, pending:u32, created:u8. `name` is the client's
+ * next_sequence:u64, pending:u32, created:u8, max_deliver:u32,
+ * terminated:u64, max_delivered:u64. `name` is the client's
  * name (not the scoped one); `start_sequence` what the start resolved to;
  * `created` 1 when this CONSUMER_OPEN_EXT created the consumer.
  */
@@ -116,6 +123,9 @@ typedef struct rift_frame_consumer_info {
     uint64_t next_sequence;
     uint32_t pending;
     uint8_t created;
+    uint32_t max_deliver;
+    uint64_t terminated;
+    uint64_t max_delivered;
 } rift_frame_consumer_info;
 
 /** EXT_INFO: version:u16, features:str. */

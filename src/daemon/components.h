@@ -35,6 +35,11 @@ typedef struct rift_daemon_streams rift_daemon_streams;
 int rift_daemon_streams_open(rift_daemon_streams **ps, const rift_config *cfg,
                              rift_error *err);
 
+/* rift_daemon_streams_advise publishes the streams' consumer advisories
+ * (records dropped after max_deliver) on rift.events.consumer of
+ * |broker|, which must outlive the streams. */
+void rift_daemon_streams_advise(rift_daemon_streams *s, rift_broker *broker);
+
 /* rift_daemon_streams_close checkpoints file streams (consumer-state
  * snapshot, sync) and closes every stream. NULL is a no-op. */
 void rift_daemon_streams_close(rift_daemon_streams *s);

@@ -176,6 +176,20 @@ static json_t *consumer_json(const consumer_ref *ref, rift_consumer *c,
         json_object_set_new(
             o, "since_ms", json_integer((json_int_t)info.config.start_time_ms));
     }
+    /* The extension's fields, only when set: older answers stay as they
+     * were. */
+    if (o != NULL && info.config.max_deliver != 0) {
+        json_object_set_new(o, "max_deliver",
+                            json_integer((json_int_t)info.config.max_deliver));
+    }
+    if (o != NULL && info.terminated != 0) {
+        json_object_set_new(o, "terminated",
+                            json_integer((json_int_t)info.terminated));
+    }
+    if (o != NULL && info.max_delivered != 0) {
+        json_object_set_new(o, "max_delivered",
+                            json_integer((json_int_t)info.max_delivered));
+    }
     if (o == NULL) {
         rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }

@@ -173,8 +173,11 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     if (opts->on_broker != NULL) {
         opts->on_broker(opts->on_broker_ud, d->broker);
     }
-    if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
-        (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
+    if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0) {
+        goto fail;
+    }
+    rift_daemon_streams_advise(d->streams, d->broker);
+    if ((rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, d->stan,
                                      &d->cfg, d->quota, err)) != 0 ||

@@ -61,3 +61,14 @@ int rift_events_control(rift_broker *broker, const char *command, bool ok) {
         broker, RIFT_EVENTS_CONTROL,
         json_pack("{s:s,s:b}", "command", command, "ok", (int)ok));
 }
+
+int rift_events_max_deliver(rift_broker *broker, const char *stream,
+                            const char *consumer, size_t consumer_len,
+                            uint64_t sequence, uint32_t deliveries) {
+    return publish_owned(broker, RIFT_EVENTS_CONSUMER,
+                         json_pack("{s:s,s:s%,s:I,s:I,s:s}", "advisory",
+                                   "max_deliver", "consumer", consumer,
+                                   consumer_len, "deliveries",
+                                   (json_int_t)deliveries, "sequence",
+                                   (json_int_t)sequence, "stream", stream));
+}

@@ -1,7 +1,8 @@
 /*
  * events.h — the events riftd publishes on its own broker (daemon layer),
- * docs/protocol-v1.md §7.2: rift.events.lifecycle, rift.events.reload and
- * rift.events.control, JSON payloads with sorted keys, at most once.
+ * docs/protocol-v1.md §7.2: rift.events.lifecycle, rift.events.reload,
+ * rift.events.control and rift.events.consumer, JSON payloads with sorted
+ * keys, at most once.
  */
 #ifndef RIFT_DAEMON_EVENTS_H
 #define RIFT_DAEMON_EVENTS_H
@@ -14,6 +15,7 @@
 #define RIFT_EVENTS_LIFECYCLE "rift.events.lifecycle"
 #define RIFT_EVENTS_RELOAD    "rift.events.reload"
 #define RIFT_EVENTS_CONTROL   "rift.events.control"
+#define RIFT_EVENTS_CONSUMER  "rift.events.consumer"
 
 /*
  * rift_json_dump serializes |v| compactly with sorted keys (serde_json's
@@ -37,5 +39,12 @@ int rift_events_reload(rift_broker *broker, const char *revision);
 
 /* {"command":"<name>","ok":bool} on rift.events.control. */
 int rift_events_control(rift_broker *broker, const char *command, bool ok);
+
+/* {"advisory":"max_deliver","consumer":"<name>","deliveries":N,
+ * "sequence":N,"stream":"<name>"} on rift.events.consumer: a record
+ * dropped after max_deliver deliveries. */
+int rift_events_max_deliver(rift_broker *broker, const char *stream,
+                            const char *consumer, size_t consumer_len,
+                            uint64_t sequence, uint32_t deliveries);
 
 #endif /* RIFT_DAEMON_EVENTS_H */

@@ -6,6 +6,7 @@
  */
 #include "daemon/components.h"
 
+#include "daemon/events.h"
 #include "daemon/files.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@ typedef struct daemon_stream {
     char *name;
     rift_stream *stream;
     bool file;
+    rift_broker *broker; /* rift_daemon_streams_advise */
 } daemon_stream;
 
 struct rift_daemon_streams {
@@ -80,6 +82,24 @@ int rift_daemon_streams_open(rift_daemon_streams **ps, const rift_config *cfg,
     }
     *ps = s;
     return 0;
+}
+
+/* A record dropped after max_deliver deliveries, on the fetching thread:
+ * the consumer's label (the client's name of a remote consumer) when it
+ * has one, else its stored name. */
+static void advise(void *arg, const rift_consumer_advisory *a) {
+    daemon_stream *ds = arg;
+    const char *name = a->label != NULL ? a->label : a->consumer;
+    size_t len = a->label != NULL ? a->label_len : a->consumer_len;
+    (void)rift_events_max_deliver(ds->broker, ds->name, name, len, a->sequence,
+                                  a->deliveries);
+}
+
+void rift_daemon_streams_advise(rift_daemon_streams *s, rift_broker *broker) {
+    for (size_t i = 0; i < s->n; i++) {
+        s->v[i].broker = broker;
+        rift_stream_set_advisory_watch(s->v[i].stream, advise, &s->v[i]);
+    }
 }
 
 void rift_daemon_streams_close(rift_daemon_streams *s) {

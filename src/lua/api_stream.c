@@ -1,9 +1,9 @@
 /*
  * api_stream.c — durable streams for plugins (lua layer): rift.stream(name)
  * with :publish and :info, and rift.consumer(stream, name, config) with
- * :fetch, :ack and :info, over the store of include/rift/stream.h. The
- * streams are riftd's configured ones, found through the host's lookup
- * callback.
+ * :fetch, :ack, :nak, :term, :in_progress and :info, over the store of
+ * include/rift/stream.h. The streams are riftd's configured ones, found through
+ * the host's lookup callback.
  *
  * The store calls block until the operation is durable (group-committed
  * fdatasync with sync_on_write): they hold the worker running the plugin,
@@ -195,7 +195,8 @@ static rift_consumer_start check_start(lua_State *L) {
 }
 
 /* rift.consumer(stream, name [, {filter=, start=, start_sequence=,
- * start_time_ms=, since_ms=, ack_wait_ms=, max_ack_pending=}]) → consumer
+ * start_time_ms=, since_ms=, ack_wait_ms=, max_ack_pending=,
+ * max_deliver=}]) → consumer
  * [-0, +1, e] */
 static int l_consumer(lua_State *L) {
     rift_stream *s = lookup(L, "rift.consumer", 1);
@@ -247,6 +248,8 @@ static int l_consumer(lua_State *L) {
             opt_u64(L, 3, "ack_wait_ms", cfg.ack_wait_ms, UINT64_MAX >> 1);
         cfg.max_ack_pending = (uint32_t)opt_u64(
             L, 3, "max_ack_pending", cfg.max_ack_pending, UINT32_MAX);
+        cfg.max_deliver =
+            (uint32_t)opt_u64(L, 3, "max_deliver", cfg.max_deliver, UINT32_MAX);
     }
     rift_error err;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
@@ -349,8 +352,51 @@ static int l_ack(lua_State *L) {
     return 1;
 }
 
-/* consumer:info() → {pending=, next_sequence=, start_sequence=}
- * [-0, +1, e] */
+/* consumer:nak(sequence [, delay_ms]), consumer:term(sequence),
+ * consumer:in_progress(sequence) → true [-0, +1, e]; |what| is the
+ * method. */
+static int settle(lua_State *L, const char *what) {
+    rift_consumer *c = check_consumer(L);
+    lua_Integer seq = luaL_checkinteger(L, 2);
+    lua_Integer delay = luaL_optinteger(L, 3, 0);
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    if (!vm->runtime) {
+        return luaL_error(L, "consumer:%s " RIFT_LUA_TEXT_NOT_RUNTIME, what);
+    }
+    if (what[0] == 'n' &&
+        (delay < 0 || delay > (lua_Integer)RIFT_CONSUMER_MAX_NAK_DELAY_MS)) {
+        return luaL_error(L, "nak delay must be 0..3600000 ms");
+    }
+    if (seq < 1) {
+        return luaL_error(L, "sequence is not pending acknowledgement");
+    }
+    rift_error err;
+    int rc = what[0] == 'n'
+                 ? rift_consumer_nak(c, (uint64_t)seq, (uint64_t)delay, &err)
+             : what[0] == 't'
+                 ? rift_consumer_term(c, (uint64_t)seq, &err)
+                 : rift_consumer_in_progress(c, (uint64_t)seq, &err);
+    if (rc != 0) {
+        return luaL_error(L, "%s", err.text);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_nak(lua_State *L) {
+    return settle(L, "nak");
+}
+
+static int l_term(lua_State *L) {
+    return settle(L, "term");
+}
+
+static int l_in_progress(lua_State *L) {
+    return settle(L, "in_progress");
+}
+
+/* consumer:info() → {pending=, next_sequence=, start_sequence=,
+ * terminated=, max_delivered=} [-0, +1, e] */
 static int l_consumer_info(lua_State *L) {
     rift_consumer *c = check_consumer(L);
     rift_consumer_info info;
@@ -358,7 +404,11 @@ static int l_consumer_info(lua_State *L) {
     if (rift_consumer_get_info(c, &info, &err) != 0) {
         return luaL_error(L, "%s", err.text);
     }
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, (lua_Integer)info.terminated);
+    lua_setfield(L, -2, "terminated");
+    lua_pushinteger(L, (lua_Integer)info.max_delivered);
+    lua_setfield(L, -2, "max_delivered");
     lua_pushinteger(L, (lua_Integer)info.pending);
     lua_setfield(L, -2, "pending");
     lua_pushinteger(L, (lua_Integer)info.next_sequence);
@@ -397,8 +447,14 @@ void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm) {
         {NULL, NULL},
     };
     static const luaL_Reg consumer_methods[] = {
-        {"fetch", l_fetch},          {"ack", l_ack}, {"info", l_consumer_info},
-        {"close", l_consumer_close}, {NULL, NULL},
+        {"fetch", l_fetch},
+        {"ack", l_ack},
+        {"info", l_consumer_info},
+        {"close", l_consumer_close},
+        {"nak", l_nak},
+        {"term", l_term},
+        {"in_progress", l_in_progress},
+        {NULL, NULL},
     };
     new_class(L, STREAM_MT, stream_methods, NULL);
     new_class(L, CONSUMER_MT, consumer_methods, consumer_gc);

@@ -48,6 +48,9 @@ static int write_info(srv_stream *ss, rift_consumer *c, const char *name,
         .next_sequence = info.next_sequence,
         .pending = (uint32_t)RIFT_MIN(info.pending, (size_t)UINT32_MAX),
         .created = created ? 1 : 0,
+        .max_deliver = info.config.max_deliver,
+        .terminated = info.terminated,
+        .max_delivered = info.max_delivered,
     };
     rift_server *srv = ss->conn->srv;
     rift_ssize n =
@@ -62,6 +65,8 @@ static int write_info(srv_stream *ss, rift_consumer *c, const char *name,
 }
 
 static void open_answer(srv_stream *ss, srv_store_op *op) {
+    /* The client's own name for the consumer's advisories (max_deliver). */
+    (void)rift_consumer_set_label(op->consumer, op->name, op->name_len, NULL);
     /* complete() finishes the stream whatever came of the write. */
     (void)write_info(ss, op->consumer, op->name, op->name_len, op->created);
 }
@@ -79,7 +84,7 @@ static void ext_hello(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_PROTOCOL, RIFT_FRAME_ERR_TRAILING);
         return;
     }
-    uint8_t buf[64];
+    uint8_t buf[256];
     rift_ssize n = rift_frame_encode_ext_info(
         buf, sizeof(buf), RIFT_EXT_VERSION, RIFT_EXT_FEATURES,
         strlen(RIFT_EXT_FEATURES));
@@ -153,6 +158,7 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
     }
     cfg.ack_wait_ms = f.ack_wait_ms;
     cfg.max_ack_pending = f.max_ack_pending;
+    cfg.max_deliver = f.max_deliver;
 
     size_t slot = srv->quota_slots[ss->conn->id_index];
     rift_consumer *existing = NULL;
@@ -305,6 +311,11 @@ void rift_srv_ext_op(srv_stream *ss, const srv_frame *f) {
         break;
     case RIFT_OP_CONSUMER_FETCH_WAIT:
         rift_srv_fetch_wait(ss, f); /* stream_ops.c: the fetch machinery */
+        break;
+    case RIFT_OP_CONSUMER_NAK:
+    case RIFT_OP_CONSUMER_TERM:
+    case RIFT_OP_CONSUMER_PROGRESS:
+        rift_srv_ext_ack_op(ss, f); /* consumer_ext_ack.c */
         break;
     default:
         consumer_delete(ss, f->fields, f->len);

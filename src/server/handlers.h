@@ -39,6 +39,11 @@ void rift_srv_delivery_resume(srv_stream *ss);
 /* The extension opcodes 16, 18, 20, 21 (codec/frame_ext.h). */
 void rift_srv_ext_op(srv_stream *ss, const srv_frame *f);
 
+/* ---- consumer_ext_ack.c ---- */
+
+/* The extension opcodes 23, 24, 25 (codec/frame_ext_ack.h). */
+void rift_srv_ext_ack_op(srv_stream *ss, const srv_frame *f);
+
 /* ---- stream_ops.c ---- */
 
 /* Opcodes 10, 12, 13, 15. */

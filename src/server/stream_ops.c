@@ -856,6 +856,9 @@ static void fetch_submit(srv_stream *ss, srv_store_op *op) {
     int rc = rift_consumer_fetch_bytes_async(
         op->consumer, op->left, SRV_FETCH_BYTES, &p->batch, &completed,
         rift_srv_op_done_cb, op, &err);
+    /* A record dropped after max_deliver publishes its advisory on this
+     * thread (riftd's rift.events.consumer): have it drained. */
+    srv->drain_count++;
     /* The store filled the batch at once: its records are pinned from
      * now on, whether or not the completion is still to come. */
     op->unwritten = 0;

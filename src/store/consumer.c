@@ -6,6 +6,7 @@
  * (stage.c) and committed through the writer (writer.c). Semantics:
  * docs/protocol-v1.md §4.7.
  */
+#include "store/consumer_settle.h"
 #include "store/consumer_state.h"
 #include "store/reopen.h"
 #include "store/retained.h"
@@ -30,7 +31,8 @@ static bool same_config(const rift_consumer *c, const rift_consumer_norm *n) {
            memcmp(c->filter, n->filter, n->filter_len) == 0 &&
            c->ack_wait_ms == n->ack_wait_ms &&
            c->max_ack_pending == n->max_ack_pending &&
-           c->start_mode == n->mode && c->start_arg == n->arg;
+           c->max_deliver == n->max_deliver && c->start_mode == n->mode &&
+           c->start_arg == n->arg;
 }
 
 static int refuse_callback(rift_error *err) {
@@ -136,6 +138,7 @@ static int create_locked(rift_stream *st, const char *name, size_t name_len,
     c->id = st->next_cid;
     c->ack_wait_ms = nc->ack_wait_ms;
     c->max_ack_pending = nc->max_ack_pending;
+    c->max_deliver = nc->max_deliver;
     c->start_mode = nc->mode;
     c->start_arg = nc->arg;
     c->start_seq = resolve_start(st, nc, now);
@@ -364,6 +367,10 @@ typedef struct fetch_plan {
      * acks) so that one bad record cannot hold a pending slot forever. */
     uint64_t *drops;
     size_t ndrops;
+    /* Pending deliveries past max_deliver: dropped (journaled as TERM
+     * events), counted and reported to the advisory watch. */
+    rift_consumer_advisory *dead;
+    size_t ndead;
     uint64_t bytes; /* payload loaded so far (max_bytes) */
 } fetch_plan;
 
@@ -387,6 +394,7 @@ static void plan_free(rift_stream *st, fetch_plan *fp, bool unref) {
         rift_srec_unref(st->mem, fp->items[i].rec);
     }
     rift_free(st->mem, fp->drops);
+    rift_free(st->mem, fp->dead);
     rift_free(st->mem, fp->items);
     rift_free(st->mem, fp->recs);
     rift_free(st->mem, fp->counts);
@@ -410,6 +418,16 @@ static int plan_redeliveries(rift_consumer *c, fetch_plan *fp,
             p->delivered_at == 0 ||
             (now >= p->delivered_at && now - p->delivered_at >= c->ack_wait_ms);
         if (!eligible || p->seq < st->first_seq || p->seq > st->last_seq) {
+            continue;
+        }
+        if (c->max_deliver != 0 && p->attempts >= c->max_deliver) {
+            if (fp->dead == NULL &&
+                (fp->dead = rift_malloc(st->mem,
+                                        c->live * sizeof(*fp->dead))) == NULL) {
+                return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+            }
+            fp->dead[fp->ndead++] = (rift_consumer_advisory){
+                .sequence = p->seq, .deliveries = p->attempts};
             continue;
         }
         fetch_item *it = &fp->items[fp->n];
@@ -488,6 +506,16 @@ static int stage_fetch(rift_consumer *c, const fetch_plan *fp, rift_sbuf *b,
         }
         rift_ev_finish(b, ack);
     }
+    for (size_t i = 0; i < fp->ndead; i++) {
+        int64_t term = rift_ev_begin(b, RIFT_EV_TERM);
+        if (term < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+            rift_ev_put_u64(b, fp->dead[i].sequence) != 0 ||
+            rift_ev_put_u8(b, RIFT_TERM_BY_MAX_DELIVER) != 0) {
+            b->len = before;
+            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        }
+        rift_ev_finish(b, term);
+    }
     int64_t start = rift_ev_begin(b, RIFT_EV_FETCH);
     uint8_t *p = NULL;
     if (start >= 0 && rift_ev_put_u32(b, c->id) == 0 &&
@@ -532,6 +560,13 @@ static void apply_fetch(rift_consumer *c, const fetch_plan *fp) {
             rift_pend_drop(c, p);
         }
     }
+    for (size_t i = 0; i < fp->ndead; i++) {
+        rift_pend *p = rift_pend_find(c, fp->dead[i].sequence);
+        if (p != NULL) {
+            rift_pend_drop(c, p);
+        }
+        c->max_delivered++;
+    }
     c->next_seq = fp->cursor;
 }
 
@@ -551,7 +586,8 @@ static int fetch_locked(rift_consumer *c, fetch_plan *fp, rift_batch *out,
         return rc;
     }
     bool moved = fp->cursor != c->next_seq;
-    *staged = st->file && (fp->n > 0 || moved || fp->ndrops > 0);
+    *staged =
+        st->file && (fp->n > 0 || moved || fp->ndrops > 0 || fp->ndead > 0);
 
     /* Everything that can fail happens before the state changes. */
     if (!blocking && cb != NULL && *staged &&
@@ -620,11 +656,18 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
         plan_free(st, &fp, true);
         return rc;
     }
+    rift_consumer_advisory *dead = fp.dead;
+    size_t ndead = fp.ndead;
+    fp.dead = NULL;
     plan_free(st, &fp, false);
     uint64_t wait = 0;
     rc = rift_writer_commit(st, staged, cb, user_data, blocking, &wait, done,
                             err);
+    rift_advisory_note note;
+    rift_advisory_take(c, dead, ndead, &note);
     pthread_mutex_unlock(&st->lock);
+    rift_advisory_fire(&note, dead, ndead);
+    rift_free(st->mem, dead);
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
     }
@@ -735,6 +778,7 @@ int rift_consumer_get_info(rift_consumer *c, rift_consumer_info *out,
         out->config.filter_len = c->filter_len;
         out->config.ack_wait_ms = c->ack_wait_ms;
         out->config.max_ack_pending = c->max_ack_pending;
+        out->config.max_deliver = c->max_deliver;
         out->config.start = (rift_consumer_start)c->start_mode;
         out->config.start_sequence =
             c->start_mode == RIFT_START_SEQUENCE ? c->start_arg : 1;
@@ -743,6 +787,8 @@ int rift_consumer_get_info(rift_consumer *c, rift_consumer_info *out,
         out->start_sequence = c->start_seq;
         out->next_sequence = RIFT_MAX(c->next_seq, st->first_seq);
         out->pending = c->live;
+        out->terminated = c->terminated;
+        out->max_delivered = c->max_delivered;
     }
     pthread_mutex_unlock(&st->lock);
     return rc;

@@ -28,6 +28,9 @@ const char *rift_consumer_config_diff(const rift_consumer_config *a,
     if (a->max_ack_pending != b->max_ack_pending) {
         return "max_ack_pending";
     }
+    if (a->max_deliver != b->max_deliver) {
+        return "max_deliver";
+    }
     if (!with_start) {
         return NULL;
     }

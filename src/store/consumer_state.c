@@ -58,6 +58,7 @@ bool rift_consumer_normalize(const rift_consumer_config *in,
     }
     out->ack_wait_ms = in->ack_wait_ms;
     out->max_ack_pending = in->max_ack_pending;
+    out->max_deliver = in->max_deliver;
     if ((unsigned)in->start > START_MODE_MAX) {
         return false;
     }
@@ -189,6 +190,7 @@ void rift_consumer_unref_locked(rift_consumer *c) {
     }
     const rift_mem *mem = c->st->mem;
     rift_ring_free(&c->pending);
+    rift_free(mem, c->label);
     rift_free(mem, c->name);
     rift_free(mem, c->filter);
     rift_free(mem, c);
@@ -403,12 +405,39 @@ static int encode_consumer(const rift_consumer *c, rift_sbuf *b,
     return 0;
 }
 
+/* The CONSUMER_LIMITS event that follows a CONSUMER event, when the
+ * consumer has a max_deliver or counters (older directories have none). */
+static int encode_limits(const rift_consumer *c, rift_sbuf *b) {
+    if (c->max_deliver == 0 && c->terminated == 0 && c->max_delivered == 0) {
+        return 0;
+    }
+    int64_t start = rift_ev_begin(b, RIFT_EV_CONSUMER_LIMITS);
+    if (start < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+        rift_ev_put_u32(b, c->max_deliver) != 0 ||
+        rift_ev_put_u64(b, c->terminated) != 0 ||
+        rift_ev_put_u64(b, c->max_delivered) != 0) {
+        return RIFT_ERR_NOMEM;
+    }
+    rift_ev_finish(b, start);
+    return 0;
+}
+
+static int encode_with_limits(const rift_consumer *c, rift_sbuf *b,
+                              bool with_pending) {
+    size_t before = b->len;
+    if (encode_consumer(c, b, with_pending) != 0 || encode_limits(c, b) != 0) {
+        b->len = before;
+        return RIFT_ERR_NOMEM;
+    }
+    return 0;
+}
+
 int rift_consumer_encode(const rift_consumer *c, rift_sbuf *b) {
-    return encode_consumer(c, b, true);
+    return encode_with_limits(c, b, true);
 }
 
 int rift_consumer_encode_new(const rift_consumer *c, rift_sbuf *b) {
-    return encode_consumer(c, b, false);
+    return encode_with_limits(c, b, false);
 }
 
 /* The |n| pending entries of a CONSUMER event, ascending. */
@@ -565,6 +594,52 @@ static int apply_ack(rift_stream *st, rift_ev_reader *r, const char **why) {
     return 0;
 }
 
+static int apply_limits(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint32_t id = rift_ev_get_u32(r);
+    uint32_t max_deliver = rift_ev_get_u32(r);
+    uint64_t terminated = rift_ev_get_u64(r);
+    uint64_t max_delivered = rift_ev_get_u64(r);
+    if (r->bad) {
+        *why = "truncated state event";
+        return -1;
+    }
+    rift_consumer *c = rift_consumer_by_id(st, id);
+    if (c == NULL) {
+        *why = "limits reference absent consumer";
+        return -1;
+    }
+    c->max_deliver = max_deliver;
+    c->terminated = terminated;
+    c->max_delivered = max_delivered;
+    return 0;
+}
+
+static int apply_term(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint32_t id = rift_ev_get_u32(r);
+    uint64_t seq = rift_ev_get_u64(r);
+    uint8_t reason = rift_ev_get_u8(r);
+    if (r->bad) {
+        *why = "truncated state event";
+        return -1;
+    }
+    rift_consumer *c = rift_consumer_by_id(st, id);
+    if (c == NULL || reason > RIFT_TERM_BY_MAX_DELIVER) {
+        *why = c == NULL ? "term references absent consumer"
+                         : "invalid term reason";
+        return -1;
+    }
+    rift_pend *p = rift_pend_find(c, seq);
+    if (p != NULL) {
+        rift_pend_drop(c, p);
+    }
+    if (reason == RIFT_TERM_BY_CLIENT) {
+        c->terminated++;
+    } else {
+        c->max_delivered++;
+    }
+    return 0;
+}
+
 static int apply_hole(rift_stream *st, rift_ev_reader *r, const char **why) {
     uint64_t from = rift_ev_get_u64(r);
     uint64_t to = rift_ev_get_u64(r);
@@ -612,6 +687,12 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
     }
     case RIFT_EV_HOLE:
         rc = apply_hole(st, &r, why);
+        break;
+    case RIFT_EV_CONSUMER_LIMITS:
+        rc = apply_limits(st, &r, why);
+        break;
+    case RIFT_EV_TERM:
+        rc = apply_term(st, &r, why);
         break;
     default:
         *why = "unknown state event";

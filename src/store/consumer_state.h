@@ -23,6 +23,7 @@ typedef struct rift_consumer_norm {
     uint32_t max_ack_pending;
     uint8_t mode;
     uint64_t arg;
+    uint32_t max_deliver;
 } rift_consumer_norm;
 
 bool rift_consumer_name_valid(const char *name, size_t len);

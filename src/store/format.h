@@ -123,7 +123,18 @@ enum {
     /* u64 from, u64 to: sequences [from, to) hold no record and are never
      * reused (records lost after their sequences were seen) */
     RIFT_EV_HOLE = 6,
+    /* Extension, right after a consumer's CONSUMER event when any field
+     * is nonzero: u32 id, u32 max_deliver, u64 terminated,
+     * u64 max_delivered. */
+    RIFT_EV_CONSUMER_LIMITS = 7,
+    /* Extension: u32 id, u64 seq, u8 reason (0 TERM, 1 max_deliver): the
+     * delivery leaves the pending set for good and is counted. */
+    RIFT_EV_TERM = 8,
 };
+
+/* RIFT_EV_TERM reasons. */
+#define RIFT_TERM_BY_CLIENT      0u
+#define RIFT_TERM_BY_MAX_DELIVER 1u
 
 void rift_state_header_encode(uint8_t out[RIFT_STATE_HEADER]);
 int rift_state_header_decode(const uint8_t in[RIFT_STATE_HEADER]);

@@ -83,6 +83,15 @@ struct rift_consumer {
     uint64_t start_seq;
     uint64_t next_seq;
     uint64_t created_gen; /* the stage that journaled its creation */
+    /* Extension (consumer_settle.c): the most deliveries of a record (0 =
+     * unlimited); the deliveries ended by TERM and the records dropped
+     * after max_deliver, both journaled (RIFT_EV_CONSUMER_LIMITS,
+     * RIFT_EV_TERM); the advisory label (in memory, owned). */
+    uint32_t max_deliver;
+    uint64_t terminated;
+    uint64_t max_delivered;
+    char *label;
+    size_t label_len;
     /* Pending deliveries in ascending sequence; acked entries stay as
      * tombstones (live 0) until they reach the front or outnumber the
      * live ones, so an ack is a binary search and no memmove. */
@@ -154,6 +163,9 @@ struct rift_stream {
      * (a protocol server wakes its waiting fetches). */
     rift_stream_append_fn append_fn;
     void *append_arg;
+    /* rift_stream_set_advisory_watch: max_deliver drops, called unlocked. */
+    rift_stream_advisory_fn advisory_fn;
+    void *advisory_arg;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
     /* Blocking callers wait, without the stream lock, on the slot of their

@@ -334,7 +334,7 @@ static void one_op(worker *w, rift_client *c, rng *r, rift_client_sub **subs,
     }
     case 5: {
         rift_consumer_config cc = {"a.>", 3, 1, 1000, 10, RIFT_START_SEQUENCE,
-                                   0};
+                                   0,     0};
         rc = rift_client_consumer_open(c, "s", 1, "w", 1, &cc, &err);
         break;
     }

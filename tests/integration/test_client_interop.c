@@ -415,7 +415,7 @@ RIFT_TEST(stream_publish_consumer_fetch_ack) {
         before = stored.timestamp_ms;
     }
     rift_consumer_config cfg = {"events.>",          8, 1, 30000, 100,
-                                RIFT_START_SEQUENCE, 0};
+                                RIFT_START_SEQUENCE, 0, 0};
     CHECK_OK(
         rift_client_consumer_open(c, S("events"), S("worker"), &cfg, &err));
     rift_client_delivery msgs[256];

@@ -374,7 +374,7 @@ RIFT_TEST(wrong_answer_opcode) {
     CHECK_EQ_INT(rift_client_consumer_open(
                      c, S("s"), S("n"),
                      &(rift_consumer_config){"a", 1, 1, 1000, 10,
-                                             RIFT_START_SEQUENCE, 0},
+                                             RIFT_START_SEQUENCE, 0, 0},
                      &err),
                  RIFT_ERR_PROTOCOL);
     CHECK_EQ_STR(err.text, "unexpected response opcode");

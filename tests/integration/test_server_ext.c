@@ -234,11 +234,11 @@ RIFT_TEST(probe_answers_ext_info) {
                  strlen(RIFT_EXT_FEATURES));
     CHECK(rc_expect_end(st, 5000));
     /* Trailing bytes after the probe, and the opcodes still unknown:
-     * the server-to-client ones (17, 19) and those not assigned (23+). */
+     * the server-to-client ones (17, 19) and one not assigned (40). */
     const uint8_t trailing[] = {0, 0, 0, 2, 16, 0};
     CHECK(error_one(c, trailing, sizeof(trailing), 2,
                     "unexpected trailing frame bytes"));
-    const uint8_t ops[] = {17, 19, 23, 255};
+    const uint8_t ops[] = {17, 19, 40, 255};
     for (size_t i = 0; i < sizeof(ops); i++) {
         const uint8_t f[] = {0, 0, 0, 1, ops[i]};
         CHECK(error_one(c, f, sizeof(f), 2, "unknown opcode"));

@@ -36,6 +36,8 @@ static void usage(FILE *out) {
         "[--ack]\n"
         "                     [--raw [--sep SEP]]\n"
         "       rift consumer ack STREAM NAME SEQ...\n"
+        "       rift consumer nak STREAM NAME SEQ [--delay DURATION]\n"
+        "       rift consumer term STREAM NAME SEQ\n"
         "       rift consumer info STREAM NAME [--identity ID] [--json]\n"
         "       rift consumer delete STREAM NAME [--identity ID]\n"
         "       (each takes the connection flags)\n\n"
@@ -59,6 +61,13 @@ static void usage(FILE *out) {
         "        --raw writes payloads only, each followed by SEP with "
         "--sep.\n"
         "ack     acknowledges delivered records.\n"
+        "nak     gives a delivery back: redelivered at once, or after "
+        "--delay (e.g. 30s, \n"
+        "        at most 1h). term ends a delivery for good (never "
+        "redelivered).\n"
+        "--max-deliver N (open): a record is delivered at most N times "
+        "(0 = unlimited);\n"
+        "        then riftd drops it and publishes rift.events.consumer.\n"
         "Consumers are scoped by identity: NAME is yours, as on the wire. "
         "Start positions\nother than seq:N, info and delete use riftd's "
         "control commands (control = true\nand a publish grant on "
@@ -72,7 +81,7 @@ typedef struct consumer_args {
     const char *pos[64];
     int npos;
     const char *filter, *start, *ack_wait, *max_pending, *identity, *count;
-    const char *wait, *sep_s;
+    const char *wait, *sep_s, *max_deliver, *delay;
     bool ack, raw, json;
 } consumer_args;
 
@@ -86,6 +95,8 @@ static int parse(consumer_args *a, int argc, char **argv) {
         {.name = "--count", .value = &a->count},
         {.name = "--wait", .value = &a->wait},
         {.name = "--sep", .value = &a->sep_s},
+        {.name = "--max-deliver", .value = &a->max_deliver},
+        {.name = "--delay", .value = &a->delay},
         {.name = "--ack", .flag = &a->ack},
         {.name = "--raw", .flag = &a->raw},
         {.name = "--json", .flag = &a->json},
@@ -338,6 +349,53 @@ static int open_wire(consumer_args *a, rift_client *c, json_t *args,
     return 0;
 }
 
+/* Opens with the extension CONSUMER_OPEN_EXT, the path of --max-deliver:
+ * the start of |args| (parse_start's keys) as a rift_consumer_config;
+ * drops args. */
+static int open_ext(consumer_args *a, rift_client *c, json_t *args,
+                    const char *filter, uint64_t ack_wait, uint64_t pending,
+                    uint32_t max_deliver) {
+    rift_consumer_config cfg;
+    rift_consumer_config_default(&cfg);
+    cfg.filter = filter;
+    cfg.filter_len = strlen(filter);
+    cfg.ack_wait_ms = ack_wait;
+    cfg.max_ack_pending = (uint32_t)pending;
+    cfg.max_deliver = max_deliver;
+    const char *start =
+        a->start != NULL ? rift_cli_json_str(args, "start") : "sequence";
+    static const char *const names[] = {"sequence", "first", "last",
+                                        "new",      "time",  "since"};
+    for (unsigned i = 0; i < 6; i++) {
+        if (strcmp(start, names[i]) == 0) {
+            cfg.start = (rift_consumer_start)i;
+        }
+    }
+    cfg.start_sequence =
+        a->start != NULL && cfg.start == RIFT_START_SEQUENCE
+            ? (uint64_t)rift_cli_json_int(args, "start_sequence")
+            : 1;
+    if (cfg.start == RIFT_START_TIME) {
+        cfg.start_time_ms = (uint64_t)rift_cli_json_int(args, "start_time_ms");
+    } else if (cfg.start == RIFT_START_TIME_DELTA) {
+        cfg.start_time_ms = (uint64_t)rift_cli_json_int(args, "since_ms");
+    }
+    json_decref(args);
+    rift_client_consumer_info info;
+    rift_error err;
+    if (rift_client_consumer_open_ext(c, a->pos[0], strlen(a->pos[0]),
+                                      a->pos[1], strlen(a->pos[1]), &cfg, &info,
+                                      &err) != 0) {
+        fprintf(stderr, "rift consumer: %s\n", err.text);
+        return 1;
+    }
+    printf("consumer %s on %s: %s (filter %s, next sequence %llu, max "
+           "deliver %u)\n",
+           a->pos[1], a->pos[0], info.created ? "open" : "resumed", filter,
+           (unsigned long long)info.next_sequence, max_deliver);
+    return 0;
+}
+
 /* Opens through the consumer.open control call, the path for any other
  * start and for an identity; drops args. */
 static int open_control(consumer_args *a, rift_client *c, json_t *args) {
@@ -374,6 +432,17 @@ static int cmd_open(consumer_args *a, rift_client *c) {
                 ACK_WAIT_MAX, ACK_PENDING_MAX);
         return 2;
     }
+    uint64_t max_deliver = 0;
+    if (a->max_deliver != NULL &&
+        (!rift_cli_parse_u64("consumer", "--max-deliver", a->max_deliver,
+                             &max_deliver) ||
+         max_deliver > UINT32_MAX || a->identity != NULL)) {
+        fprintf(stderr,
+                "rift consumer: --max-deliver expects 0..%u and "
+                "acts on your own consumer (no --identity)\n",
+                UINT32_MAX);
+        return 2;
+    }
     const char *filter = a->filter ? a->filter : ">";
     if (!rift_cli_subject_ok("consumer", "--filter", filter, false)) {
         return 2;
@@ -393,6 +462,10 @@ static int cmd_open(consumer_args *a, rift_client *c) {
     if (rc != 0) {
         json_decref(args);
         return rc;
+    }
+    if (a->max_deliver != NULL) {
+        return open_ext(a, c, args, filter, ack_wait, pending,
+                        (uint32_t)max_deliver);
     }
     if (seq != 0 && a->identity == NULL) {
         /* A sequence start is the wire's own CONSUMER_OPEN. */
@@ -528,6 +601,34 @@ static int cmd_ack(consumer_args *a, rift_client *c) {
     return 0;
 }
 
+/* nak STREAM NAME SEQ [--delay D] and term STREAM NAME SEQ: one
+ * delivery settled through the extension opcodes. */
+static int cmd_settle(consumer_args *a, rift_client *c, bool nak) {
+    const char *stream = a->pos[0], *name = a->pos[1];
+    uint64_t seq, delay = 0;
+    if (!rift_cli_parse_u64("consumer", "SEQ", a->pos[2], &seq)) {
+        return 2;
+    }
+    if (a->delay != NULL &&
+        (!nak || !rift_cli_duration_parse(a->delay, &delay) ||
+         delay > 3600000)) {
+        fprintf(stderr, "rift consumer: --delay (nak only) expects a duration "
+                        "up to 1h, such as 500ms or 30s\n");
+        return 2;
+    }
+    rift_error err;
+    int rc = nak ? rift_client_nak(c, stream, strlen(stream), name,
+                                   strlen(name), seq, (uint32_t)delay, &err)
+                 : rift_client_term(c, stream, strlen(stream), name,
+                                    strlen(name), seq, &err);
+    if (rc != 0) {
+        fprintf(stderr, "rift consumer: %s %llu: %s\n", nak ? "nak" : "term",
+                (unsigned long long)seq, err.text);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- info, delete ---- */
 
 static int cmd_control(consumer_args *a, rift_client *c, const char *command) {
@@ -560,8 +661,8 @@ int rift_cmd_consumer(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    static const char *const subs[] = {"open", "fetch", "ack", "info",
-                                       "delete"};
+    static const char *const subs[] = {"open",   "fetch", "ack", "info",
+                                       "delete", "nak",   "term"};
     const char *sub = argv[1];
     size_t k = 0;
     while (k < sizeof(subs) / sizeof(subs[0]) && strcmp(sub, subs[k]) != 0) {
@@ -580,7 +681,9 @@ int rift_cmd_consumer(int argc, char **argv) {
         return rc;
     }
     bool is_ack = strcmp(sub, "ack") == 0;
-    if (a.npos < 2 || (is_ack && a.npos < 3) || (!is_ack && a.npos > 2)) {
+    bool settle = strcmp(sub, "nak") == 0 || strcmp(sub, "term") == 0;
+    if (a.npos < 2 || (is_ack && a.npos < 3) || (settle && a.npos != 3) ||
+        (!is_ack && !settle && a.npos > 2)) {
         usage(stderr);
         return 2;
     }
@@ -594,6 +697,8 @@ int rift_cmd_consumer(int argc, char **argv) {
         rc = cmd_fetch(&a, c);
     } else if (is_ack) {
         rc = cmd_ack(&a, c);
+    } else if (settle) {
+        rc = cmd_settle(&a, c, sub[0] == 'n');
     } else {
         rc = cmd_control(&a, c,
                          sub[0] == 'i' ? "consumer.info" : "consumer.delete");

@@ -1,0 +1,124 @@
+/*
+ * test_lua_settle.c — settling deliveries from Lua (tests layer):
+ * consumer:nak, :term and :in_progress, max_deliver in rift.consumer's
+ * config and the counters of consumer:info, with their errors.
+ */
+// labels: threads
+#include "lua_test_util.h"
+
+#include "rift/broker.h"
+#include "rift/stream.h"
+
+typedef struct fixture {
+    char *root;
+    rift_broker *b;
+    rift_stream *events;
+    rift_plugin_host *h;
+    rift_sub *out;
+} fixture;
+
+static rift_stream *lookup(void *ud, const char *name) {
+    fixture *fx = ud;
+    return strcmp(name, "events") == 0 ? fx->events : NULL;
+}
+
+static bool fx_open(fixture *fx) {
+    memset(fx, 0, sizeof(*fx));
+    fx->root = rift_test_tmpdir();
+    rift_error err;
+    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
+        return false;
+    }
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    const char *subjects[] = {"events.>"};
+    ss.subjects = subjects;
+    ss.subjects_count = 1;
+    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
+        return false;
+    }
+    rift_plugin_host_settings s;
+    rift_plugin_host_settings_default(&s);
+    s.workers = 2;
+    s.stream_lookup = lookup;
+    s.stream_ud = fx;
+    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
+           rift_broker_subscribe(fx->b, "out.>", 5, NULL, &fx->out, &err) == 0;
+}
+
+static void fx_close(fixture *fx) {
+    rift_plugin_host_del(fx->h);
+    rift_stream_del(fx->events);
+    rift_sub_close(fx->out);
+    rift_broker_del(fx->b);
+    rift_test_rmdir(fx->root);
+}
+
+static const char *next_out(fixture *fx) {
+    static char buf[8192];
+    rift_msg *m;
+    if (rift_sub_recv(fx->out, 5000000000, &m, NULL) != 0) {
+        return "TIMEOUT";
+    }
+    size_t len;
+    const uint8_t *p = rift_msg_payload(m, &len);
+    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    rift_msg_unref(m);
+    return buf;
+}
+
+static const char plugin_src[] =
+    "local function err(f, ...) local ok, e = pcall(f, ...) "
+    "return ok and 'ok' or (e:gsub('^.-:%d+: ', '')) end\n"
+    "local cfg = {filter = 'events.>', start = 'first', ack_wait_ms = 60000,\n"
+    "             max_deliver = 2}\n"
+    "rift.subscribe('go', function(m)\n"
+    "  local c = rift.consumer('events', 'w', cfg)\n"
+    "  rift.publish('out.r', #c:fetch(10) .. '')\n"
+    "  assert(c:nak(1) == true)\n"
+    "  assert(c:term(2) == true)\n"
+    "  assert(c:in_progress(3) == true)\n"
+    "  local again = c:fetch(10)\n"
+    "  rift.publish('out.r', #again .. ':' .. again[1].sequence .. ':' ..\n"
+    "               again[1].delivery_count)\n"
+    "  c:nak(1, 0)\n"
+    "  rift.publish('out.r', #c:fetch(10) .. '')\n"
+    "  local i = c:info()\n"
+    "  rift.publish('out.r', i.pending .. ',' .. i.terminated .. ',' ..\n"
+    "               i.max_delivered)\n"
+    "  rift.publish('out.r', err(c.term, c, 2))\n"
+    "  rift.publish('out.r', err(c.in_progress, c, 1))\n"
+    "  rift.publish('out.r', err(c.nak, c, 3, 3600001))\n"
+    "  rift.publish('out.r', err(c.nak, c, 3, 3600000))\n"
+    "  cfg.max_deliver = 3\n"
+    "  rift.publish('out.r', err(rift.consumer, 'events', 'w', cfg))\n"
+    "end)\n";
+
+RIFT_TEST(nak_term_in_progress_and_max_deliver) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(rift_stream_publish(fx.events, "events.a", 8, NULL, 0,
+                                     (const uint8_t *)"x", 1, NULL, NULL));
+    }
+    lt_plugin(fx.root, "p", plugin_src);
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    spec.deadline_ms = 5000;
+    rift_error err;
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    CHECK_OK(rift_broker_publish(fx.b, "go", 2, NULL, 0, NULL, 0, NULL, NULL));
+    CHECK_EQ_STR(next_out(&fx), "3");
+    CHECK_EQ_STR(next_out(&fx), "1:1:2");
+    CHECK_EQ_STR(next_out(&fx), "0");
+    CHECK_EQ_STR(next_out(&fx), "1,1,1");
+    CHECK_EQ_STR(next_out(&fx), "sequence is not pending acknowledgement");
+    CHECK_EQ_STR(next_out(&fx), "sequence is not pending acknowledgement");
+    CHECK_EQ_STR(next_out(&fx), "nak delay must be 0..3600000 ms");
+    CHECK_EQ_STR(next_out(&fx), "ok");
+    CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
+                                "already exists with different settings");
+    fx_close(&fx);
+}
