@@ -610,4 +610,6 @@ RIFT_EXTERN int rift_client_fetch_async(rift_client *c, const char *stream,
 }
 #endif
 
+#include "rift/client_stream.h" /* the stream extensions */
+
 #endif /* RIFT_CLIENT_H */

@@ -5,24 +5,27 @@
  */
 #include "codec/field_cursor.h"
 #include "codec/frame_ext.h"
+#include "codec/frame_ext_stream.h"
 
 #include <string.h>
 
 static const char *const ext_names[] = {
-    "EXT_HELLO",     "EXT_INFO",          "CONSUMER_OPEN_EXT",
-    "CONSUMER_INFO", "CONSUMER_INFO_GET", "CONSUMER_DELETE",
+    "EXT_HELLO",           "EXT_INFO",          "CONSUMER_OPEN_EXT",
+    "CONSUMER_INFO",       "CONSUMER_INFO_GET", "CONSUMER_DELETE",
+    "CONSUMER_FETCH_WAIT",
 };
 
 bool rift_ext_opcode_client(uint8_t opcode) {
     return opcode == RIFT_OP_EXT_HELLO || opcode == RIFT_OP_CONSUMER_OPEN_EXT ||
            opcode == RIFT_OP_CONSUMER_INFO_GET ||
            opcode == RIFT_OP_CONSUMER_DELETE ||
-           opcode == RIFT_OP_CONSUMER_FETCH_WAIT;
+           opcode == RIFT_OP_CONSUMER_FETCH_WAIT ||
+           rift_ext_stream_opcode_client(opcode);
 }
 
 const char *rift_ext_opcode_name(uint8_t opcode) {
     if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_FETCH_WAIT) {
-        return NULL;
+        return rift_ext_stream_opcode_name(opcode);
     }
     return ext_names[opcode - RIFT_OP_EXT_HELLO];
 }
