@@ -8,6 +8,7 @@
  * docs/riftd.md "Streams at run time").
  */
 // labels: threads
+#include "procs.h"
 #include "riftd_fix.h"
 #include "test.h"
 
@@ -506,6 +507,113 @@ RIFT_TEST(corrupt_definitions_stop_the_start_and_keep_the_data) {
     CHECK_OK(rift_client_stream_get_info(c, "orders", 6, &info, &err));
     CHECK_EQ_U64(info.messages, 1);
     rift_client_del(c);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+    riftd_fix_free(&f);
+}
+
+/* Runs the CLI with |token| against |f|: the exit status; *out and *err
+ * as rift_proc_run. */
+static int cli(riftd_fix *f, const char *token, const char *const *words,
+               char **out, char **err) {
+    char server[96], tok[128];
+    snprintf(server, sizeof(server), "--server=%s", f->p.address);
+    snprintf(tok, sizeof(tok), "--token=%s", token);
+    const char *args[16];
+    size_t n = 0;
+    for (; words[n] != NULL && n < 12; n++) {
+        args[n] = words[n];
+    }
+    args[n++] = server;
+    args[n++] = "--ca=tls/ca.pem";
+    args[n++] = tok;
+    args[n] = NULL;
+    return rift_proc_run(rift_proc_cli(), f->dir, args, NULL, out, err);
+}
+
+static bool has(const char *s, const char *needle) {
+    bool ok = s != NULL && strstr(s, needle) != NULL;
+    if (!ok) {
+        fprintf(stderr, "  expected \"%s\" in:\n%s\n", needle,
+                s ? s : "(nothing)");
+    }
+    return ok;
+}
+
+RIFT_TEST(cli_add_info_edit_purge_rm) {
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, config));
+    CHECK(riftd_fix_start(&f, NULL));
+    char *out = NULL, *err = NULL;
+    const char *w = RIFTD_FIX_TOKEN2;
+    CHECK_EQ_INT(
+        cli(&f, w,
+            (const char *const[]){"stream", "add", "orders", "--subjects",
+                                  "orders.>", "--max-msgs", "5", NULL},
+            &out, &err),
+        0);
+    CHECK(has(out, "made at run time"));
+    CHECK(has(out, "max_messages       5"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "pub", "orders",
+                                           "orders.x", "hi", NULL},
+                     NULL, NULL),
+                 0);
+    /* No control rights: info goes through STREAM_INFO_GET. */
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "info", "orders", NULL},
+                     &out, &err),
+                 0);
+    CHECK(has(out, "messages           1"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "edit", "orders",
+                                           "--max-msgs", "7", NULL},
+                     &out, &err),
+                 0);
+    CHECK(has(out, "max_messages       7"));
+    CHECK(has(out, "messages           1"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "purge", "orders", NULL},
+                     &out, &err),
+                 0);
+    CHECK(has(out, "orders: purged"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "rm", "orders", NULL},
+                     &out, &err),
+                 0);
+    CHECK(has(out, "orders: deleted"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "info", "orders", NULL},
+                     &out, &err),
+                 1);
+    CHECK(has(err, "unknown stream \"orders\""));
+    free(out);
+    free(err);
+    /* The administrator has no `streams` grant. */
+    CHECK_EQ_INT(cli(&f, RIFTD_FIX_TOKEN,
+                     (const char *const[]){"stream", "add", "orders",
+                                           "--subjects", "_INBOX.x", NULL},
+                     &out, &err),
+                 1);
+    CHECK(has(err, "stream administration not permitted"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(cli(&f, w,
+                     (const char *const[]){"stream", "add", "orders", NULL},
+                     &out, &err),
+                 2);
+    CHECK(has(err, "add needs --subjects"));
+    free(out);
+    free(err);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
 }
