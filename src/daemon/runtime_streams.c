@@ -130,7 +130,16 @@ static void settings_of(const rt_stream *s, rift_stream_settings *out) {
 static int open_stream(rt_stream *s, rift_error *err) {
     rift_stream_settings set;
     settings_of(s, &set);
-    return rift_stream_new(&s->st, &set, err);
+    int rc = rift_stream_new(&s->st, &set, err);
+    if (rc != 0 && rc != RIFT_ERR_INVALID_CONFIG &&
+        rc != RIFT_ERR_INVALID_SUBJECT && rc != RIFT_ERR_NOMEM) {
+        /* Storage texts name files: they stay in the log, the client
+         * gets none of it (the caller's text is the remote one). */
+        rift_log(RIFT_LOG_ERROR, "rift: run-time stream %s: %s", s->def.name,
+                 err->text);
+        rift_error_set(err, rc, "stream storage failed; see riftd's log");
+    }
+    return rc;
 }
 
 static void close_stream(rt_stream *s) {
