@@ -4,8 +4,8 @@
  * STREAM_INFO_GET and STREAM_CREATE..STREAM_DELETE on the wire through the
  * C client, the `streams` grant, isolation, persistence in
  * data_dir/streams.json across a restart, the configured stream's
- * precedence and a corrupt definitions file (docs/protocol-v1.md E.3,
- * docs/riftd.md "Streams at run time").
+ * precedence, a reload, a corrupt definitions file and the CLI
+ * (docs/protocol-v1.md E.3, docs/riftd.md "Streams at run time").
  */
 // labels: threads
 #include "procs.h"
@@ -13,6 +13,7 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,12 @@ RIFT_TEST(streams_and_records_survive_a_restart) {
     CHECK_EQ_U64(info.max_age_ms, 3600000);
     CHECK(info.file && info.runtime);
     CHECK_EQ_U64(fetch_all(c, "audit.eu", "audit.eu.>"), 2);
+    /* A reload keeps it. */
+    kill(f.p.pid, SIGHUP);
+    CHECK(rift_proc_wait_text(&f.p, true, "configuration reloaded",
+                              RIFT_PROC_WAIT_MS));
+    CHECK_OK(rift_client_stream_get_info(c, "audit.eu", 8, &info, &err));
+    CHECK_EQ_U64(info.messages, 2);
     rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
