@@ -429,7 +429,8 @@ RIFT_EXTERN int rift_client_ack(rift_client *c, const char *stream,
  * *|supported| says whether it speaks the extensions and, when it does,
  * |features| (|cap| bytes, NUL-terminated, cut to fit; may be NULL) holds
  * the space-separated feature list, e.g. "consumer-open consumer-info
- * consumer-delete fetch-wait".
+ * consumer-delete fetch-wait stream-info" (rift/client_stream.h for the
+ * stream extensions).
  *
  * Errors: RIFT_ERR_PROTOCOL; RIFT_ERR_TIMEOUT; RIFT_ERR_CLOSED;
  * RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM.
@@ -671,5 +672,7 @@ RIFT_EXTERN int rift_client_in_progress_async(
 #ifdef __cplusplus
 }
 #endif
+
+#include "rift/client_stream.h" /* the stream extensions */
 
 #endif /* RIFT_CLIENT_H */

@@ -82,6 +82,52 @@ typedef struct rift_server_stream_source {
     void *ud;
 } rift_server_stream_source;
 
+/** What a client asks of the host's stream administration
+ * (docs/protocol-v1.md E.3, STREAM_CREATE to STREAM_DELETE). */
+typedef enum rift_server_stream_verb {
+    RIFT_SERVER_STREAM_CREATE = 1,
+    RIFT_SERVER_STREAM_UPDATE,
+    RIFT_SERVER_STREAM_PURGE,
+    RIFT_SERVER_STREAM_DELETE,
+} rift_server_stream_verb;
+
+/**
+ * One stream administration request, valid during the call. The server
+ * has decoded it, checked the name rule, the subject patterns and that
+ * the identity may subscribe to every one of them; the host checks its
+ * own grants. |subjects| (NUL-terminated patterns) and the limits are
+ * set for CREATE and UPDATE (UPDATE with no subjects keeps them); a limit
+ * of 0 means the default (|max_age_ms| 0: no age limit).
+ */
+typedef struct rift_server_stream_request {
+    rift_server_stream_verb verb;
+    const char *identity; /* the authenticated identity's name */
+    const char *name;
+    const char *const *subjects;
+    size_t subjects_count;
+    bool file; /* file storage (else memory) */
+    uint64_t max_messages;
+    uint64_t max_bytes;
+    uint64_t max_age_ms;
+    uint64_t max_payload_bytes;
+    uint32_t max_consumers;
+} rift_server_stream_request;
+
+/**
+ * Streams made at run time (riftd: the `streams` grant). |call| runs on
+ * the server thread and returns 0 once the change is in effect (a created
+ * stream is then found through the stream source), or an error whose
+ * text goes to the client (RIFT_ERR_PERMISSION as code 1): it must carry
+ * no server path. Whatever it blocks on delays the server's other
+ * connections. All NULL = the opcodes answer "stream administration not
+ * offered" and EXT_INFO does not list them.
+ */
+typedef struct rift_server_stream_admin {
+    int (*call)(void *ud, const rift_server_stream_request *req,
+                rift_error *err);
+    void *ud;
+} rift_server_stream_admin;
+
 typedef struct rift_server_settings {
     /** PEM certificate chain and unencrypted PEM private key. */
     const char *cert_file;
@@ -107,6 +153,9 @@ typedef struct rift_server_settings {
     /** Asked when a name is not in |streams| (which win); all NULL =
      * none. Must outlive the server. */
     rift_server_stream_source stream_source;
+    /** Stream administration at run time; all NULL = none. Must outlive
+     * the server. */
+    rift_server_stream_admin stream_admin;
     /** Optional 32 bytes keying stateless resets and Retry tokens (give
      * a restarted server the same secret); NULL = a random per-process
      * secret. */

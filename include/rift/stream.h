@@ -291,6 +291,14 @@ typedef struct rift_stream_info {
 RIFT_EXTERN int rift_stream_get_info(rift_stream *stream, rift_stream_info *out,
                                      rift_error *err);
 
+/**
+ * rift_stream_get_settings fills |out| with the settings |stream| was
+ * opened with, defaults applied: |subjects| and |storage_path| point into
+ * the stream and stay valid while it is open. Never waits. Any thread.
+ */
+RIFT_EXTERN void rift_stream_get_settings(const rift_stream *stream,
+                                          rift_stream_settings *out);
+
 /** rift_stream_info_free releases the names rift_stream_get_info allocated
  * and zeroes |info|. Safe on a zeroed info. */
 RIFT_EXTERN void rift_stream_info_free(rift_stream_info *info);

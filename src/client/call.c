@@ -55,6 +55,10 @@ static void async_complete(rift_client_call *call, int rc,
         call->fn.fetched(call->fn_arg, rc, call->out, rc == 0 ? call->nmsgs : 0,
                          rc == 0 ? NULL : e);
         break;
+    case RIFT_CALL_STREAM_INFO:
+        call->fn.sinfo(call->fn_arg, rc, rc == 0 ? call->sinfo : NULL,
+                       rc == 0 ? NULL : e);
+        break;
     default:
         call->fn.done(call->fn_arg, rc, rc == 0 ? NULL : e);
         break;
@@ -345,6 +349,10 @@ void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
             return;
         }
         rc = rift_client_ext_answer(call, body, len, &e);
+        rift_client_call_finish(call, rc, &e);
+        return;
+    case RIFT_CALL_STREAM_INFO:
+        rc = rift_client_stream_answer(call, body, len, &e);
         rift_client_call_finish(call, rc, &e);
         return;
     case RIFT_CALL_CONSUMER_OPEN:
@@ -662,6 +670,13 @@ rift_client_call *rift_client_call_async_new(rift_client *c,
     call->fin = true;
     call->timeout_ns = c->op_timeout_ns;
     return call;
+}
+
+rift_client_call *rift_client_call_async_new(rift_client *c,
+                                             rift_call_kind kind, size_t extra,
+                                             const uint8_t *hdr, size_t hdr_len,
+                                             rift_error *err) {
+    return async_new(c, kind, extra, hdr, hdr_len, NULL, 0, err);
 }
 
 int rift_client_stream_publish_async(rift_client *c, const char *stream,

@@ -140,6 +140,9 @@ int rift_client_error_from_frame(const uint8_t *body, size_t len,
  * result. */
 int rift_client_ext_answer(rift_client_call *call, const uint8_t *body,
                            size_t len, rift_error *err);
+/* call_stream.c: decodes a STREAM_INFO_EXT body into call->sinfo. */
+int rift_client_stream_answer(rift_client_call *call, const uint8_t *body,
+                              size_t len, rift_error *err);
 /* The answer to a request that expects a bare OK: 0 for OK, the mapped
  * error for ERROR, "unexpected response opcode" otherwise. */
 int rift_client_expect_ok(const uint8_t *body, size_t len, rift_error *err);
@@ -183,6 +186,7 @@ typedef enum rift_call_kind {
     RIFT_CALL_PUBLISHER,
     RIFT_CALL_EXT_HELLO,     /* EXT_INFO into |ext_features| */
     RIFT_CALL_CONSUMER_INFO, /* CONSUMER_INFO into |info| */
+    RIFT_CALL_STREAM_INFO,   /* STREAM_INFO_EXT into |sinfo| */
 } rift_call_kind;
 
 /* An owned copy of an asynchronous call's frame (header and payload),
@@ -213,6 +217,7 @@ struct rift_client_call {
     uint32_t limit;
     rift_stored stored;              /* STREAM_PUBLISH */
     rift_client_consumer_info *info; /* CONSUMER_INFO: caller's */
+    rift_client_stream_info *sinfo;  /* STREAM_INFO_EXT: caller's */
     char *ext_features;              /* EXT_HELLO: caller's buffer */
     size_t ext_cap;
     bool ext_none; /* EXT_HELLO: the server answered "unknown opcode" */
@@ -229,6 +234,7 @@ struct rift_client_call {
         rift_client_stored_cb stored;
         rift_client_done_cb done;
         rift_client_fetched_cb fetched;
+        rift_client_stream_info_cb sinfo;
     } fn;
     void *fn_arg;
     rift_client_frame *frame;
@@ -459,5 +465,13 @@ void rift_client_connect_timeout(rift_timer *t, void *arg);
  * streams have no QUIC handle any more (otherwise owners reset them). */
 void rift_client_fail_all(rift_client *c, const rift_error *e,
                           bool transport_gone);
+
+/* call.c: a heap call for an asynchronous |kind| with |extra| bytes
+ * behind it, owning a copy of |hdr|; submit it with
+ * rift_client_call_submit. NULL when out of memory (|err| set). */
+rift_client_call *rift_client_call_async_new(rift_client *c,
+                                             rift_call_kind kind, size_t extra,
+                                             const uint8_t *hdr, size_t hdr_len,
+                                             rift_error *err);
 
 #endif /* RIFT_CLIENT_CLIENT_INTERNAL_H */

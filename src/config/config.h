@@ -54,6 +54,10 @@ typedef struct rift_config_principal {
     char **subscribe;
     size_t n_subscribe;
     bool control;
+    /* Stream-name patterns of streams it may create, update, purge and
+     * delete at run time (daemon/runtime_streams.c); empty = none. */
+    char **streams;
+    size_t n_streams;
     /* Filled by rift_config_load_tokens; wiped on free, never printed. */
     char *token;
     size_t token_len;

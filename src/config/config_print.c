@@ -60,6 +60,9 @@ static void print_messaging(const rift_config_messaging *m, FILE *out) {
                 p->token_env, p->control ? "yes" : "no");
         print_list(out, "publish", p->publish, p->n_publish);
         print_list(out, "subscribe", p->subscribe, p->n_subscribe);
+        if (p->n_streams > 0) {
+            print_list(out, "streams", p->streams, p->n_streams);
+        }
     }
     fprintf(out, "  subscriptions (%zu):\n", m->n_subscriptions);
     for (size_t i = 0; i < m->n_subscriptions; i++) {

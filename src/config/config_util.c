@@ -219,6 +219,7 @@ static bool principal_eq(const rift_config_principal *a,
            list_eq(a->publish, a->n_publish, b->publish, b->n_publish) &&
            list_eq(a->subscribe, a->n_subscribe, b->subscribe,
                    b->n_subscribe) &&
+           list_eq(a->streams, a->n_streams, b->streams, b->n_streams) &&
            a->control == b->control;
 }
 
@@ -315,6 +316,7 @@ void rift_config_free(rift_config *cfg) {
         rift_free(NULL, p->token_env);
         free_strv(p->publish, p->n_publish);
         free_strv(p->subscribe, p->n_subscribe);
+        free_strv(p->streams, p->n_streams);
         wipe_free(p->token, p->token_len);
     }
     rift_free(NULL, m->principals);

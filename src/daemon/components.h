@@ -85,10 +85,6 @@ int rift_daemon_stan_start(struct rift_stan **ps, rift_broker *broker,
  * "subscriptions"}, or JSON null without the service. New reference. */
 json_t *rift_daemon_stan_json(struct rift_stan *s);
 
-/* The service's channels for the QUIC server's stream lookup
- * (stream_lookup.c; the configured streams are its table and win). All
- * NULL without the service. */
-rift_server_stream_source rift_daemon_stream_source(struct rift_stan *s);
 
 /* ---- Per-identity quotas (limits.c) ---- */
 
@@ -107,12 +103,15 @@ typedef struct rift_daemon_quic rift_daemon_quic;
  * rift_daemon_quic_start checks the TLS files (the §5.2 texts), builds the
  * identities from the principals (tokens already loaded), and binds the
  * server on messaging.listen with the messaging limits, every open
- * stream and, after them, |stan|'s channels (NULL: none); *pq stays NULL when
+ * configured stream and, after them, |source|'s (riftd: run-time streams
+ * and channels) and the stream administration |admin|; *pq stays NULL when
  * no listener is configured. Errors carry the §5.2 certificate/private key
  * texts, or the server's ("cannot bind ...").
  */
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
-                           rift_daemon_streams *streams, struct rift_stan *stan,
+                           rift_daemon_streams *streams,
+                           rift_server_stream_source source,
+                           rift_server_stream_admin admin,
                            const rift_config *cfg, struct rift_quota *quota,
                            rift_error *err);
 

@@ -7,6 +7,7 @@
 #include "daemon/banner.h"
 #include "daemon/events.h"
 #include "daemon/files.h"
+#include "daemon/runtime_streams.h"
 #include "daemon/credentials.h"
 #include "lua/config_eval.h"
 #include "stan/stan.h"
@@ -177,10 +178,12 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         goto fail;
     }
     rift_daemon_streams_advise(d->streams, d->broker);
-    if ((rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
+    if ((rc = rift_runtime_streams_open(&d->runtime, &d->cfg, err)) != 0 ||
+        (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
-        (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, d->stan,
-                                     &d->cfg, d->quota, err)) != 0 ||
+        (rc = rift_daemon_quic_start(
+             &d->quic, d->broker, d->streams, rift_daemon_stream_source(d),
+             rift_daemon_stream_admin(d), &d->cfg, d->quota, err)) != 0 ||
         (rc = rift_daemon_nats_start(&d->nats, d->broker, &d->cfg, d->quota,
                                      err)) != 0 ||
         (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,
@@ -378,6 +381,8 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->quic = NULL;
     rift_stan_stop(d->stan);
     d->stan = NULL;
+    rift_runtime_streams_close(d->runtime);
+    d->runtime = NULL;
     rift_daemon_streams_close(d->streams);
     d->streams = NULL;
 }

@@ -8,6 +8,7 @@
 #include "daemon/daemon_internal.h"
 
 #include "daemon/events.h"
+#include "daemon/runtime_streams.h"
 
 #include <string.h>
 
@@ -20,8 +21,10 @@ json_t *rift_daemon_streams_json(rift_daemon *d) {
             list, rift_daemon_stream_summary(d->streams,
                                              &d->cfg.messaging.streams[i]));
     }
-    /* Then the NATS Streaming channels, which are streams too. */
+    /* Then the streams made at run time and the NATS Streaming channels,
+     * which are streams too. */
     if (list != NULL) {
+        rift_runtime_streams_append(d->runtime, list);
         (void)rift_daemon_channels_append(d, list);
     }
     return list;

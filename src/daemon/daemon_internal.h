@@ -25,6 +25,9 @@ struct rift_daemon {
     rift_broker *broker;
     rift_daemon_streams *streams;
     struct rift_stan *stan; /* NULL without a `streaming` table */
+    /* Streams made at run time (runtime_streams.c), opened after the
+     * configured ones and before any listener. */
+    struct rift_runtime_streams *runtime;
     rift_daemon_quic *quic;
     rift_daemon_nats *nats;   /* NULL without nats.listen */
     struct rift_quota *quota; /* per-identity accounting of the front ends */
@@ -69,15 +72,22 @@ json_t *rift_daemon_streams_json(rift_daemon *d);
 /* ---- One namespace of streams (stream_lookup.c) ---- */
 
 /* A stream in use by a control command or a view: a configured one, or a
- * NATS Streaming channel pinned until rift_daemon_stream_release. */
+ * run-time stream or NATS Streaming channel pinned until
+ * rift_daemon_stream_release. */
 typedef struct rift_daemon_stream_ref {
     rift_stream *stream;
-    struct rift_stan *stan; /* set when a channel is pinned */
+    rift_daemon *d; /* set when a run-time stream or channel is pinned */
     void *token;
     bool appended; /* records were stored through it: wake the service */
 } rift_daemon_stream_ref;
 
-/* The stream |name| (configured first, then channels) or NULL; release
+/* The QUIC server's stream source (run-time streams, then channels) and
+ * stream administration over |d| (stream_lookup.c). */
+rift_server_stream_source rift_daemon_stream_source(rift_daemon *d);
+rift_server_stream_admin rift_daemon_stream_admin(rift_daemon *d);
+
+/* The stream |name| (configured first, then run-time streams, then
+ * channels) or NULL; release
  * the reference in any case. */
 rift_stream *rift_daemon_stream_acquire(rift_daemon *d, const char *name,
                                         rift_daemon_stream_ref *ref);

@@ -94,7 +94,9 @@ static rift_server_stream *server_streams(rift_daemon_streams *streams) {
 }
 
 int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
-                           rift_daemon_streams *streams, struct rift_stan *stan,
+                           rift_daemon_streams *streams,
+                           rift_server_stream_source source,
+                           rift_server_stream_admin admin,
                            const rift_config *cfg, struct rift_quota *quota,
                            rift_error *err) {
     *pq = NULL;
@@ -133,7 +135,8 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
     s.quota = quota;
     s.streams = sst;
     s.stream_count = rift_daemon_streams_count(streams);
-    s.stream_source = rift_daemon_stream_source(stan);
+    s.stream_source = source;
+    s.stream_admin = admin;
     rift_error why = {0};
     if ((rc = rift_server_new(&q->srv, broker, &s, &why)) != 0) {
         rift_error_set(err, rc, "invalid messaging configuration: %s",

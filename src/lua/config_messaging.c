@@ -37,7 +37,7 @@ static const char *const messaging_keys[] = {
 };
 
 static const char *const principal_keys[] = {
-    "name", "token_env", "publish", "subscribe", "control", NULL,
+    "name", "token_env", "publish", "subscribe", "control", "streams", NULL,
 };
 
 static const char *const subscription_keys[] = {"subject", "queue", NULL};
@@ -229,7 +229,11 @@ static int parse_principal(lua_State *L, int t, rift_config_messaging *m,
         (list = "subscribe",
          rc = rift_config_get_patterns(L, t, path, "subscribe", "messaging",
                                        m->max_subject_bytes, 0, &p->subscribe,
-                                       &p->n_subscribe, NULL, err)) != 0) {
+                                       &p->n_subscribe, NULL, err)) != 0 ||
+        (list = "streams",
+         rc = rift_config_get_patterns(L, t, path, "streams", "messaging",
+                                       m->max_subject_bytes, 0, &p->streams,
+                                       &p->n_streams, NULL, err)) != 0) {
         /* The §5 text names the pattern only; say whose grant it is. */
         if (rc == RIFT_ERR_INVALID_CONFIG &&
             strncmp(err->text, "messaging: invalid subject pattern", 34) == 0) {

@@ -16,6 +16,7 @@
 #include "server/stream_record.h"
 
 #include "codec/frame_ext.h"
+#include "codec/frame_ext_stream.h"
 #include "subject/acl.h"
 
 #include <string.h>
@@ -84,10 +85,15 @@ static void ext_hello(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_PROTOCOL, RIFT_FRAME_ERR_TRAILING);
         return;
     }
+    static const char base[] =
+        RIFT_EXT_FEATURES " " RIFT_EXT_FEATURE_STREAM_INFO;
+    static const char admin[] = RIFT_EXT_FEATURES
+        " " RIFT_EXT_FEATURE_STREAM_INFO " " RIFT_EXT_FEATURES_STREAM_ADMIN;
+    const char *features =
+        rift_srv_stream_admin_offered(ss->conn->srv) ? admin : base;
     uint8_t buf[256];
     rift_ssize n = rift_frame_encode_ext_info(
-        buf, sizeof(buf), RIFT_EXT_VERSION, RIFT_EXT_FEATURES,
-        strlen(RIFT_EXT_FEATURES));
+        buf, sizeof(buf), RIFT_EXT_VERSION, features, strlen(features));
     rift_quic_chunk ch = {buf, (size_t)n, NULL, NULL};
     if (rift_srv_write(ss, &ch, 1, false) != 0) {
         rift_srv_write_failed(ss);
@@ -299,6 +305,10 @@ static void consumer_delete(srv_stream *ss, const uint8_t *fields, size_t len) {
 }
 
 void rift_srv_ext_op(srv_stream *ss, const srv_frame *f) {
+    if (rift_ext_stream_opcode_client(f->opcode)) {
+        rift_srv_stream_ext(ss, f); /* stream_ext.c */
+        return;
+    }
     switch (f->opcode) {
     case RIFT_OP_EXT_HELLO:
         ext_hello(ss, f->fields, f->len);

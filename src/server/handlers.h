@@ -44,6 +44,13 @@ void rift_srv_ext_op(srv_stream *ss, const srv_frame *f);
 /* The extension opcodes 23, 24, 25 (codec/frame_ext_ack.h). */
 void rift_srv_ext_ack_op(srv_stream *ss, const srv_frame *f);
 
+/* ---- stream_ext.c ---- */
+
+/* The stream extensions 28, 30..33 (codec/frame_ext_stream.h). */
+void rift_srv_stream_ext(srv_stream *ss, const srv_frame *f);
+/* Whether the host makes streams at run time (EXT_INFO lists them). */
+bool rift_srv_stream_admin_offered(const rift_server *srv);
+
 /* ---- stream_ops.c ---- */
 
 /* Opcodes 10, 12, 13, 15. */

@@ -267,6 +267,7 @@ struct rift_server {
     srv_stream_entry *streams; /* sorted by name */
     size_t nstreams;
     rift_server_stream_source stream_source; /* after |streams| */
+    rift_server_stream_admin stream_admin;   /* stream_ext.c */
     /* Parked CONSUMER_FETCH_WAIT operations, and the append watches on
      * streams of the stream source they wait on (loop thread only). */
     struct srv_store_op *fetch_waiters;

@@ -58,6 +58,7 @@ static int cmp_stream(const void *a, const void *b) {
 int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
                           rift_error *err) {
     srv->stream_source = s->stream_source;
+    srv->stream_admin = s->stream_admin;
     if (s->stream_count == 0) {
         return 0;
     }

@@ -740,3 +740,9 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
     }
     return rc;
 }
+
+void rift_stream_get_settings(const rift_stream *st,
+                              rift_stream_settings *out) {
+    /* Set once at open, never changed: no lock needed. */
+    *out = st->cfg;
+}

@@ -10,6 +10,7 @@
 #include "rawcli.h"
 
 #include "codec/frame_ext.h"
+#include "codec/frame_ext_stream.h"
 #include "rift/stream.h"
 
 #include <stdlib.h>
@@ -230,8 +231,9 @@ RIFT_TEST(probe_answers_ext_info) {
     rift_frame_ext_info ei;
     CHECK_OK(rift_frame_decode_ext_info(b + 1, len - 1, &ei, NULL));
     CHECK_EQ_INT(ei.version, 1);
-    CHECK_EQ_MEM(ei.features, ei.features_len, RIFT_EXT_FEATURES,
-                 strlen(RIFT_EXT_FEATURES));
+    /* Without a stream administration, stream info only (E.2). */
+    static const char features[] = RIFT_EXT_FEATURES " stream-info";
+    CHECK_EQ_MEM(ei.features, ei.features_len, features, strlen(features));
     CHECK(rc_expect_end(st, 5000));
     /* Trailing bytes after the probe, and the opcodes still unknown:
      * the server-to-client ones (17, 19) and one not assigned (40). */
@@ -603,6 +605,43 @@ RIFT_TEST(idle_waiting_fetches_cost_no_cpu) {
     for (int k = 0; k < N; k++) {
         CHECK_EQ_INT(wait_answer(ws[k], seqs, 5000), 1);
     }
+    rc_free(c);
+    efix_down(&s);
+}
+
+RIFT_TEST(stream_info_and_no_stream_administration) {
+    efix s;
+    CHECK(efix_up(&s));
+    rawcli *c = login(&s, "plugin");
+    CHECK(c != NULL);
+    CHECK(stored(c, "game.a", "one"));
+    uint8_t buf[64];
+    size_t n = (size_t)rift_frame_encode_stream_ref(
+        buf, sizeof(buf), RIFT_OP_STREAM_INFO_GET, "events", 6);
+    rc_stream *st = send_one(c, buf, n);
+    size_t len;
+    const uint8_t *b = rc_frame(st, 5000, &len);
+    CHECK(b != NULL && b[0] == RIFT_OP_STREAM_INFO_EXT);
+    rift_frame_stream_info fi;
+    CHECK_OK(rift_frame_decode_stream_info(b + 1, len - 1, &fi, NULL));
+    CHECK_EQ_MEM(fi.spec.subjects, fi.spec.subjects_len, "game.>", 6);
+    CHECK_EQ_U64(fi.messages, 1);
+    CHECK_EQ_INT(fi.runtime, 0);
+    CHECK_EQ_INT(fi.spec.storage, RIFT_EXT_STORAGE_MEMORY);
+    CHECK(rc_expect_end(st, 5000));
+    n = (size_t)rift_frame_encode_stream_ref(
+        buf, sizeof(buf), RIFT_OP_STREAM_INFO_GET, "nope", 4);
+    CHECK(error_one(c, buf, n, 2, "unknown stream"));
+    buf[3]++; /* one byte more than the stream name */
+    buf[n] = 0;
+    CHECK(error_one(c, buf, n + 1, 2, "unexpected trailing frame bytes"));
+    /* No host administration: refused after the name check. */
+    n = (size_t)rift_frame_encode_stream_ref(buf, sizeof(buf),
+                                             RIFT_OP_STREAM_PURGE, "x", 1);
+    CHECK(error_one(c, buf, n, 2, "stream administration not offered"));
+    n = (size_t)rift_frame_encode_stream_ref(buf, sizeof(buf),
+                                             RIFT_OP_STREAM_DELETE, "..", 2);
+    CHECK(error_one(c, buf, n, 2, "invalid stream name"));
     rc_free(c);
     efix_down(&s);
 }

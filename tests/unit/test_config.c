@@ -78,7 +78,7 @@ RIFT_TEST(unknown_fields_name_their_path) {
     CHECK_REJECTS("return { messaging = { " LISTEN " principals = { { name = "
                   "'p', token_env = 'P', token = 'x' } } } }",
                   "messaging.principals.token: unknown field (expected name, "
-                  "token_env, publish, subscribe, control)");
+                  "token_env, publish, subscribe, control, streams)");
     CHECK_REJECTS("return { messaging = { subscriptions = { { subject = 'a', "
                   "group = 'g' } } }, on_message = function() end }",
                   "messaging.subscriptions.group: unknown field (expected "
