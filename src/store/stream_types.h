@@ -154,6 +154,8 @@ struct rift_stream {
      * (a protocol server wakes its waiting fetches). */
     rift_stream_append_fn append_fn;
     void *append_arg;
+    /* rift_stream_watch_add: more watchers, called after append_fn. */
+    rift_stream_watch *watches;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
     /* Blocking callers wait, without the stream lock, on the slot of their
