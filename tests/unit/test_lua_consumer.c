@@ -508,3 +508,38 @@ RIFT_TEST(reload_and_unload_while_a_fetch_waits) {
     CHECK_EQ_INT(rift_sub_recv(fx.out, 0, &m, NULL), RIFT_ERR_AGAIN);
     fx_close(&fx);
 }
+
+/* docs/riftd.md's bridge from a stream to live subscribers, as printed:
+ * every batch in a fresh callback, each waiting for the next append. */
+RIFT_TEST(the_documented_live_feed_pump) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    rift_sub *live;
+    CHECK_OK(rift_broker_subscribe(fx.b, "events.>", 8, NULL, &live, NULL));
+    CHECK(load(&fx, "p",
+               "local feed = rift.consumer('events', 'live-feed', "
+               "{ start = 'new' })\n"
+               "local function pump()\n"
+               "  for _, r in ipairs(feed:fetch(200, { wait = 60000 })) do\n"
+               "    rift.publish(r.subject, r.payload)\n"
+               "    feed:ack(r.sequence)\n"
+               "  end\n"
+               "  rift.after(0, pump)\n"
+               "end\n"
+               "rift.after(0, pump)\n"));
+    for (int round = 0; round < 3; round++) {
+        CHECK(await_requests(&fx, "p", 1));
+        char payload[8];
+        snprintf(payload, sizeof(payload), "r%d", round);
+        CHECK_OK(append(&fx, "events.feed", payload));
+        rift_msg *m;
+        CHECK_OK(rift_sub_recv(live, 10000000000, &m, NULL));
+        size_t len;
+        const uint8_t *p = rift_msg_payload(m, &len);
+        CHECK(len == strlen(payload) && memcmp(p, payload, len) == 0);
+        rift_msg_unref(m);
+    }
+    CHECK_EQ_INT(lt_get(fx.h, "p").errors, 0);
+    rift_sub_close(live);
+    fx_close(&fx);
+}
