@@ -30,7 +30,8 @@ static const char config[] =
     "    streams = { jobs = { subjects = { 'plugin.jobs' },\n"
     "                         storage_path = 'stream-data' } },\n"
     "  },\n"
-    "  plugins = { 'waiter' },\n"
+    /* Two fdatasyncs (fetch, ack) fit a loaded machine's deadline. */
+    "  plugins = { { name = 'waiter', deadline_ms = 5000 } },\n"
     "}\n";
 
 static const char waiter_src[] =
@@ -129,6 +130,11 @@ RIFT_TEST(one_stream_publish_wakes_the_server_and_the_plugin) {
                                         &err));
     char *got = riftd_fix_next(out);
     CHECK_OK(pthread_join(th, NULL));
+    if (got == NULL) {
+        char *log = rift_proc_read(f.p.err);
+        fprintf(stderr, "riftd: %s\n", log ? log : "(no log)");
+        free(log);
+    }
     CHECK_MSG(got != NULL && strcmp(got, "both") == 0, "%s",
               got ? got : "(none)");
     free(got);
