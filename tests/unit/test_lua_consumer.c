@@ -543,3 +543,29 @@ RIFT_TEST(the_documented_live_feed_pump) {
     rift_sub_close(live);
     fx_close(&fx);
 }
+
+/* The resumed callback runs under the plugin's budgets like any other:
+ * a loop after the wake-up is stopped and counted as a failure. */
+RIFT_TEST(a_resumed_fetch_is_budgeted) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    lt_plugin(fx.root, "p",
+              "local c = rift.consumer('events', 'w', {start = 'new'})\n"
+              "rift.subscribe('go.wait', function()\n"
+              "  local r = c:fetch(1, {wait = 60000})\n"
+              "  while #r > 0 do end\n"
+              "end)\n");
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    spec.deadline_ms = 5000;
+    spec.instructions = 100000;
+    rift_error err;
+    CHECK_OK(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err));
+    CHECK_OK(publish(&fx, "go.wait", ""));
+    CHECK(await_requests(&fx, "p", 1));
+    CHECK_OK(append(&fx, "events.a", "x"));
+    lt_status s = lt_await(fx.h, "p", 1, 1, -1);
+    CHECK_MSG(strstr(s.err, "script instruction budget exceeded") != NULL, "%s",
+              s.err);
+    CHECK_EQ_INT(s.requests, 0);
+    fx_close(&fx);
+}
