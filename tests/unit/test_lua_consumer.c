@@ -417,10 +417,14 @@ RIFT_TEST(waiting_fetch_times_out_empty) {
     CHECK_EQ_STR(next_out(&fx), "0");
     CHECK_OK(publish(&fx, "go.wait", "3000"));
     CHECK(await_requests(&fx, "p", 1));
-    lt_status before = lt_get(fx.h, "p");
+    /* Callbacks so far: the first wait's start and its deadline, and this
+     * one's start (counted once it has returned). */
+    lt_status before = lt_await(fx.h, "p", 0, 3, -1);
+    CHECK_EQ_INT(before.callbacks, 3);
     CHECK_OK(append(&fx, "events.other", "not for it"));
     CHECK_EQ_STR(next_out(&fx), "0");
-    lt_status after = lt_get(fx.h, "p");
+    /* The count moves once the callback that published has returned. */
+    lt_status after = lt_await(fx.h, "p", 0, before.callbacks + 2, -1);
     /* Woken once by the append (parked again), once by the deadline. */
     CHECK(after.callbacks >= before.callbacks + 2);
     CHECK_EQ_INT(after.errors, 0);
