@@ -349,6 +349,33 @@ RIFT_EXTERN void rift_stream_set_append_watch(rift_stream *stream,
                                               rift_stream_append_fn fn,
                                               void *arg);
 
+/**
+ * A caller-owned append watcher (rift_stream_watch_add): any number may
+ * watch one stream at the same time, beside the single
+ * rift_stream_set_append_watch slot (riftd's Lua waiting fetches watch a
+ * stream its protocol server watches too). |fn| is called as the slot's
+ * is: after every successful publish, on the publisher's thread, under
+ * the stream's lock, so it must only note the event and call nothing of
+ * the stream. The links are the stream's.
+ */
+typedef struct rift_stream_watch {
+    rift_stream_append_fn fn;
+    void *arg;
+    struct rift_stream_watch *prev_, *next_;
+} rift_stream_watch;
+
+/**
+ * rift_stream_watch_add links |w| (fn and arg set, not linked yet) to
+ * |stream|; rift_stream_watch_remove unlinks it (a no-op when it is not
+ * linked). Once remove returns, |w|'s fn is not running and will not be
+ * called again, so |w| may be freed. Neither may be called from |fn|.
+ * The caller keeps the stream alive meanwhile (a consumer handle does).
+ */
+RIFT_EXTERN void rift_stream_watch_add(rift_stream *stream,
+                                       rift_stream_watch *w);
+RIFT_EXTERN void rift_stream_watch_remove(rift_stream *stream,
+                                          rift_stream_watch *w);
+
 /* ---- Consumers ---- */
 
 /**
@@ -418,6 +445,37 @@ RIFT_EXTERN void rift_consumer_config_default(rift_consumer_config *c);
 RIFT_EXTERN const char *rift_consumer_config_diff(const rift_consumer_config *a,
                                                   const rift_consumer_config *b,
                                                   bool with_start);
+
+/** Room for any start position's text, NUL included. */
+#define RIFT_CONSUMER_START_TEXT 48
+
+/**
+ * rift_consumer_start_parse reads a start position as the CLI (--start),
+ * Lua (config.start) and riftd's answers spell it, into |config|'s start,
+ * start_sequence and start_time_ms (the other fields are left alone):
+ * "first", "last" (the newest record), "new" (only later ones), "seq:N"
+ * (N >= 1), "time:T" (T RFC 3339, e.g. 2026-01-02T15:04:05Z, or Unix
+ * milliseconds), "since:D" (D a duration before the creation: 90s, 5m,
+ * 1h30m, 1500ms, 2d; a bare number is seconds). |config| is unchanged
+ * on failure.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT ("expects seq:N, first, last,
+ * new, time:T or since:D", "seq:N expects N >= 1 (sequences start at 1)",
+ * "time:T expects RFC 3339 (2026-01-02T15:04:05Z) or Unix milliseconds",
+ * "since:D expects a duration such as 90s, 5m or 1h30m").
+ */
+RIFT_EXTERN int rift_consumer_start_parse(const char *text, size_t len,
+                                          rift_consumer_config *config,
+                                          rift_error *err);
+
+/**
+ * rift_consumer_start_format writes |config|'s start position in the
+ * spelling rift_consumer_start_parse reads ("seq:1", "first",
+ * "time:2026-01-02T15:04:05.000Z", "since:90s") into |out| (|size| bytes,
+ * RIFT_CONSUMER_START_TEXT is enough) and returns its length.
+ */
+RIFT_EXTERN size_t rift_consumer_start_format(
+    const rift_consumer_config *config, char *out, size_t size);
 
 /**
  * rift_stream_consumer_open opens the durable consumer |name| (1..128

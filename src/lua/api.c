@@ -111,6 +111,7 @@ void rift_lua_timer_free(rift_lua_timer *t, bool unref) {
 
 void rift_lua_request_free(rift_lua_request *r, bool unref) {
     rift_lua_vm *vm = r->vm;
+    rift_lua_fetch_wait_release(r);
     if (r->inbox != NULL) {
         rift_lua_binding_close(r->inbox);
     }

@@ -1,9 +1,13 @@
 /*
  * api_stream.c — durable streams for plugins (lua layer): rift.stream(name)
  * with :publish and :info, and rift.consumer(stream, name, config) with
- * :fetch, :ack, :nak, :term, :in_progress and :info, over the store of
- * include/rift/stream.h. The streams are riftd's configured ones, found through
- * the host's lookup callback.
+ * :ack, :nak, :term, :in_progress, :info, :delete and :close (its :fetch
+ * is api_fetch.c), over the
+ * store of include/rift/stream.h. The streams are riftd's configured
+ * ones, found through the host's lookup callback. config.start takes the
+ * CLI's spellings (rift_consumer_start_parse), and reopening follows the
+ * wire's resume rule: the start is ignored, every other setting must be
+ * equal, and the one that differs is named.
  *
  * The store calls block until the operation is durable (group-committed
  * fdatasync with sync_on_write): they hold the worker running the plugin,
@@ -13,9 +17,6 @@
  * filter, and its consumer names are scoped like a remote principal's
  * (§3.5) but by "plugin:<name>", so it can only reach its own consumers —
  * never those of a principal that happens to share its name.
- *
- * Batches returned by fetch are boxed in a userdata with a finalizer while
- * they are turned into Lua tables, so a memory error leaks nothing.
  */
 #include "lua/host_internal.h"
 
@@ -27,7 +28,6 @@
 
 #define STREAM_MT   "rift.stream"
 #define CONSUMER_MT "rift.consumer"
-#define BATCH_MT    "rift.batch"
 
 typedef struct stream_ud {
     rift_stream *stream;
@@ -35,6 +35,7 @@ typedef struct stream_ud {
 
 typedef struct consumer_ud {
     rift_consumer *consumer;
+    rift_stream *stream; /* kept alive by |consumer| */
 } consumer_ud;
 
 /* ---- Lookup ---- */
@@ -133,12 +134,19 @@ static int consumer_gc(lua_State *L) {
     return 0;
 }
 
-static rift_consumer *check_consumer(lua_State *L) {
+rift_consumer *rift_lua_check_consumer(lua_State *L, rift_stream **stream) {
     consumer_ud *u = luaL_checkudata(L, 1, CONSUMER_MT);
     if (u->consumer == NULL) {
         luaL_error(L, "consumer is closed");
     }
+    if (stream != NULL) {
+        *stream = u->stream;
+    }
     return u->consumer;
+}
+
+static rift_consumer *check_consumer(lua_State *L) {
+    return rift_lua_check_consumer(L, NULL);
 }
 
 /* Reads an optional non-negative integer field of the table at |t|. */
@@ -163,41 +171,74 @@ static uint64_t opt_u64(lua_State *L, int t, const char *key, uint64_t def,
     return (uint64_t)v;
 }
 
-/* The start positions by the names the CLI and the control commands
- * use; the second column holds the names the Lua API had first, still
- * accepted. Indexed by rift_consumer_start. */
-static const char *const start_names[][2] = {
-    [RIFT_START_SEQUENCE] = {"sequence", NULL},
-    [RIFT_START_FIRST] = {"first", NULL},
-    [RIFT_START_LAST_RECEIVED] = {"last", "last_received"},
-    [RIFT_START_NEW_ONLY] = {"new", "new_only"},
-    [RIFT_START_TIME] = {"time", NULL},
-    [RIFT_START_TIME_DELTA] = {"since", "time_delta"},
-};
-
-/* config.start at the top of the stack; raises naming the function, the
- * field and the accepted names (luaL_checkoption would say "bad argument
- * #5 to '?'": the value is no argument of the call). */
-static rift_consumer_start check_start(lua_State *L) {
-    const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    for (size_t i = 0; v != NULL && i < RIFT_ARRAY_LEN(start_names); i++) {
-        if (strcmp(v, start_names[i][0]) == 0 ||
-            (start_names[i][1] != NULL && strcmp(v, start_names[i][1]) == 0)) {
-            return (rift_consumer_start)i;
-        }
+/* config.start at the top of the stack, in the CLI's spelling (the
+ * store reads it: rift_consumer_start_parse); raises naming the function
+ * and the field. */
+static void check_start(lua_State *L, rift_consumer_config *cfg) {
+    rift_error err;
+    size_t len;
+    const char *v =
+        lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+    if (v == NULL) {
+        luaL_error(L, "rift.consumer: config.start must be a string, not %s",
+                   luaL_typename(L, -1));
     }
-    luaL_error(L,
-               "rift.consumer: config.start must be one of \"sequence\", "
-               "\"first\", \"last\", \"new\", \"time\" or \"since\" "
-               "(got %s%s%s)",
-               v ? "\"" : "", v ? v : luaL_typename(L, -1), v ? "\"" : "");
-    return RIFT_START_SEQUENCE;
+    if (rift_consumer_start_parse(v, len, cfg, &err) != 0) {
+        luaL_error(L, "rift.consumer: config.start %s (got \"%s\")", err.text,
+                   v);
+    }
 }
 
-/* rift.consumer(stream, name [, {filter=, start=, start_sequence=,
- * start_time_ms=, since_ms=, ack_wait_ms=, max_ack_pending=,
- * max_deliver=}]) → consumer
- * [-0, +1, e] */
+/* The first API's separate start fields are gone: one spelling. */
+static void refuse_old_start_keys(lua_State *L, int t) {
+    static const char *const keys[] = {"start_sequence", "start_time_ms",
+                                       "since_ms"};
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(keys); i++) {
+        if (lua_getfield(L, t, keys[i]) != LUA_TNIL) {
+            luaL_error(L,
+                       "rift.consumer: config.%s is not a setting; the start "
+                       "is one string: start = \"seq:N\", \"time:T\" or "
+                       "\"since:D\"",
+                       keys[i]);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* Opens |name| on |s| with the wire's resume rule (E.3): an existing
+ * consumer keeps its start (the asked one is ignored) and every other
+ * setting must be equal, the first differing one named. */
+static int open_resume(rift_stream *s, const char *name, size_t nlen,
+                       rift_consumer_config *cfg, rift_consumer **out,
+                       rift_error *err) {
+    rift_consumer *old = NULL;
+    if (rift_stream_consumer_get(s, name, nlen, &old, NULL) == 0) {
+        rift_consumer_info info;
+        int rc = rift_consumer_get_info(old, &info, err);
+        const char *field =
+            rc == 0 ? rift_consumer_config_diff(&info.config, cfg, false)
+                    : NULL;
+        if (rc == 0 && field != NULL) {
+            rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                                "invalid messaging configuration: consumer "
+                                "already exists with different %s",
+                                field);
+        }
+        if (rc != 0) {
+            rift_consumer_close(old);
+            return rc;
+        }
+        cfg->start = info.config.start;
+        cfg->start_sequence = info.config.start_sequence;
+        cfg->start_time_ms = info.config.start_time_ms;
+    }
+    int rc = rift_stream_consumer_open(s, name, nlen, cfg, out, err);
+    rift_consumer_close(old); /* its filter was borrowed until the open */
+    return rc;
+}
+
+/* rift.consumer(stream, name [, {filter=, start=, ack_wait_ms=,
+ * max_ack_pending=, max_deliver=}]) → consumer [-0, +1, e] */
 static int l_consumer(lua_State *L) {
     rift_stream *s = lookup(L, "rift.consumer", 1);
     size_t nlen, flen = 0;
@@ -233,17 +274,10 @@ static int l_consumer(lua_State *L) {
         }
         lua_getfield(L, 3, "start");
         if (!lua_isnil(L, -1)) {
-            cfg.start = check_start(L);
+            check_start(L, &cfg);
         }
         lua_pop(L, 1);
-        cfg.start_sequence = opt_u64(L, 3, "start_sequence", cfg.start_sequence,
-                                     UINT64_MAX >> 1);
-        cfg.start_time_ms =
-            opt_u64(L, 3, "start_time_ms", cfg.start_time_ms, UINT64_MAX >> 1);
-        /* "since" counts back since_ms, the control commands' name; the
-         * first API read start_time_ms for it, which still works. */
-        cfg.start_time_ms =
-            opt_u64(L, 3, "since_ms", cfg.start_time_ms, UINT64_MAX >> 1);
+        refuse_old_start_keys(L, 3);
         cfg.ack_wait_ms =
             opt_u64(L, 3, "ack_wait_ms", cfg.ack_wait_ms, UINT64_MAX >> 1);
         cfg.max_ack_pending = (uint32_t)opt_u64(
@@ -265,71 +299,18 @@ static int l_consumer(lua_State *L) {
         nlen = RIFT_SCOPED_CONSUMER_LEN;
     }
     /* The handle exists before the consumer: a memory error here leaks
-     * nothing, and once set the finalizer owns it. */
-    consumer_ud *u = lua_newuserdatauv(L, sizeof(*u), 0);
+     * nothing, and once set the finalizer owns it. Its user value is the
+     * name the plugin gave (info() shows that, not a scoped one). */
+    lua_pushvalue(L, 2);
+    consumer_ud *u = lua_newuserdatauv(L, sizeof(*u), 1);
     u->consumer = NULL;
+    u->stream = s;
     luaL_setmetatable(L, CONSUMER_MT);
-    if (rift_stream_consumer_open(s, name, nlen, &cfg, &u->consumer, &err) !=
-        0) {
+    lua_rotate(L, -2, 1);
+    lua_setiuservalue(L, -2, 1);
+    if (open_resume(s, name, nlen, &cfg, &u->consumer, &err) != 0) {
         return luaL_error(L, "%s", err.text);
     }
-    return 1;
-}
-
-static int batch_gc(lua_State *L) {
-    rift_batch *b = lua_touserdata(L, 1);
-    rift_batch_free(b);
-    return 0;
-}
-
-/* consumer:fetch([n]) → { {sequence=, subject=, payload=, reply=,
- * timestamp_ms=, delivery_count=}, ... } (n: 1..=65536, default 1)
- * [-0, +1, e] */
-static int l_fetch(lua_State *L) {
-    rift_consumer *c = check_consumer(L);
-    lua_Integer n = luaL_optinteger(L, 2, 1);
-    luaL_argcheck(L, n >= 1 && n <= 65536, 2, "fetch limit must be 1..=65536");
-    rift_lua_vm *vm = rift_lua_vm_of(L);
-    if (!vm->runtime) {
-        return luaL_error(L, "consumer:fetch " RIFT_LUA_TEXT_NOT_RUNTIME);
-    }
-    rift_batch *b = lua_newuserdatauv(L, sizeof(*b), 0);
-    memset(b, 0, sizeof(*b));
-    luaL_setmetatable(L, BATCH_MT);
-    rift_error err;
-    if (rift_consumer_fetch(c, (size_t)n, b, &err) != 0) {
-        return luaL_error(L, "%s", err.text);
-    }
-    const rift_lua_conf *p = vm->conf;
-    lua_createtable(L, (int)b->count, 0);
-    for (size_t i = 0; i < b->count; i++) {
-        const rift_delivery *d = &b->items[i];
-        const rift_record *r = &d->record;
-        if (p->restricted &&
-            rift_identity_can_subscribe(&p->identity, r->subject,
-                                        r->subject_len, &err) != 0) {
-            /* §3.4: each fetched record's subject is checked too. */
-            return luaL_error(L, "%s", err.text);
-        }
-        lua_createtable(L, 0, 6);
-        lua_pushinteger(L, (lua_Integer)r->sequence);
-        lua_setfield(L, -2, "sequence");
-        lua_pushlstring(L, r->subject, r->subject_len);
-        lua_setfield(L, -2, "subject");
-        lua_pushlstring(L, r->payload_len > 0 ? (const char *)r->payload : "",
-                        r->payload_len);
-        lua_setfield(L, -2, "payload");
-        if (r->reply != NULL) {
-            lua_pushlstring(L, r->reply, r->reply_len);
-            lua_setfield(L, -2, "reply");
-        }
-        lua_pushinteger(L, (lua_Integer)r->timestamp_ms);
-        lua_setfield(L, -2, "timestamp_ms");
-        lua_pushinteger(L, (lua_Integer)d->delivery_count);
-        lua_setfield(L, -2, "delivery_count");
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    rift_batch_free(b);
     return 1;
 }
 
@@ -395,8 +376,9 @@ static int l_in_progress(lua_State *L) {
     return settle(L, "in_progress");
 }
 
-/* consumer:info() → {pending=, next_sequence=, start_sequence=,
- * terminated=, max_delivered=} [-0, +1, e] */
+/* consumer:info() → {name=, filter=, start=, ack_wait_ms=,
+ * max_ack_pending=, max_deliver=, start_sequence=, next_sequence=,
+ * pending=, terminated=, max_delivered=} [-0, +1, e] */
 static int l_consumer_info(lua_State *L) {
     rift_consumer *c = check_consumer(L);
     rift_consumer_info info;
@@ -404,17 +386,62 @@ static int l_consumer_info(lua_State *L) {
     if (rift_consumer_get_info(c, &info, &err) != 0) {
         return luaL_error(L, "%s", err.text);
     }
-    lua_createtable(L, 0, 5);
-    lua_pushinteger(L, (lua_Integer)info.terminated);
-    lua_setfield(L, -2, "terminated");
-    lua_pushinteger(L, (lua_Integer)info.max_delivered);
-    lua_setfield(L, -2, "max_delivered");
-    lua_pushinteger(L, (lua_Integer)info.pending);
-    lua_setfield(L, -2, "pending");
-    lua_pushinteger(L, (lua_Integer)info.next_sequence);
-    lua_setfield(L, -2, "next_sequence");
-    lua_pushinteger(L, (lua_Integer)info.start_sequence);
-    lua_setfield(L, -2, "start_sequence");
+    /* Copied before building the table (which may raise). */
+    char start[RIFT_CONSUMER_START_TEXT];
+    rift_consumer_start_format(&info.config, start, sizeof(start));
+    const rift_consumer_config cfg = info.config;
+    const uint64_t v[] = {cfg.ack_wait_ms,      cfg.max_ack_pending,
+                          cfg.max_deliver,      info.start_sequence,
+                          info.next_sequence,   info.pending,
+                          info.terminated,      info.max_delivered};
+    static const char *const keys[] = {
+        "ack_wait_ms",   "max_ack_pending", "max_deliver", "start_sequence",
+        "next_sequence", "pending",         "terminated",  "max_delivered"};
+    lua_createtable(L, 0, 11);
+    lua_getiuservalue(L, 1, 1);
+    lua_setfield(L, -2, "name");
+    if (cfg.filter != NULL && cfg.filter_len > 0) {
+        lua_pushlstring(L, cfg.filter, cfg.filter_len);
+    } else {
+        lua_pushliteral(L, ">");
+    }
+    lua_setfield(L, -2, "filter");
+    lua_pushstring(L, start);
+    lua_setfield(L, -2, "start");
+    for (size_t i = 0; i < RIFT_ARRAY_LEN(keys); i++) {
+        lua_pushinteger(L, (lua_Integer)v[i]);
+        lua_setfield(L, -2, keys[i]);
+    }
+    return 1;
+}
+
+/* consumer:delete() removes the consumer and its durable state (a later
+ * rift.consumer creates a fresh one) and closes the handle → true. Only
+ * the plugin's own consumer can be reached: the handle came from
+ * rift.consumer, scoped for a restricted plugin. [-0, +1, e] */
+static int l_consumer_delete(lua_State *L) {
+    rift_stream *s;
+    rift_consumer *c = rift_lua_check_consumer(L, &s);
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    if (!vm->runtime) {
+        return luaL_error(L, "consumer:delete " RIFT_LUA_TEXT_NOT_RUNTIME);
+    }
+    rift_consumer_info info;
+    rift_error err;
+    char name[129]; /* consumer names are 1..=128 bytes */
+    if (rift_consumer_get_info(c, &info, &err) != 0) {
+        return luaL_error(L, "%s", err.text);
+    }
+    if (info.name_len >= sizeof(name)) {
+        return luaL_error(L, "consumer:delete: invalid consumer name");
+    }
+    memcpy(name, info.name, info.name_len);
+    size_t len = info.name_len;
+    consumer_gc(L); /* the handle goes first: its name was borrowed */
+    if (rift_stream_consumer_delete(s, name, len, &err) != 0) {
+        return luaL_error(L, "%s", err.text);
+    }
+    lua_pushboolean(L, 1);
     return 1;
 }
 
@@ -447,21 +474,19 @@ void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm) {
         {NULL, NULL},
     };
     static const luaL_Reg consumer_methods[] = {
-        {"fetch", l_fetch},
+        {"fetch", rift_lua_consumer_fetch},
         {"ack", l_ack},
-        {"info", l_consumer_info},
-        {"close", l_consumer_close},
         {"nak", l_nak},
         {"term", l_term},
         {"in_progress", l_in_progress},
+        {"info", l_consumer_info},
+        {"delete", l_consumer_delete},
+        {"close", l_consumer_close},
         {NULL, NULL},
     };
     new_class(L, STREAM_MT, stream_methods, NULL);
     new_class(L, CONSUMER_MT, consumer_methods, consumer_gc);
-    luaL_newmetatable(L, BATCH_MT);
-    lua_pushcfunction(L, batch_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    rift_lua_open_fetch(L);
     lua_pushcfunction(L, l_stream);
     lua_setfield(L, -2, "stream");
     lua_pushcfunction(L, l_consumer);

@@ -487,23 +487,38 @@ static void on_ready(rift_plugin_host *h, rift_sub *sub) {
     schedule(h, b->plugin);
 }
 
+/* Moves |t| (taken off the heap) to its plugin's due list and schedules
+ * the plugin (host->lock held). */
+static void make_due(rift_plugin_host *h, rift_lua_timer *t) {
+    rift_lua_plugin *p = t->plugin;
+    if (!t->on_due) {
+        t->on_due = true;
+        t->due_next = NULL;
+        if (p->due_tail != NULL) {
+            p->due_tail->due_next = t;
+        } else {
+            p->due_head = t;
+        }
+        p->due_tail = t;
+    }
+    schedule(h, p);
+}
+
 static void fire_timers(rift_plugin_host *h, rift_tstamp now) {
     while (h->heap_len > 0 && h->heap[0]->due <= now) {
         rift_lua_timer *t = h->heap[0];
         heap_remove(h, t);
-        rift_lua_plugin *p = t->plugin;
-        if (!t->on_due) {
-            t->on_due = true;
-            t->due_next = NULL;
-            if (p->due_tail != NULL) {
-                p->due_tail->due_next = t;
-            } else {
-                p->due_head = t;
-            }
-            p->due_tail = t;
-        }
-        schedule(h, p);
+        make_due(h, t);
     }
+}
+
+void rift_plugin_host_timer_now(rift_plugin_host *h, rift_lua_timer *t) {
+    pthread_mutex_lock(&h->lock);
+    if (t->heap_idx != SIZE_MAX) {
+        heap_remove(h, t);
+        make_due(h, t);
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 /*

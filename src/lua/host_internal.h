@@ -20,6 +20,7 @@
 #include "common/common.h"
 #include "lua/plugin_host.h"
 #include "rift/broker.h"
+#include "rift/stream.h"
 #include "subject/acl.h"
 
 #include <lua.h>
@@ -117,7 +118,9 @@ struct rift_lua_timer {
     rift_lua_timer *due_next;
 };
 
-/* A coroutine suspended in rift.request. */
+/* A coroutine suspended in rift.request, or in a waiting consumer:fetch
+ * (fetch_hold set: no inbox; the stream's append watch makes the timer
+ * due at once, api_stream.c). */
 struct rift_lua_request {
     rift_lua_vm *vm;
     rift_lua_binding *inbox;
@@ -125,6 +128,9 @@ struct rift_lua_request {
     int co_ref;
     char cb[96]; /* the callback that made the request, for logs */
     rift_lua_request *prev, *next;
+    rift_consumer *fetch_hold; /* keeps the stream alive while watched */
+    rift_stream *fetch_stream;
+    rift_stream_watch fetch_watch;
 };
 
 /* What the running callback is, for budgets and error messages. */
@@ -355,13 +361,25 @@ void rift_lua_request_free(rift_lua_request *r, bool unref);
 /* Cancels a timer (owner thread); frees it. */
 void rift_lua_timer_free(rift_lua_timer *t, bool unref);
 
-/* ---- json.c, api_stream.c ---- */
+/* ---- json.c, api_stream.c, api_fetch.c ---- */
 
 /* Pushes the rift.json table. */
 void rift_lua_open_json(lua_State *L);
 
 /* Adds rift.stream and rift.consumer to the table at the top. */
 void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm);
+
+/* The consumer handle at argument 1 (raises when closed); its stream in
+ * *stream when not NULL (api_stream.c). */
+rift_consumer *rift_lua_check_consumer(lua_State *L, rift_stream **stream);
+
+/* consumer:fetch and the batch metatable it uses (api_fetch.c). */
+int rift_lua_consumer_fetch(lua_State *L);
+void rift_lua_open_fetch(lua_State *L);
+
+/* Unhooks a waiting fetch's stream watch and drops its handle (owner
+ * thread; before its timer goes). A no-op for a rift.request. */
+void rift_lua_fetch_wait_release(rift_lua_request *r);
 
 /* ---- host.c: scheduling and timers ---- */
 
@@ -399,6 +417,10 @@ void rift_plugin_host_remove_all(rift_plugin_host *h);
 /* Adds |t| to the timer heap (takes host->lock, wakes a sleeping poller
  * when |t| is the earliest). */
 void rift_plugin_host_arm_timer(rift_plugin_host *h, rift_lua_timer *t);
+
+/* Makes |t| due now if it is still in the heap (takes host->lock; any
+ * thread, also under a stream's lock: nothing here calls the store). */
+void rift_plugin_host_timer_now(rift_plugin_host *h, rift_lua_timer *t);
 
 /* Removes |t| from the heap and the due list (takes host->lock). */
 void rift_plugin_host_disarm_timer(rift_plugin_host *h, rift_lua_timer *t);

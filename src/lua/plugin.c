@@ -108,7 +108,9 @@ static bool finish_request(rift_lua_plugin *p, rift_lua_vm *vm,
     rift_lua_call c = {
         .fn_ref = LUA_NOREF,
         .co_ref = co,
-        .push = reply != NULL ? push_msg : push_error,
+        .push = reply != NULL   ? push_msg
+                : error != NULL ? push_error
+                                : NULL,
         .ud = reply != NULL ? (void *)reply : (void *)error,
         .cb = cb,
     };
@@ -119,8 +121,11 @@ static bool finish_request(rift_lua_plugin *p, rift_lua_vm *vm,
 static bool fire_timer(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_timer *t,
                        char *errtext) {
     if (t->req != NULL) {
-        return finish_request(p, vm, t->req, NULL, "request timed out",
-                              errtext);
+        /* A waiting fetch resumes with no arguments: woken by an append or
+         * its deadline, it fetches again and decides. */
+        return finish_request(
+            p, vm, t->req, NULL,
+            t->req->fetch_stream != NULL ? NULL : "request timed out", errtext);
     }
     rift_lua_call c = {.co_ref = LUA_NOREF};
     if (t->every_ns == 0) {

@@ -563,8 +563,8 @@ static int call_protected(lua_State *L) {
             vm->yield_req = NULL;
         } else {
             snprintf(b->errtext, RIFT_LUA_ERROR_MAX + 1,
-                     "callbacks cannot yield (only rift.request suspends "
-                     "them)");
+                     "callbacks cannot yield (only rift.request and a "
+                     "waiting consumer:fetch suspend them)");
             settle_co(L, vm, ref, false);
         }
     } else {

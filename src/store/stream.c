@@ -7,6 +7,7 @@
  * Semantics: docs/protocol-v1.md §4.
  */
 #include "store/stream_open.h"
+#include "common/dlist.h"
 #include "store/consumer_state.h"
 #include "store/recover.h"
 #include "store/reopen.h"
@@ -548,6 +549,10 @@ static int publish(rift_stream *st, const char *subject, size_t subject_len,
     if (rc == 0 && st->append_fn != NULL) {
         st->append_fn(st->append_arg);
     }
+    for (rift_stream_watch *w = rc == 0 ? st->watches : NULL; w != NULL;
+         w = w->next_) {
+        w->fn(w->arg);
+    }
     pthread_mutex_unlock(&st->lock);
     if (rc == 0 && wait != 0) {
         rc = rift_writer_wait(st, wait, err);
@@ -562,6 +567,21 @@ void rift_stream_set_append_watch(rift_stream *st, rift_stream_append_fn fn,
         st->append_fn = fn;
         st->append_arg = fn != NULL ? arg : NULL;
     }
+    pthread_mutex_unlock(&st->lock);
+}
+
+void rift_stream_watch_add(rift_stream *st, rift_stream_watch *w) {
+    pthread_mutex_lock(&st->lock);
+    RIFT_DLIST_PUSH(st->watches, w, prev_, next_);
+    pthread_mutex_unlock(&st->lock);
+}
+
+void rift_stream_watch_remove(rift_stream *st, rift_stream_watch *w) {
+    pthread_mutex_lock(&st->lock);
+    if (w->prev_ != NULL || st->watches == w) {
+        RIFT_DLIST_REMOVE(st->watches, w, prev_, next_);
+    }
+    w->prev_ = w->next_ = NULL;
     pthread_mutex_unlock(&st->lock);
 }
 

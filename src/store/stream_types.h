@@ -166,6 +166,8 @@ struct rift_stream {
     /* rift_stream_set_advisory_watch: max_deliver drops, called unlocked. */
     rift_stream_advisory_fn advisory_fn;
     void *advisory_arg;
+    /* rift_stream_watch_add: more watchers, called after append_fn. */
+    rift_stream_watch *watches;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
     /* Blocking callers wait, without the stream lock, on the slot of their

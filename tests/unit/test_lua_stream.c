@@ -144,7 +144,7 @@ RIFT_TEST(stream_publish_fetch_ack) {
     CHECK_EQ_STR(next_out(&fx), "0");
     CHECK_EQ_STR(next_out(&fx), "consumer is closed");
     CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
-                                "already exists with different settings");
+                                "already exists with different filter");
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
     CHECK_EQ_INT(info.consumer_count, 1);
@@ -153,8 +153,8 @@ RIFT_TEST(stream_publish_fetch_ack) {
     fx_close(&fx);
 }
 
-/* Start positions by the CLI's names (and the first API's, still
- * accepted), and errors that name the function and the field. */
+/* Start positions by the CLI's spellings (test_lua_consumer.c has them
+ * all), and errors that name the function and the field. */
 static const char start_names_src[] =
     "local function err(f, ...) local ok, e = pcall(f, ...) "
     "return ok and 'ok' or (e:gsub('^.-:%d+: ', '')) end\n"
@@ -165,11 +165,7 @@ static const char start_names_src[] =
     "rift.subscribe('go.start', function()\n"
     "  rift.publish('out.r', table.concat({\n"
     "    start('l', {start = 'last'}), start('n', {start = 'new'}),\n"
-    "    start('s', {start = 'since', since_ms = 3600000}),\n"
-    "    start('ol', {start = 'last_received'}),\n"
-    "    start('on', {start = 'new_only'}),\n"
-    "    start('os', {start = 'time_delta', start_time_ms = 3600000})}, "
-    "','))\n"
+    "    start('s', {start = 'since:1h'})}, ','))\n"
     "  rift.publish('out.r', err(rift.consumer, 'events', 'x', "
     "{start = 'sometime'}))\n"
     "  rift.publish('out.r', err(rift.consumer, 'events', 'x', "
@@ -194,12 +190,11 @@ RIFT_TEST(consumer_start_names_and_errors) {
               err.text);
     CHECK_OK(publish(&fx, "go.start", ""));
     /* last = the newest record (3), new = the next one (4), since 1 h =
-     * the first (1); the old names behave the same. */
-    CHECK_EQ_STR(next_out(&fx), "3,4,1,3,4,1");
+     * the first (1). */
+    CHECK_EQ_STR(next_out(&fx), "3,4,1");
     CHECK_EQ_STR(next_out(&fx),
-                 "rift.consumer: config.start must be one of \"sequence\", "
-                 "\"first\", \"last\", \"new\", \"time\" or \"since\" "
-                 "(got \"sometime\")");
+                 "rift.consumer: config.start expects seq:N, first, last, new, "
+                 "time:T or since:D (got \"sometime\")");
     CHECK_EQ_STR(next_out(&fx),
                  "rift.consumer: config.filter must be a string, not number");
     CHECK_EQ_STR(next_out(&fx), "rift.consumer: argument #2 (name) must be a "

@@ -15,6 +15,7 @@
 #include "subjects.h"
 #include "timefmt.h"
 
+#include "rift/stream.h"
 #include "subject/acl.h"
 
 #include <stdlib.h>
@@ -119,55 +120,37 @@ static int parse(consumer_args *a, int argc, char **argv) {
 /* --start POS as control arguments (added to |args|); *wire_seq is set
  * when POS is a plain sequence the wire's CONSUMER_OPEN can carry. */
 static bool parse_start(const char *pos, json_t *args, uint64_t *wire_seq) {
-    uint64_t v = 0;
     *wire_seq = 0;
     if (pos == NULL) {
         *wire_seq = 1;
         return true;
     }
-    if (strncmp(pos, "seq:", 4) == 0) {
-        if (!rift_cli_parse_u64("consumer", "--start seq:", pos + 4, &v)) {
-            return false;
-        }
-        if (v == 0) {
-            fprintf(stderr, "rift consumer: --start seq:N expects N >= 1 "
-                            "(sequences start at 1)\n");
-            return false;
-        }
-        *wire_seq = v;
-        json_object_set_new(args, "start", json_string("sequence"));
+    /* One spelling with Lua's config.start: the store reads it. */
+    rift_consumer_config cc;
+    rift_consumer_config_default(&cc);
+    rift_error err;
+    if (rift_consumer_start_parse(pos, strlen(pos), &cc, &err) != 0) {
+        fprintf(stderr, "rift consumer: --start %s\n", err.text);
+        return false;
+    }
+    static const char *const names[] = {
+        [RIFT_START_SEQUENCE] = "sequence",  [RIFT_START_FIRST] = "first",
+        [RIFT_START_LAST_RECEIVED] = "last", [RIFT_START_NEW_ONLY] = "new",
+        [RIFT_START_TIME] = "time",          [RIFT_START_TIME_DELTA] = "since",
+    };
+    json_object_set_new(args, "start", json_string(names[cc.start]));
+    if (cc.start == RIFT_START_SEQUENCE) {
+        *wire_seq = cc.start_sequence;
         json_object_set_new(args, "start_sequence",
-                            json_integer((json_int_t)v));
-        return true;
+                            json_integer((json_int_t)cc.start_sequence));
+    } else if (cc.start == RIFT_START_TIME) {
+        json_object_set_new(args, "start_time_ms",
+                            json_integer((json_int_t)cc.start_time_ms));
+    } else if (cc.start == RIFT_START_TIME_DELTA) {
+        json_object_set_new(args, "since_ms",
+                            json_integer((json_int_t)cc.start_time_ms));
     }
-    if (strcmp(pos, "first") == 0 || strcmp(pos, "last") == 0 ||
-        strcmp(pos, "new") == 0) {
-        json_object_set_new(args, "start", json_string(pos));
-        return true;
-    }
-    if (strncmp(pos, "time:", 5) == 0) {
-        if (!rift_cli_time_parse(pos + 5, &v)) {
-            fprintf(stderr, "rift consumer: --start time: expects RFC 3339 "
-                            "(2026-01-02T15:04:05Z) or Unix milliseconds\n");
-            return false;
-        }
-        json_object_set_new(args, "start", json_string("time"));
-        json_object_set_new(args, "start_time_ms", json_integer((json_int_t)v));
-        return true;
-    }
-    if (strncmp(pos, "since:", 6) == 0) {
-        if (!rift_cli_duration_parse(pos + 6, &v)) {
-            fprintf(stderr, "rift consumer: --start since: expects a duration "
-                            "such as 90s, 5m or 1h30m\n");
-            return false;
-        }
-        json_object_set_new(args, "start", json_string("since"));
-        json_object_set_new(args, "since_ms", json_integer((json_int_t)v));
-        return true;
-    }
-    fprintf(stderr, "rift consumer: --start expects seq:N, first, last, new, "
-                    "time:T or since:D\n");
-    return false;
+    return true;
 }
 
 static void print_consumer(const json_t *d) {
