@@ -173,7 +173,9 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     if (opts->on_broker != NULL) {
         opts->on_broker(opts->on_broker_ud, d->broker);
     }
-    if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
+    if ((rc = rift_daemon_cluster_start(&d->cluster, d->broker, &d->cfg,
+                                        err)) != 0 ||
+        (rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams, d->stan,
@@ -257,6 +259,10 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
         if (changed == NULL &&
             !rift_config_streaming_equal(&d->cfg.streaming, &next.streaming)) {
             changed = "streaming";
+        }
+        if (changed == NULL &&
+            !rift_config_cluster_equal(&d->cfg.cluster, &next.cluster)) {
+            changed = "cluster";
         }
         if (changed != NULL) {
             /* The answer's text is the protocol's (§5.2) and names no key:
@@ -375,6 +381,7 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->quic = NULL;
     rift_stan_stop(d->stan);
     d->stan = NULL;
+    rift_daemon_cluster_stop(&d->cluster);
     rift_daemon_streams_close(d->streams);
     d->streams = NULL;
 }

@@ -24,7 +24,8 @@ struct rift_daemon {
     rift_tstamp started_ns;
     rift_broker *broker;
     rift_daemon_streams *streams;
-    struct rift_stan *stan; /* NULL without a `streaming` table */
+    rift_daemon_cluster cluster; /* cluster.c NULL without `cluster` */
+    struct rift_stan *stan;      /* NULL without a `streaming` table */
     rift_daemon_quic *quic;
     rift_daemon_nats *nats;   /* NULL without nats.listen */
     struct rift_quota *quota; /* per-identity accounting of the front ends */

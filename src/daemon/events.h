@@ -14,6 +14,8 @@
 #define RIFT_EVENTS_LIFECYCLE "rift.events.lifecycle"
 #define RIFT_EVENTS_RELOAD    "rift.events.reload"
 #define RIFT_EVENTS_CONTROL   "rift.events.control"
+/* {"node","server","state":"up"|"down"}: the cluster backbone. */
+#define RIFT_EVENTS_CLUSTER "rift.events.cluster"
 
 /*
  * rift_json_dump serializes |v| compactly with sorted keys (serde_json's
