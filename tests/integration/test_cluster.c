@@ -375,7 +375,8 @@ RIFT_TEST(stalled_subscriber_slows_nobody) {
         }
     }
     double secs = (double)(now_ns() - t0) / 1e9;
-    fprintf(stderr, "  %u messages to r3 in %.2f s (r2 stalled)\n", N, secs);
+    fprintf(stderr, "  %zu of %u messages to r3 in %.2f s (r2 stalled)\n", got,
+            N, secs);
     CHECK(end);
     CHECK_EQ_INT((long long)got, N);
     /* r2 is still on the backbone, never cut off, and still routes. */

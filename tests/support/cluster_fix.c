@@ -91,6 +91,7 @@ static bool start_riftd(cluster_fix *f, int i) {
              "return {\n  log = 'info',\n  messaging = {\n"
              "    listen = '127.0.0.1:0', certificate = 'tls/server.pem',\n"
              "    private_key = 'tls/server.key',\n"
+             "    subscription_capacity = 65536,\n"
              "    principals = { { name = 'app', token_env = "
              "'RIFT_TEST_TOKEN',\n"
              "      publish = { '>' }, subscribe = { '>' }, control = true } "
