@@ -81,10 +81,11 @@ json_t *rift_daemon_cluster_json(rift_daemon_cluster *n) {
     rift_cluster_status st;
     rift_cluster_get_status(n->c, &st);
     return json_pack(
-        "{s:s,s:s,s:s,s:I,s:{s:I,s:I,s:I},s:I,s:I}", "node", n->node,
-        "backbone", st.connected ? "up" : "down", "server", st.server,
-        "subscriptions", (json_int_t)st.subscriptions, "messages", "out",
-        (json_int_t)st.msgs_out, "in", (json_int_t)st.msgs_in, "echoes_dropped",
-        (json_int_t)st.echoes_dropped, "errors", (json_int_t)st.errors,
-        "reconnects", (json_int_t)st.reconnects);
+        "{s:s,s:s,s:b,s:s,s:I,s:{s:I,s:I,s:I},s:I,s:I}", "node", n->node,
+        "backbone", st.connected ? "up" : "down", "connected", st.connected,
+        "server", st.server, "subscriptions", (json_int_t)st.subscriptions,
+        "messages", "out", (json_int_t)st.msgs_out, "in",
+        (json_int_t)st.msgs_in, "echoes_dropped", (json_int_t)st.echoes_dropped,
+        "errors", (json_int_t)st.errors, "reconnects",
+        (json_int_t)st.reconnects);
 }

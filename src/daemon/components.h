@@ -84,7 +84,8 @@ int rift_daemon_cluster_start(rift_daemon_cluster *n, rift_broker *broker,
 
 void rift_daemon_cluster_stop(rift_daemon_cluster *n);
 
-/* `rift status`'s "cluster": {"node","backbone":"up"|"down","server",
+/* `rift status`'s "cluster": {"node","backbone":"up"|"down","connected",
+ * "server",
  * "subscriptions","messages":{"out","in","echoes_dropped"},"errors",
  * "reconnects"}, or JSON null. New reference. */
 json_t *rift_daemon_cluster_json(rift_daemon_cluster *n);

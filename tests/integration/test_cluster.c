@@ -12,6 +12,7 @@
  */
 // labels: threads slow
 #include "cluster_fix.h"
+#include "natsraw.h"
 #include "rift/client.h"
 #include "test.h"
 
@@ -300,6 +301,42 @@ RIFT_TEST(live_traffic_across_nodes) {
     atomic_store(&r.stop, true);
     pthread_join(r.t, NULL);
     rift_client_sub_close(r.s);
+
+    /* A NATS client on r1 and QUIC clients on r3, both ways; then a NATS
+     * request nobody in the cluster answers: the backbone's 503. */
+    natsraw_fix nf = {.port = f.n[0].nats_port};
+    snprintf(nf.host, sizeof nf.host, "127.0.0.1");
+    natsraw *nc = natsraw_connect(&nf, 0, NULL, 0);
+    CHECK(nc != NULL);
+    CHECK(natsraw_hello(nc, RIFTD_FIX_TOKEN,
+                        ",\"headers\":true,\"no_responders\":true"));
+    CHECK(natsraw_send(nc, "SUB mixed.a 1\r\n", 0) && natsraw_ping(nc));
+    bool crossed = false;
+    end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
+    while (!crossed && now_ns() < end) {
+        CHECK(pub(c3, "mixed.a", "from-quic"));
+        crossed = natsraw_expect(nc, "from-quic", 200);
+    }
+    CHECK_MSG(crossed, "QUIC on r3 -> NATS on r1");
+    rift_client_sub *mb = sub(c3, "mixed.b", NULL);
+    CHECK(mb != NULL);
+    crossed = false;
+    end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
+    while (!crossed && now_ns() < end) {
+        CHECK(natsraw_send(nc, "PUB mixed.b 9\r\nfrom-nats\r\n", 0));
+        crossed =
+            next(mb, 200, out, sizeof out) && strcmp(out, "from-nats") == 0;
+    }
+    CHECK_MSG(crossed, "NATS on r1 -> QUIC on r3");
+    rift_client_sub_close(mb);
+    CHECK(natsraw_send(nc,
+                       "SUB _INBOX.nr.* 2\r\nPUB svc.nobody _INBOX.nr.1 "
+                       "1\r\nx\r\n",
+                       0));
+    CHECK_MSG(natsraw_expect(nc, "HMSG _INBOX.nr.1 2", 10000),
+              "no 503 through the NATS listener");
+    CHECK(natsraw_expect(nc, "NATS/1.0 503", 1000));
+    natsraw_close(nc);
 
     /* Status: node, backbone, server; echoes were dropped on r1. */
     json_t *st = cluster_fix_status(&f, 0);

@@ -96,10 +96,21 @@ static bool start_riftd(cluster_fix *f, int i) {
              "'RIFT_TEST_TOKEN',\n"
              "      publish = { '>' }, subscribe = { '>' }, control = true } "
              "} },\n"
+             "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
              "  cluster = { node = 'r%d',\n"
              "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
              i + 1, n->client_port);
     if (!riftd_fix_init(&n->r, cfg) || !riftd_fix_start(&n->r, NULL)) {
+        return false;
+    }
+    /* The NATS listener's port from "rift: NATS on 127.0.0.1:<port>". */
+    char *log = rift_proc_read(n->r.p.err);
+    const char *at = log ? strstr(log, "rift: NATS on ") : NULL;
+    const char *colon = at ? strchr(at + 14, ':') : NULL;
+    n->nats_port = colon ? atoi(colon + 1) : 0;
+    free(log);
+    if (n->nats_port <= 0) {
+        fprintf(stderr, "  riftd r%d: no NATS listener address\n", i + 1);
         return false;
     }
     return riftd_fix_connect(&n->r, RIFTD_FIX_TOKEN, &n->c);

@@ -3,7 +3,8 @@
  * three nats-servers joined by routes on loopback (cluster.name, server
  * names, fixed free ports so a killed one restarts where it was) and three
  * riftd, each bridged to its own nats-server through a `cluster` table
- * (docs/cluster.md), with one connected client per node.
+ * (docs/cluster.md), with one connected client per node and a plaintext
+ * NATS listener on each riftd.
  */
 #ifndef RIFT_TESTS_CLUSTER_FIX_H
 #define RIFT_TESTS_CLUSTER_FIX_H
@@ -18,6 +19,7 @@ typedef struct cluster_node {
     rift_proc ns;
     bool ns_running;
     int client_port, route_port;
+    int nats_port; /* riftd's NATS listener (plaintext, loopback) */
     riftd_fix r;
     rift_client *c;
 } cluster_node;
