@@ -149,6 +149,9 @@ typedef struct rift_publish_report {
     size_t delivered;
     /** Subscribers that became slow during this publish. */
     size_t slow_consumers;
+    /** 1 when riftd's cluster backbone took the message too (more
+     * subscribers may be reached on other nodes), else 0. */
+    size_t forwarded;
 } rift_publish_report;
 
 /**

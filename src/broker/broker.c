@@ -240,6 +240,26 @@ static rift_sub *sub_new(rift_broker *b, const char *pattern,
     return sub;
 }
 
+/* bridge_interest tells the bridge, if any, that |sub| came or went
+ * (write lock held). */
+static void bridge_interest(rift_broker *b, const rift_sub *sub, int delta) {
+    const rift_broker_bridge *br = b->bridge;
+    if (br != NULL && br->interest != NULL) {
+        const rift_qgroup *g = sub->group;
+        br->interest(br->ud, sub->pattern, sub->pattern_len, g ? g->name : NULL,
+                     g ? g->name_len : 0, delta);
+    }
+}
+
+void rift_broker_set_bridge(rift_broker *b, const rift_broker_bridge *br) {
+    rift_drlock_wrlock(&b->lock);
+    b->bridge = b->dead ? NULL : br;
+    for (rift_sub *s = b->all_head; br != NULL && s != NULL; s = s->all_next) {
+        bridge_interest(b, s, 1);
+    }
+    rift_drlock_wrunlock(&b->lock);
+}
+
 /* Enters sub in the trie, its queue group and the broker's list; the
  * caller holds the write lock. */
 static int sub_register(rift_broker *b, rift_sub *sub, const char *queue,
@@ -276,6 +296,7 @@ static int sub_register(rift_broker *b, rift_sub *sub, const char *queue,
     rift_cache_invalidate(b, pattern, pattern_len, sub->entry.wildcard);
     rift_cache_collect(b);
     RIFT_DLIST_PUSH(b->all_head, sub, all_prev, all_next);
+    bridge_interest(b, sub, 1);
     sub->registered = true;
     atomic_fetch_add_explicit(&b->nsubs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
@@ -313,6 +334,7 @@ static void unregister(rift_broker *b, rift_sub *sub) {
         return;
     }
     bool wildcard = sub->entry.wildcard;
+    bridge_interest(b, sub, -1);
     rift_sublist_remove(&b->sl, &sub->entry);
     rift_cache_invalidate(b, sub->pattern, sub->pattern_len, wildcard);
     if (sub->group != NULL) {
@@ -411,19 +433,52 @@ static inline int check_publish(const rift_broker_settings *st, bool cached,
     return 0;
 }
 
-/* Hands msg, which holds want references for the purpose, to every plain
- * subscriber and one member per group, then drops the references no one
- * took; returns the deliveries and adds the slow consumers to *slow. */
-static inline size_t fan_out(rift_broker *b, const rift_match *m, rift_msg *msg,
-                             size_t want, size_t *slow) {
+/* fan_filtered is fan_out's loop for a bridge's target |t|, or with
+ * t NULL for a local publish under a bridge (plain subscribers only: the
+ * backbone serves the groups). */
+static size_t fan_filtered(const rift_match *m, rift_msg *msg,
+                           const rift_bridge_target *t, size_t *slow) {
     size_t delivered = 0;
-    for (size_t i = 0; i < m->nplain; i++) {
-        int r = rift_sub_enqueue(m->plain[i], msg);
+    bool all_plain = t == NULL || (t->pattern == NULL && t->queue == NULL);
+    for (size_t i = 0; (all_plain || t->pattern) && i < m->nplain; i++) {
+        rift_sub *s = m->plain[i];
+        if (!all_plain && (s->pattern_len != t->pattern_len ||
+                           memcmp(s->pattern, t->pattern, t->pattern_len))) {
+            continue;
+        }
+        int r = rift_sub_enqueue(s, msg);
         delivered += r == ENQ_OK;
         *slow += r == ENQ_SLOW;
     }
-    for (size_t i = 0; i < m->ngroups; i++) {
-        delivered += deliver_group(&m->groups[i], msg, slow);
+    for (size_t i = 0; t != NULL && t->queue && i < m->ngroups; i++) {
+        const rift_qgroup *g = m->groups[i].group;
+        if (g->name_len == t->queue_len &&
+            memcmp(g->name, t->queue, t->queue_len) == 0) {
+            delivered += deliver_group(&m->groups[i], msg, slow);
+        }
+    }
+    return delivered;
+}
+
+/* Hands msg, which holds want references for the purpose, to every plain
+ * subscriber and one member per group (or what |bridged| says: |t| or,
+ * with t NULL, the plain ones), then drops the references no one took;
+ * returns the deliveries and adds the slow consumers to *slow. */
+static inline size_t fan_out(rift_broker *b, const rift_match *m, rift_msg *msg,
+                             size_t want, bool bridged,
+                             const rift_bridge_target *t, size_t *slow) {
+    size_t delivered = 0;
+    if (RIFT_UNLIKELY(bridged)) {
+        delivered = fan_filtered(m, msg, t, slow);
+    } else {
+        for (size_t i = 0; i < m->nplain; i++) {
+            int r = rift_sub_enqueue(m->plain[i], msg);
+            delivered += r == ENQ_OK;
+            *slow += r == ENQ_SLOW;
+        }
+        for (size_t i = 0; i < m->ngroups; i++) {
+            delivered += deliver_group(&m->groups[i], msg, slow);
+        }
     }
     if (delivered < want) {
         rift_msg_unref_n(msg, want - delivered);
@@ -442,9 +497,11 @@ static inline size_t fan_out(rift_broker *b, const rift_match *m, rift_msg *msg,
 static int route(rift_broker *b, const char *subject, size_t slen,
                  const char *reply, size_t rlen, const uint8_t *payload,
                  size_t plen, rift_msg *given, const rift_msg_block *blk,
-                 rift_publish_report *report, rift_error *err) {
+                 const rift_bridge_target *from, rift_publish_report *report,
+                 rift_error *err) {
     const rift_broker_settings *st = &b->settings;
-    size_t delivered = 0, slow = 0;
+    size_t delivered = 0, slow = 0, forwarded = 0;
+    const rift_broker_bridge *br = NULL;
     bool reclaim = false, temp = false;
     int rc = 0;
     /* Room for a result routed without entering the cache. */
@@ -471,6 +528,7 @@ static int route(rift_broker *b, const char *subject, size_t slen,
         goto out;
     }
     rift_drlock_count(&b->lock, slot, plen);
+    br = from == NULL ? b->bridge : NULL;
     size_t want = m ? m->nplain + m->ngroups : 0;
     if (want == 0) {
         goto out;
@@ -487,9 +545,15 @@ static int route(rift_broker *b, const char *subject, size_t slen,
             rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
             goto out;
         }
+        msg->no_responders = from != NULL && from->no_responders;
     }
-    delivered = fan_out(b, m, msg, want, &slow);
+    delivered = fan_out(b, m, msg, want, from != NULL || b->bridge != NULL,
+                        from, &slow);
 out:
+    if (rc == 0 && br != NULL && br->forward != NULL) {
+        forwarded = br->forward(br->ud, subject, slen, reply, rlen, payload,
+                                plen, delivered);
+    }
     rift_drlock_rdunlock(&b->lock, slot);
     if (temp) {
         rift_free(b->mem, m);
@@ -502,6 +566,7 @@ out:
     if (report != NULL) {
         report->delivered = delivered;
         report->slow_consumers = slow;
+        report->forwarded = forwarded;
     }
     return rc;
 }
@@ -511,7 +576,7 @@ int rift_broker_publish(rift_broker *b, const char *subject, size_t subject_len,
                         const uint8_t *payload, size_t payload_len,
                         rift_publish_report *report, rift_error *err) {
     return route(b, subject, subject_len, reply, reply_len, payload,
-                 payload_len, NULL, NULL, report, err);
+                 payload_len, NULL, NULL, NULL, report, err);
 }
 
 int rift_broker_publish_ext(rift_broker *b, const char *subject,
@@ -523,7 +588,16 @@ int rift_broker_publish_ext(rift_broker *b, const char *subject,
                             rift_error *err) {
     rift_msg_block blk = {{ext, ext2}, {ext_len, ext2_len}};
     return route(b, subject, subject_len, reply, reply_len, payload,
-                 payload_len, NULL, &blk, report, err);
+                 payload_len, NULL, &blk, NULL, report, err);
+}
+
+int rift_broker_publish_bridged(rift_broker *b, const rift_bridge_target *t,
+                                const char *subject, size_t subject_len,
+                                const char *reply, size_t reply_len,
+                                const uint8_t *payload, size_t payload_len,
+                                rift_publish_report *report, rift_error *err) {
+    return route(b, subject, subject_len, reply, reply_len, payload,
+                 payload_len, NULL, NULL, t, report, err);
 }
 
 int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
@@ -531,7 +605,7 @@ int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,
     size_t rlen;
     const char *reply = rift_msg_reply(msg, &rlen);
     return route(b, msg->subject, msg->subject_len, reply, rlen, msg->payload,
-                 msg->payload_len, msg, NULL, report, err);
+                 msg->payload_len, msg, NULL, NULL, report, err);
 }
 
 /* ---- Introspection ---- */

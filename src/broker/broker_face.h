@@ -30,6 +30,7 @@
 
 #include "rift/broker.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* ---- Messages ---- */
@@ -56,5 +57,61 @@ void rift_msg_cache_trim(void);
 /* Disables the calling thread's cache; chunks go as their last messages
  * are dropped. */
 void rift_msg_cache_disable(void);
+
+/* ---- Bridge: a backbone joining several brokers (src/cluster/) ---- */
+
+/*
+ * A bridge carries the broker's traffic to other brokers (docs/cluster.md).
+ * With one set, a local publish goes to the local plain subscribers, then
+ * to |forward|; queue groups are served only through the backbone, which
+ * picks one member cluster-wide and hands the message back with
+ * rift_broker_publish_bridged. |interest| follows the registry.
+ */
+typedef struct rift_broker_bridge {
+    void *ud;
+    /* A plain subscription (queue NULL) or a member of |queue| on
+     * |pattern| came (+1) or went (-1). Runs under the broker's write
+     * lock: it must not call into the broker. */
+    void (*interest)(void *ud, const char *pattern, size_t pattern_len,
+                     const char *queue, size_t queue_len, int delta);
+    /* A publish made on this broker (any face), after local routing, under
+     * the read lock; |local| is the number of local deliveries. True when
+     * the backbone took it (rift_publish_report.forwarded). */
+    bool (*forward)(void *ud, const char *subject, size_t subject_len,
+                    const char *reply, size_t reply_len, const uint8_t *payload,
+                    size_t payload_len, size_t local);
+} rift_broker_bridge;
+
+/*
+ * rift_broker_set_bridge installs |br| (borrowed until replaced; NULL
+ * removes it) and replays every registered subscription to its |interest|
+ * as +1, so the order of start-up does not matter.
+ */
+void rift_broker_set_bridge(rift_broker *b, const rift_broker_bridge *br);
+
+/* Which local subscriptions a message from the backbone is for. */
+typedef struct rift_bridge_target {
+    const char *pattern; /* plain subscriptions with exactly this pattern */
+    size_t pattern_len;
+    const char *queue; /* else: one member of this group */
+    size_t queue_len;
+    /* Neither: every matching plain subscription (replies to inboxes). */
+    bool no_responders; /* the message is a no-responders status */
+} rift_bridge_target;
+
+/*
+ * rift_broker_publish_bridged delivers a message that came from the
+ * backbone to the local subscriptions |t| names; it is never forwarded
+ * again. Validation and errors as rift_broker_publish.
+ */
+int rift_broker_publish_bridged(rift_broker *b, const rift_bridge_target *t,
+                                const char *subject, size_t subject_len,
+                                const char *reply, size_t reply_len,
+                                const uint8_t *payload, size_t payload_len,
+                                rift_publish_report *report, rift_error *err);
+
+/* rift_msg_no_responders: the message stands for "nobody on the backbone
+ * answered" (a NATS 503 status), not for a reply. */
+bool rift_msg_no_responders(const rift_msg *msg);
 
 #endif /* RIFT_BROKER_BROKER_FACE_H */

@@ -50,8 +50,9 @@ struct rift_msg {
     const uint8_t *payload;
     size_t payload_len;
     uint32_t subject_len;
-    uint32_t reply_len : 31; /* 0 for none */
-    uint32_t external : 1;   /* payload owned elsewhere, released on free */
+    uint32_t reply_len : 30;    /* 0 for none */
+    uint32_t external : 1;      /* payload owned elsewhere, released on free */
+    uint32_t no_responders : 1; /* a backbone's no-responders status */
     uint32_t ext_len; /* front-end block before the payload (msg_ext.h) */
     char subject[];   /* NUL-terminated */
 };
@@ -234,6 +235,10 @@ struct rift_broker {
      * Publish counters live in the lock's per-thread slots. */
     uint64_t gone_msgs_out, gone_bytes_out;
     atomic_uint_fast64_t slow_total;
+
+    /* The backbone (rift_broker_set_bridge); changed under the write
+     * lock, read under the read lock. */
+    const rift_broker_bridge *bridge;
 };
 
 /* cache.c */

@@ -54,6 +54,8 @@ typedef struct msg_ext {
 
 /* Longest subject or reply a message can hold (the length fields). */
 #define NAME_MAX_LEN ((size_t)INT32_MAX)
+/* The reply's length field is 30 bits wide (broker_internal.h). */
+#define REPLY_MAX_LEN (((size_t)1 << 30) - 1)
 
 static char *names_end(const rift_msg *m) {
     size_t n = (size_t)m->subject_len + 1;
@@ -77,7 +79,7 @@ static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
     if (reply == NULL) {
         reply_len = 0;
     }
-    if (subject_len > NAME_MAX_LEN || reply_len > NAME_MAX_LEN) {
+    if (subject_len > NAME_MAX_LEN || reply_len > REPLY_MAX_LEN) {
         return NULL;
     }
     size_t extra = subject_len + 1 + (reply_len ? reply_len + 1 : 0);
@@ -94,6 +96,7 @@ static rift_msg *msg_make(const rift_mem *mem, size_t refs, const char *subject,
     atomic_init(&m->refs, refs);
     m->mem = mem;
     m->external = 0;
+    m->no_responders = 0;
     m->ext_len = 0;
     m->subject_len = (uint32_t)subject_len;
     if (subject_len > 0) {
@@ -265,4 +268,8 @@ const uint8_t *rift_msg_payload(const rift_msg *msg, size_t *len) {
         *len = msg->payload_len;
     }
     return msg->payload;
+}
+
+bool rift_msg_no_responders(const rift_msg *msg) {
+    return msg->no_responders;
 }

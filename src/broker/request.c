@@ -90,7 +90,7 @@ int rift_broker_request(rift_broker *b, const char *subject, size_t subject_len,
     if (rc != 0) {
         goto out;
     }
-    if (report.delivered == 0) {
+    if (report.delivered == 0 && report.forwarded == 0) {
         rc = rift_error_set(err, RIFT_ERR_NO_RESPONDERS,
                             "no responders available");
         goto out;
@@ -98,6 +98,11 @@ int rift_broker_request(rift_broker *b, const char *subject, size_t subject_len,
     rc = rift_sub_recv(sub, timeout_ns, preply, err);
     if (rc == RIFT_ERR_AGAIN) {
         rc = rift_error_set(err, RIFT_ERR_TIMEOUT, "request timed out");
+    } else if (rc == 0 && (*preply)->no_responders) {
+        rift_msg_unref(*preply);
+        *preply = NULL;
+        rc = rift_error_set(err, RIFT_ERR_NO_RESPONDERS,
+                            "no responders available");
     }
 out:
     rift_sub_close(sub);

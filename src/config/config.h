@@ -18,6 +18,7 @@
 
 #include "common/common.h"
 #include "config/config_nats.h"
+#include "config/config_cluster.h"
 #include "config/config_streaming.h"
 
 #include <stdbool.h>
@@ -173,6 +174,8 @@ typedef struct rift_config {
     char *data_dir; /* NULL = none */
     /* NATS Streaming (docs/streaming.md); enabled false without it. */
     rift_config_streaming streaming;
+    /* The NATS backbone (docs/cluster.md); enabled false without it. */
+    rift_config_cluster cluster;
     bool log_level_set;
     rift_log_level log_level;
     /* Root-level Lua message handlers: on_message and rift.on("message"). */

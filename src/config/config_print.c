@@ -105,6 +105,7 @@ void rift_config_print_summary(const rift_config *cfg, FILE *out) {
     fprintf(out, "quic: retry=%s\n", cfg->quic.retry ? "yes" : "no");
     rift_config_nats_print(&cfg->nats, out);
     rift_config_streaming_print(&cfg->streaming, out);
+    rift_config_cluster_print(&cfg->cluster, out);
     if (cfg->monitor.listen != NULL) {
         fprintf(out,
                 "monitor: http://%s (/healthz, /status, /metrics; no "

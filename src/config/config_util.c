@@ -343,6 +343,7 @@ void rift_config_free(rift_config *cfg) {
     rift_free(NULL, cfg->plugins);
     rift_free(NULL, cfg->monitor.listen);
     rift_config_streaming_free(&cfg->streaming);
+    rift_config_cluster_free(&cfg->cluster);
     rift_free(NULL, cfg->data_dir);
     rift_free(NULL, cfg->source);
     rift_free(NULL, cfg->source_name);

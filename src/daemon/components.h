@@ -71,6 +71,30 @@ json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
  * memory. */
 json_t *rift_daemon_stream_json(rift_stream *st, const char *name);
 
+/* ---- Cluster backbone (docs/cluster.md; right after the broker) ---- */
+
+struct rift_cluster;
+
+typedef struct rift_daemon_cluster {
+    struct rift_cluster *c; /* NULL without a `cluster` table */
+    rift_broker *broker;
+    char node[72];
+} rift_daemon_cluster;
+
+/* rift_daemon_cluster_start joins the backbone when cfg has a `cluster`
+ * table (n->c stays NULL otherwise); a backbone down at start is logged
+ * and retried, not an error. */
+int rift_daemon_cluster_start(rift_daemon_cluster *n, rift_broker *broker,
+                              const rift_config *cfg, rift_error *err);
+
+void rift_daemon_cluster_stop(rift_daemon_cluster *n);
+
+/* `rift status`'s "cluster": {"node","backbone":"up"|"down","connected",
+ * "server",
+ * "subscriptions","messages":{"out","in","echoes_dropped"},"errors",
+ * "reconnects"}, or JSON null. New reference. */
+json_t *rift_daemon_cluster_json(rift_daemon_cluster *n);
+
 /* ---- NATS Streaming (docs/streaming.md; after the streams) ---- */
 
 struct rift_stan;

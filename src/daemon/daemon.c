@@ -174,7 +174,9 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     if (opts->on_broker != NULL) {
         opts->on_broker(opts->on_broker_ud, d->broker);
     }
-    if ((rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0) {
+    if ((rc = rift_daemon_cluster_start(&d->cluster, d->broker, &d->cfg,
+                                        err)) != 0 ||
+        (rc = rift_daemon_streams_open(&d->streams, &d->cfg, err)) != 0) {
         goto fail;
     }
     rift_daemon_streams_advise(d->streams, d->broker);
@@ -263,6 +265,10 @@ int rift_daemon_reload(rift_daemon *d, rift_tstamp deadline_ns,
         if (changed == NULL &&
             !rift_config_streaming_equal(&d->cfg.streaming, &next.streaming)) {
             changed = "streaming";
+        }
+        if (changed == NULL &&
+            !rift_config_cluster_equal(&d->cfg.cluster, &next.cluster)) {
+            changed = "cluster";
         }
         if (changed != NULL) {
             /* The answer's text is the protocol's (§5.2) and names no key:
@@ -383,6 +389,7 @@ void rift_daemon_shutdown(rift_daemon *d) {
     d->stan = NULL;
     rift_runtime_streams_close(d->runtime);
     d->runtime = NULL;
+    rift_daemon_cluster_stop(&d->cluster);
     rift_daemon_streams_close(d->streams);
     d->streams = NULL;
 }

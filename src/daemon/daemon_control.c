@@ -55,6 +55,8 @@ json_t *rift_daemon_status_json(rift_daemon *d) {
         /* The NATS face: its connections by identity (null without it). */
         json_object_set_new(o, "nats", rift_daemon_nats_connections(d->nats));
         json_object_set_new(o, "streaming", rift_daemon_stan_json(d->stan));
+        json_object_set_new(o, "cluster",
+                            rift_daemon_cluster_json(&d->cluster));
     }
     pthread_mutex_unlock(&d->lock);
     return o;

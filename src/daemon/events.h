@@ -16,6 +16,8 @@
 #define RIFT_EVENTS_RELOAD    "rift.events.reload"
 #define RIFT_EVENTS_CONTROL   "rift.events.control"
 #define RIFT_EVENTS_CONSUMER  "rift.events.consumer"
+/* {"node","server","state":"up"|"down"}: the cluster backbone. */
+#define RIFT_EVENTS_CLUSTER "rift.events.cluster"
 
 /*
  * rift_json_dump serializes |v| compactly with sorted keys (serde_json's

@@ -68,6 +68,25 @@ static const metric remote_metrics[] = {
      "Payload bytes written to remote clients.", "bytes", "out"},
 };
 
+static const metric cluster_metrics[] = {
+    {"rift_cluster_backbone_up", "gauge",
+     "1 while the cluster backbone is connected.", "connected", NULL},
+    {"rift_cluster_subscriptions", "gauge",
+     "NATS subscriptions on the backbone (node inbox included).",
+     "subscriptions", NULL},
+    {"rift_cluster_messages_out_total", "counter",
+     "Local publications handed to the backbone.", "messages", "out"},
+    {"rift_cluster_messages_in_total", "counter",
+     "Backbone messages delivered to local subscribers.", "messages", "in"},
+    {"rift_cluster_echoes_dropped_total", "counter",
+     "The node's own publications dropped on their way back.", "messages",
+     "echoes_dropped"},
+    {"rift_cluster_errors_total", "counter",
+     "Backbone publishes or deliveries that failed.", "errors", NULL},
+    {"rift_cluster_reconnects_total", "counter",
+     "Reconnections to the backbone.", "reconnects", NULL},
+};
+
 static const metric stream_metrics[] = {
     {"rift_stream_messages", "gauge", "Records retained.", "messages", NULL},
     {"rift_stream_bytes", "gauge", "Retained record bytes.", "bytes", NULL},
@@ -261,6 +280,11 @@ char *rift_monitor_metrics(const json_t *status, size_t *len) {
     const json_t *remote = json_object_get(status, "remote");
     if (json_is_object(remote)) {
         put_object(f, remote, remote_metrics, RIFT_ARRAY_LEN(remote_metrics));
+    }
+    const json_t *cluster = json_object_get(status, "cluster");
+    if (json_is_object(cluster)) {
+        put_object(f, cluster, cluster_metrics,
+                   RIFT_ARRAY_LEN(cluster_metrics));
     }
     put_list(f, json_object_get(status, "streams"), "stream", stream_metrics,
              RIFT_ARRAY_LEN(stream_metrics));

@@ -514,7 +514,7 @@ static int l_request(lua_State *L) {
     rift_publish_report rep;
     rc = rift_broker_publish(h->broker, subject, slen, inbox, RIFT_INBOX_LEN,
                              (const uint8_t *)payload, plen, &rep, &err);
-    if (rc != 0 || rep.delivered == 0) {
+    if (rc != 0 || (rep.delivered == 0 && rep.forwarded == 0)) {
         /* Closing outside any list: the binding was never linked. */
         rift_plugin_host_close_sub(h, b);
         goto fail;

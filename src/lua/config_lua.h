@@ -95,6 +95,11 @@ void rift_config_free_strings(char **v, size_t n);
 int rift_config_parse_streaming(lua_State *L, int root, rift_config *cfg,
                                 rift_error *err);
 
+/* rift_config_parse_cluster reads the optional `cluster` table;
+ * config_cluster_table.c. */
+int rift_config_parse_cluster(lua_State *L, int root, rift_config *cfg,
+                              rift_error *err);
+
 int rift_config_parse_messaging(lua_State *L, int root, rift_config *cfg,
                                 rift_error *err);
 int rift_config_parse_root(lua_State *L, int root, int plugin_names,

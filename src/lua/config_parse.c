@@ -14,7 +14,7 @@
 
 static const char *const root_keys[] = {
     "messaging", "plugins", "data_dir", "log",       "on_message", "quic",
-    "monitor",   "limits",  "nats",     "streaming", NULL,
+    "monitor",   "limits",  "nats",     "streaming", "cluster",    NULL,
 };
 
 static const char *const limits_keys[] = {"per_identity", "control_reserve",
@@ -528,6 +528,7 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
         (rc = parse_monitor(L, root, cfg, err)) != 0 ||
         (rc = parse_limits(L, root, cfg, err)) != 0 ||
         (rc = rift_config_parse_streaming(L, root, cfg, err)) != 0 ||
+        (rc = rift_config_parse_cluster(L, root, cfg, err)) != 0 ||
         (rc = check_names_disjoint(cfg, err)) != 0) {
         return rc;
     }

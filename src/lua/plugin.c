@@ -7,6 +7,8 @@
  */
 #include "lua/host_internal.h"
 
+#include "broker/broker_face.h"
+
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,8 +178,11 @@ static int drain_inbox(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_binding *b,
         return DRAIN_DONE;
     }
     (*budget)--;
-    bool off = finish_request(p, vm, b->req, rc == 0 ? msg : NULL,
-                              "subscription closed", errtext);
+    /* Nobody on the cluster backbone answered (docs/cluster.md). */
+    bool none = rc == 0 && rift_msg_no_responders(msg);
+    bool off = finish_request(
+        p, vm, b->req, rc == 0 && !none ? msg : NULL,
+        none ? "no responders available" : "subscription closed", errtext);
     if (rc == 0) {
         rift_msg_unref(msg);
     }

@@ -8,6 +8,7 @@
  */
 #include "nats/nats_internal.h"
 
+#include "broker/broker_face.h"
 #include "broker/msg_ext.h"
 
 #include <string.h>
@@ -94,6 +95,17 @@ static int deliver(nats_sub *ns, const rift_msg *msg) {
         memcpy(&origin, ext, NATS_EXT_ORIGIN);
         hdr = ext + NATS_EXT_ORIGIN;
         hlen = elen - NATS_EXT_ORIGIN;
+    }
+    if (RIFT_UNLIKELY(rift_msg_no_responders(msg))) {
+        /* The cluster backbone's 503 (docs/cluster.md), for clients that
+         * asked for it. */
+        static const char status[] = "NATS/1.0 503\r\n\r\n";
+        if (!c->no_responders || !c->headers) {
+            return DELIVER_OK;
+        }
+        hdr = (const uint8_t *)status;
+        hlen = sizeof(status) - 1;
+        plen = 0;
     }
     if ((!c->echo && origin == c->cid) ||
         (!ns->in_claim && foreign_inbox(c, subj, slen))) {

@@ -220,7 +220,8 @@ static bool do_pub(nats_conn *c, const rift_nats_op *op) {
     srv->undrained += rep.delivered;
     srv->tally.msgs_in++;
     srv->tally.bytes_in += op->total_len - hlen;
-    if (op->reply != NULL && rep.delivered == 0 && c->no_responders) {
+    if (op->reply != NULL && rep.delivered == 0 && rep.forwarded == 0 &&
+        c->no_responders) {
         rift_nats_no_responders(c, op->reply, op->reply_len);
     }
     ok(c);

@@ -21,6 +21,7 @@
  * REQUEST never blocks the loop: a fresh inbox subscription on the same
  * notifier, a publish with that reply, and a loop timer for the timeout.
  */
+#include "broker/broker_face.h"
 #include "server/handlers.h"
 #include "server/stream_record.h"
 
@@ -380,7 +381,7 @@ void rift_srv_request(srv_stream *ss, const srv_frame *frame) {
     srv->c.msgs_in++;
     srv->c.bytes_in += f.payload_len;
     srv->drain_count++;
-    if (rep.delivered == 0) {
+    if (rep.delivered == 0 && rep.forwarded == 0) {
         rift_srv_fail(ss, RIFT_ERR_NO_RESPONDERS, text_no_responders);
         return;
     }
@@ -408,6 +409,11 @@ static void request_reply(srv_stream *ss) {
     sub_close(ss, ss->inbox);
     ss->inbox = NULL;
     rift_timer_stop(&ss->op_timer);
+    if (rift_msg_no_responders(msg)) { /* the cluster's (docs/cluster.md) */
+        rift_msg_unref(msg);
+        rift_srv_fail(ss, RIFT_ERR_NO_RESPONDERS, text_no_responders);
+        return;
+    }
     if (ss->qs == NULL) {
         rift_msg_unref(msg);
         rift_srv_finish(ss); /* frees the record */

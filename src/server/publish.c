@@ -59,7 +59,7 @@ void rift_srv_publish(srv_stream *ss, const srv_frame *f) {
         }
     }
     int rc;
-    rift_publish_report rep = {0, 0};
+    rift_publish_report rep = {0, 0, 0};
     if (f->assembled && m.payload_len >= SRV_EXTERNAL_MIN && srv->mem == NULL) {
         /* The body was assembled from several packets into the reader's
          * buffer: that buffer becomes the message payload instead of

@@ -130,7 +130,7 @@ RIFT_TEST(publish_wildcard_subject_fails) {
     rift_sub *s;
     CHECK_OK(sub(b, ">", NULL, &s));
     rift_error err;
-    rift_publish_report r = {9, 9};
+    rift_publish_report r = {9, 9, 9};
     CHECK_EQ_INT(rift_broker_publish(b, "x.*", 3, NULL, 0, P64, 1, &r, &err),
                  RIFT_ERR_INVALID_SUBJECT);
     CHECK_EQ_STR(err.text, "invalid subject: x.*");
@@ -334,7 +334,7 @@ RIFT_TEST(fanout_shares_one_payload) {
 
 RIFT_TEST(publish_without_subscribers_is_silent) {
     rift_broker *b = broker_with(0, 0, 0);
-    rift_publish_report r = {7, 7};
+    rift_publish_report r = {7, 7, 7};
     CHECK_OK(pub(b, "nobody.home", &r));
     CHECK_EQ_INT(r.delivered, 0);
     CHECK_EQ_INT(r.slow_consumers, 0);

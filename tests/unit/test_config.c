@@ -91,7 +91,8 @@ RIFT_TEST(unknown_fields_name_their_path) {
     CHECK_REJECTS(
         "return { listen = '0.0.0.0:1' }",
         "listen: unknown field (expected messaging, plugins, "
-        "data_dir, log, on_message, quic, monitor, limits, nats, streaming)");
+        "data_dir, log, on_message, quic, monitor, limits, nats, streaming, "
+        "cluster)");
     CHECK_REJECTS("return { messaging = { 1 } }",
                   "messaging[1]: unknown field (expected listen, certificate, "
                   "private_key, principals, subscription_capacity, "
@@ -102,7 +103,8 @@ RIFT_TEST(unknown_fields_name_their_path) {
     /* The lexically smallest unknown key is named, whatever the hash order. */
     CHECK_REJECTS("return { zz = 1, aa = 2, messaging = {} }",
                   "aa: unknown field (expected messaging, plugins, data_dir, "
-                  "log, on_message, quic, monitor, limits, nats, streaming)");
+                  "log, on_message, quic, monitor, limits, nats, streaming, "
+                  "cluster)");
 }
 
 /* ---- integers ---- */

@@ -168,7 +168,8 @@ RIFT_TEST(script_style_rift_config) {
     CHECK_REJECTS(
         "rift.config.bogus = 1",
         "bogus: unknown field (expected messaging, plugins, "
-        "data_dir, log, on_message, quic, monitor, limits, nats, streaming)");
+        "data_dir, log, on_message, quic, monitor, limits, nats, streaming, "
+        "cluster)");
 }
 
 /* A root key assigned as a plain global is neither style: refused rather

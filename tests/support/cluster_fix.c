@@ -1,0 +1,189 @@
+/*
+ * cluster_fix.c — three nats-servers with routes and three riftd bridged
+ * to them, for the cluster tests (tests layer; see cluster_fix.h).
+ */
+#include "cluster_fix.h"
+
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int cluster_fix_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return 0;
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+static bool write_ns_config(cluster_fix *f, int i) {
+    cluster_node *n = &f->n[i];
+    char routes[256] = "";
+    size_t off = 0;
+    for (int j = 0; j < CLUSTER_FIX_NODES; j++) {
+        if (j != i) {
+            off += (size_t)snprintf(routes + off, sizeof routes - off,
+                                    "%snats-route://127.0.0.1:%d",
+                                    off ? ", " : "", f->n[j].route_port);
+        }
+    }
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "server_name: n%d\nhost: 127.0.0.1\nport: %d\n"
+             "cluster {\n  name: rift\n  host: 127.0.0.1\n  port: %d\n"
+             "  routes: [%s]\n}\n",
+             i + 1, n->client_port, n->route_port, routes);
+    return rift_proc_write_file(n->ns_dir, "nats.conf", cfg);
+}
+
+bool cluster_fix_ns_start(cluster_fix *f, int i) {
+    cluster_node *n = &f->n[i];
+    const char *prog = getenv("NI_NATS_SERVER");
+    if (prog == NULL || prog[0] == '\0') {
+        fprintf(stderr, "  NI_NATS_SERVER is not set (nats-server 2.9)\n");
+        return false;
+    }
+    const char *args[] = {"-c", "nats.conf", NULL};
+    if (!rift_proc_start(&n->ns, prog, n->ns_dir, "nats-server", args, NULL,
+                         NULL, 0)) {
+        return false;
+    }
+    n->ns_running = true;
+    if (!rift_proc_wait_text(&n->ns, true, "Server is ready",
+                             RIFT_PROC_WAIT_MS)) {
+        char *log = rift_proc_read(n->ns.err);
+        fprintf(stderr, "  nats-server n%d did not become ready:\n%s\n", i + 1,
+                log ? log : "(no log)");
+        free(log);
+        return false;
+    }
+    return true;
+}
+
+void cluster_fix_ns_kill(cluster_fix *f, int i) {
+    cluster_node *n = &f->n[i];
+    if (n->ns_running) {
+        rift_proc_kill(&n->ns);
+        n->ns_running = false;
+    }
+}
+
+static bool start_riftd(cluster_fix *f, int i) {
+    cluster_node *n = &f->n[i];
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "return {\n  log = 'info',\n  messaging = {\n"
+             "    listen = '127.0.0.1:0', certificate = 'tls/server.pem',\n"
+             "    private_key = 'tls/server.key',\n"
+             "    subscription_capacity = 65536,\n"
+             "    principals = { { name = 'app', token_env = "
+             "'RIFT_TEST_TOKEN',\n"
+             "      publish = { '>' }, subscribe = { '>' }, control = true } "
+             "} },\n"
+             "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
+             "  cluster = { node = 'r%d',\n"
+             "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
+             i + 1, n->client_port);
+    if (!riftd_fix_init(&n->r, cfg) || !riftd_fix_start(&n->r, NULL)) {
+        return false;
+    }
+    /* The NATS listener's port from "rift: NATS on 127.0.0.1:<port>". */
+    char *log = rift_proc_read(n->r.p.err);
+    const char *at = log ? strstr(log, "rift: NATS on ") : NULL;
+    const char *colon = at ? strchr(at + 14, ':') : NULL;
+    n->nats_port = colon ? atoi(colon + 1) : 0;
+    free(log);
+    if (n->nats_port <= 0) {
+        fprintf(stderr, "  riftd r%d: no NATS listener address\n", i + 1);
+        return false;
+    }
+    return riftd_fix_connect(&n->r, RIFTD_FIX_TOKEN, &n->c);
+}
+
+bool cluster_fix_start(cluster_fix *f) {
+    memset(f, 0, sizeof *f);
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        cluster_node *n = &f->n[i];
+        n->client_port = cluster_fix_free_port();
+        n->route_port = cluster_fix_free_port();
+        if ((n->ns_dir = rift_test_tmpdir()) == NULL || n->client_port == 0 ||
+            n->route_port == 0) {
+            return false;
+        }
+    }
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        if (!write_ns_config(f, i) || !cluster_fix_ns_start(f, i)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        if (!start_riftd(f, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+json_t *cluster_fix_status(cluster_fix *f, int i) {
+    json_t *v = riftd_fix_control(f->n[i].c, "status", "{}", NULL);
+    json_t *data = v ? json_object_get(v, "data") : NULL;
+    if (data != NULL) {
+        json_incref(data);
+    }
+    json_decref(v);
+    return data;
+}
+
+long cluster_fix_rss_kib(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *fp = fopen(path, "r");
+    long kib = 0;
+    char line[256];
+    while (fp != NULL && fgets(line, sizeof line, fp) != NULL) {
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) {
+            break;
+        }
+    }
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    return kib;
+}
+
+bool cluster_fix_stop(cluster_fix *f) {
+    bool ok = true;
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        cluster_node *n = &f->n[i];
+        if (n->c != NULL) {
+            rift_client_del(n->c);
+            n->c = NULL;
+        }
+        if (n->r.running && riftd_fix_stop(&n->r) != 0) {
+            ok = false;
+        }
+        riftd_fix_free(&n->r);
+    }
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        cluster_fix_ns_kill(f, i);
+        rift_test_rmdir(f->n[i].ns_dir);
+        f->n[i].ns_dir = NULL;
+    }
+    return ok;
+}

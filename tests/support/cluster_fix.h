@@ -1,0 +1,55 @@
+/*
+ * cluster_fix.h — a riftd cluster for integration tests (tests layer):
+ * three nats-servers joined by routes on loopback (cluster.name, server
+ * names, fixed free ports so a killed one restarts where it was) and three
+ * riftd, each bridged to its own nats-server through a `cluster` table
+ * (docs/cluster.md), with one connected client per node and a plaintext
+ * NATS listener on each riftd.
+ */
+#ifndef RIFT_TESTS_CLUSTER_FIX_H
+#define RIFT_TESTS_CLUSTER_FIX_H
+
+#include "procs.h"
+#include "riftd_fix.h"
+
+#define CLUSTER_FIX_NODES 3
+
+typedef struct cluster_node {
+    char *ns_dir;
+    rift_proc ns;
+    bool ns_running;
+    int client_port, route_port;
+    int nats_port; /* riftd's NATS listener (plaintext, loopback) */
+    riftd_fix r;
+    rift_client *c;
+} cluster_node;
+
+typedef struct cluster_fix {
+    cluster_node n[CLUSTER_FIX_NODES];
+} cluster_fix;
+
+/* A free TCP port on 127.0.0.1 (bound once and released), or 0. */
+int cluster_fix_free_port(void);
+
+/* Starts the three nats-servers, then the three riftd (node names r1..r3)
+ * and their clients (token RIFTD_FIX_TOKEN: publish and subscribe '>',
+ * control). False, with the reason printed, when anything fails. */
+bool cluster_fix_start(cluster_fix *f);
+
+/* (Re)starts nats-server |i| on its ports and waits until it is ready. */
+bool cluster_fix_ns_start(cluster_fix *f, int i);
+
+/* SIGKILLs nats-server |i|. */
+void cluster_fix_ns_kill(cluster_fix *f, int i);
+
+/* `rift status` of node |i| over its client; NULL on failure. */
+json_t *cluster_fix_status(cluster_fix *f, int i);
+
+/* VmRSS of a process in KiB, or 0. */
+long cluster_fix_rss_kib(pid_t pid);
+
+/* Stops everything (riftd with SIGTERM, checking exit status 0) and
+ * removes the directories; false when a riftd did not exit cleanly. */
+bool cluster_fix_stop(cluster_fix *f);
+
+#endif /* RIFT_TESTS_CLUSTER_FIX_H */
