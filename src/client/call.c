@@ -672,13 +672,6 @@ rift_client_call *rift_client_call_async_new(rift_client *c,
     return call;
 }
 
-rift_client_call *rift_client_call_async_new(rift_client *c,
-                                             rift_call_kind kind, size_t extra,
-                                             const uint8_t *hdr, size_t hdr_len,
-                                             rift_error *err) {
-    return async_new(c, kind, extra, hdr, hdr_len, NULL, 0, err);
-}
-
 int rift_client_stream_publish_async(rift_client *c, const char *stream,
                                      size_t stream_len, const char *subject,
                                      size_t subject_len, const char *reply,

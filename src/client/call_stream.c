@@ -183,7 +183,7 @@ static int submit_info(rift_client *c, const uint8_t *hdr, rift_ssize n,
     /* The info lives behind the call. */
     rift_client_call *call = rift_client_call_async_new(
         c, RIFT_CALL_STREAM_INFO, sizeof(rift_client_stream_info), hdr,
-        (size_t)n, err);
+        (size_t)n, NULL, 0, err);
     if (call == NULL) {
         return RIFT_ERR_NOMEM;
     }
@@ -198,8 +198,8 @@ static int submit_ok(rift_client *c, const uint8_t *hdr, rift_ssize n,
     if (n < 0) {
         return (int)n;
     }
-    rift_client_call *call =
-        rift_client_call_async_new(c, RIFT_CALL_ACK, 0, hdr, (size_t)n, err);
+    rift_client_call *call = rift_client_call_async_new(
+        c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
     if (call == NULL) {
         return RIFT_ERR_NOMEM;
     }

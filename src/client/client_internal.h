@@ -466,12 +466,5 @@ void rift_client_connect_timeout(rift_timer *t, void *arg);
 void rift_client_fail_all(rift_client *c, const rift_error *e,
                           bool transport_gone);
 
-/* call.c: a heap call for an asynchronous |kind| with |extra| bytes
- * behind it, owning a copy of |hdr|; submit it with
- * rift_client_call_submit. NULL when out of memory (|err| set). */
-rift_client_call *rift_client_call_async_new(rift_client *c,
-                                             rift_call_kind kind, size_t extra,
-                                             const uint8_t *hdr, size_t hdr_len,
-                                             rift_error *err);
 
 #endif /* RIFT_CLIENT_CLIENT_INTERNAL_H */
