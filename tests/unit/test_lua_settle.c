@@ -119,6 +119,6 @@ RIFT_TEST(nak_term_in_progress_and_max_deliver) {
     CHECK_EQ_STR(next_out(&fx), "nak delay must be 0..3600000 ms");
     CHECK_EQ_STR(next_out(&fx), "ok");
     CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
-                                "already exists with different settings");
+                                "already exists with different max_deliver");
     fx_close(&fx);
 }
