@@ -20,8 +20,8 @@ bool rift_ext_opcode_client(uint8_t opcode) {
     return opcode == RIFT_OP_EXT_HELLO || opcode == RIFT_OP_CONSUMER_OPEN_EXT ||
            opcode == RIFT_OP_CONSUMER_INFO_GET ||
            opcode == RIFT_OP_CONSUMER_DELETE ||
-           opcode == RIFT_OP_CONSUMER_FETCH_WAIT || rift_ext_ack_opcode(opcode) ||
-           rift_ext_stream_opcode_client(opcode);
+           opcode == RIFT_OP_CONSUMER_FETCH_WAIT ||
+           rift_ext_ack_opcode(opcode) || rift_ext_stream_opcode_client(opcode);
 }
 
 const char *rift_ext_opcode_name(uint8_t opcode) {

@@ -25,7 +25,7 @@ struct rift_daemon {
     rift_broker *broker;
     rift_daemon_streams *streams;
     rift_daemon_cluster cluster; /* cluster.c NULL without `cluster` */
-    struct rift_stan *stan; /* NULL without a `streaming` table */
+    struct rift_stan *stan;      /* NULL without a `streaming` table */
     /* Streams made at run time (runtime_streams.c), opened after the
      * configured ones and before any listener. */
     struct rift_runtime_streams *runtime;

@@ -390,10 +390,10 @@ static int l_consumer_info(lua_State *L) {
     char start[RIFT_CONSUMER_START_TEXT];
     rift_consumer_start_format(&info.config, start, sizeof(start));
     const rift_consumer_config cfg = info.config;
-    const uint64_t v[] = {cfg.ack_wait_ms,      cfg.max_ack_pending,
-                          cfg.max_deliver,      info.start_sequence,
-                          info.next_sequence,   info.pending,
-                          info.terminated,      info.max_delivered};
+    const uint64_t v[] = {cfg.ack_wait_ms,    cfg.max_ack_pending,
+                          cfg.max_deliver,    info.start_sequence,
+                          info.next_sequence, info.pending,
+                          info.terminated,    info.max_delivered};
     static const char *const keys[] = {
         "ack_wait_ms",   "max_ack_pending", "max_deliver", "start_sequence",
         "next_sequence", "pending",         "terminated",  "max_delivered"};
