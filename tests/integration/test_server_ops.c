@@ -128,8 +128,8 @@ RIFT_TEST(malformed_frames_leave_the_connection_usable) {
 RIFT_TEST(unknown_opcodes) {
     env e;
     CHECK(env_up(&e, "plugin"));
-    /* 16 to 22 are the extensions (docs/protocol-v1.md "Extensions"). */
-    static const uint8_t ops[] = {0, 23, 2, 3, 7, 11, 14, 1, 200};
+    /* 16 to 35 are the extensions (docs/protocol-v1.md "Extensions"). */
+    static const uint8_t ops[] = {0, 36, 2, 3, 7, 11, 14, 1, 200};
     for (size_t i = 0; i < sizeof(ops); i++) {
         uint8_t f[5] = {0, 0, 0, 1, ops[i]};
         CHECK_MSG(one_error(e.c, f, 5, 2, "unknown opcode"), "opcode %u",

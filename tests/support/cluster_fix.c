@@ -43,11 +43,14 @@ static bool write_ns_config(cluster_fix *f, int i) {
                                     off ? ", " : "", f->n[j].route_port);
         }
     }
+    /* no_advertise: a node's riftd knows only its own nats-server, so
+     * killing that server really leaves the node without a backbone
+     * (nats.c would otherwise fail over to a discovered route peer). */
     char cfg[1024];
     snprintf(cfg, sizeof cfg,
              "server_name: n%d\nhost: 127.0.0.1\nport: %d\n"
              "cluster {\n  name: rift\n  host: 127.0.0.1\n  port: %d\n"
-             "  routes: [%s]\n}\n",
+             "  routes: [%s]\n  no_advertise: true\n}\n",
              i + 1, n->client_port, n->route_port, routes);
     return rift_proc_write_file(n->ns_dir, "nats.conf", cfg);
 }
