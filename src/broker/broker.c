@@ -489,6 +489,27 @@ static inline size_t fan_out(rift_broker *b, const rift_match *m, rift_msg *msg,
     return delivered;
 }
 
+/* block_headers: the NATS header block behind the origin of a message's
+ * block (msg_ext.h), the one the bridge carries; NULL when there is none. */
+static const uint8_t *block_headers(const rift_msg *given,
+                                    const rift_msg_block *blk, size_t *len) {
+    const uint8_t *p = NULL;
+    *len = 0;
+    if (given != NULL) {
+        size_t elen;
+        const uint8_t *ext = rift_msg_ext(given, &elen);
+        if (elen > RIFT_MSG_EXT_ORIGIN) {
+            p = ext + RIFT_MSG_EXT_ORIGIN;
+            *len = elen - RIFT_MSG_EXT_ORIGIN;
+        }
+    } else if (blk != NULL && blk->len[0] == RIFT_MSG_EXT_ORIGIN &&
+               blk->len[1] > 0) {
+        p = blk->part[1];
+        *len = blk->len[1];
+    }
+    return p;
+}
+
 /*
  * route is the publish path shared by rift_broker_publish and
  * rift_broker_publish_ext (given == NULL: the message, with |blk| when
@@ -551,8 +572,10 @@ static int route(rift_broker *b, const char *subject, size_t slen,
                         from, &slow);
 out:
     if (rc == 0 && br != NULL && br->forward != NULL) {
-        forwarded = br->forward(br->ud, subject, slen, reply, rlen, payload,
-                                plen, delivered);
+        size_t hlen = 0;
+        const uint8_t *hdr = block_headers(given, blk, &hlen);
+        forwarded = br->forward(br->ud, subject, slen, reply, rlen, hdr, hlen,
+                                payload, plen, delivered);
     }
     rift_drlock_rdunlock(&b->lock, slot);
     if (temp) {
@@ -596,8 +619,12 @@ int rift_broker_publish_bridged(rift_broker *b, const rift_bridge_target *t,
                                 const char *reply, size_t reply_len,
                                 const uint8_t *payload, size_t payload_len,
                                 rift_publish_report *report, rift_error *err) {
+    static const uint8_t no_origin[RIFT_MSG_EXT_ORIGIN];
+    rift_msg_block blk = {{no_origin, t->headers},
+                          {sizeof no_origin, t->headers_len}};
     return route(b, subject, subject_len, reply, reply_len, payload,
-                 payload_len, NULL, NULL, t, report, err);
+                 payload_len, NULL, t->headers_len > 0 ? &blk : NULL, t, report,
+                 err);
 }
 
 int rift_broker_publish_msg(rift_broker *b, rift_msg *msg,

@@ -75,10 +75,13 @@ typedef struct rift_broker_bridge {
     void (*interest)(void *ud, const char *pattern, size_t pattern_len,
                      const char *queue, size_t queue_len, int delta);
     /* A publish made on this broker (any face), after local routing, under
-     * the read lock; |local| is the number of local deliveries. True when
-     * the backbone took it (rift_publish_report.forwarded). */
+     * the read lock; |local| is the number of local deliveries. |headers|
+     * is the NATS header block the publish carried (msg_ext.h), NULL with
+     * headers_len 0 for none. True when the backbone took it
+     * (rift_publish_report.forwarded). */
     bool (*forward)(void *ud, const char *subject, size_t subject_len,
-                    const char *reply, size_t reply_len, const uint8_t *payload,
+                    const char *reply, size_t reply_len, const uint8_t *headers,
+                    size_t headers_len, const uint8_t *payload,
                     size_t payload_len, size_t local);
 } rift_broker_bridge;
 
@@ -97,6 +100,11 @@ typedef struct rift_bridge_target {
     size_t queue_len;
     /* Neither: every matching plain subscription (replies to inboxes). */
     bool no_responders; /* the message is a no-responders status */
+    /* A NATS header block the message carries (NULL: none); the message
+     * gets it as its block behind a zero origin (msg_ext.h), so NATS
+     * subscribers see HMSG and protocol v1 ones the payload only. */
+    const uint8_t *headers;
+    size_t headers_len;
 } rift_bridge_target;
 
 /*

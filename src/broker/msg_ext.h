@@ -12,6 +12,16 @@
 #include "rift/broker.h"
 
 /*
+ * The block's layout, shared by the NATS listener and the cluster bridge:
+ * an origin of RIFT_MSG_EXT_ORIGIN bytes (the publishing connection's id
+ * in the NATS listener; all zero for a message from the backbone, which
+ * no local connection published) and then a NATS header block
+ * ("NATS/1.0\r\n...\r\n\r\n") or nothing. The bridge carries only the
+ * header block to other nodes (docs/cluster.md, "Headers").
+ */
+#define RIFT_MSG_EXT_ORIGIN 8
+
+/*
  * rift_msg_new_ext is rift_msg_new with |ext_len| bytes of |ext| kept
  * before the payload (at most 4 GiB). Errors: RIFT_ERR_NOMEM,
  * RIFT_ERR_INVALID_ARGUMENT.

@@ -12,6 +12,7 @@
 #include "cluster/cluster.h"
 
 #include "broker/broker_face.h"
+#include "cluster/frame.h"
 #include "common/common.h"
 #include "common/hash.h"
 #include "common/pmap.h"
@@ -24,7 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-#define ORIGIN_HEADER      "Rift-Origin"
 #define CONNECT_TIMEOUT_MS 2000
 #define RECONNECT_WAIT_MS  250
 #define RECONNECT_BUF      (32 << 20)
@@ -32,6 +32,7 @@
 #define PENDING_BYTES      (64 << 20)
 #define STOP_WAIT_MS       5000
 #define SUBJECT_MAX        2048
+#define FRAME_STACK        4096 /* frames up to this size need no malloc */
 #define DEFAULT_CA         "/etc/ssl/certs/ca-certificates.crt"
 
 #define LIT(s) (s), (sizeof(s) - 1)
@@ -53,6 +54,7 @@ struct rift_cluster {
     rift_broker_bridge bridge;
     natsConnection *nc;
     char node[128], prefix[256];
+    char dotted[258]; /* "<prefix>." unterminated: prefix_len + 1 bytes */
     size_t node_len, prefix_len;
     char inbox[512]; /* <prefix>._INBOX.<node>. */
     size_t inbox_len;
@@ -103,7 +105,8 @@ static void mask_url(const char *url, char *out, size_t cap) {
 /* ---- Inbound (libnats' delivery thread) ---- */
 
 static void deliver(rift_cluster *c, const rift_bridge_target *t,
-                    const char *subj, size_t slen, natsMsg *m) {
+                    const char *subj, size_t slen, natsMsg *m,
+                    const rift_frame *f) {
     const char *reply = natsMsg_GetReply(m);
     size_t rlen = reply ? strlen(reply) : 0;
     /* Replies come as <prefix>.R: R is what a local responder answers. */
@@ -115,16 +118,30 @@ static void deliver(rift_cluster *c, const rift_bridge_target *t,
         reply = NULL;
         rlen = 0;
     }
-    int len = natsMsg_GetDataLength(m);
     rift_error err;
     if (rift_broker_publish_bridged(c->b, t, subj, slen, reply, rlen,
-                                    (const uint8_t *)natsMsg_GetData(m),
-                                    len > 0 ? (size_t)len : 0, NULL,
-                                    &err) != 0) {
+                                    f->payload, f->plen, NULL, &err) != 0) {
         atomic_fetch_add(&c->errors, 1);
     } else {
         atomic_fetch_add(&c->msgs_in, 1);
     }
+}
+
+/* read_frame: the frame of |m|, or false (counted, logged once per
+ * thousand) for a message no riftd of this version sent. */
+static bool read_frame(rift_cluster *c, natsMsg *m, rift_frame *f) {
+    int len = natsMsg_GetDataLength(m);
+    if (rift_frame_get((const uint8_t *)natsMsg_GetData(m),
+                       len > 0 ? (size_t)len : 0, f)) {
+        return true;
+    }
+    if (atomic_fetch_add(&c->errors, 1) % 1000 == 0) {
+        rift_log(RIFT_LOG_WARN,
+                 "cluster: dropped a message on %s that is not a rift "
+                 "backbone frame",
+                 natsMsg_GetSubject(m));
+    }
+    return false;
 }
 
 static void on_msg(natsConnection *nc, natsSubscription *ns, natsMsg *m,
@@ -135,31 +152,39 @@ static void on_msg(natsConnection *nc, natsSubscription *ns, natsMsg *m,
     rift_cluster *c = s->c;
     const char *subj = natsMsg_GetSubject(m);
     size_t slen = strlen(subj);
+    rift_frame f = {0};
     if (s->inbox) {
         /* <prefix>._INBOX.<node>.X is the local _INBOX.X. */
         char local[SUBJECT_MAX];
         size_t n = slen - c->inbox_len;
-        if (slen > c->inbox_len && n + 7 < sizeof local) {
+        rift_bridge_target t = {.no_responders = natsMsg_IsNoResponders(m)};
+        /* nats-server's 503 is a bare status, not a frame. */
+        if (slen > c->inbox_len && n + 7 < sizeof local &&
+            (t.no_responders || read_frame(c, m, &f))) {
             memcpy(local, "_INBOX.", 7);
             memcpy(local + 7, subj + c->inbox_len, n);
-            rift_bridge_target t = {.no_responders = natsMsg_IsNoResponders(m)};
-            deliver(c, &t, local, n + 7, m);
+            t.headers = f.hdr;
+            t.headers_len = f.hlen;
+            deliver(c, &t, local, n + 7, m, &f);
         }
         natsMsg_Destroy(m);
         return;
     }
-    const char *origin = NULL;
-    if (s->queue == NULL &&
-        natsMsgHeader_Get(m, ORIGIN_HEADER, &origin) == NATS_OK && origin &&
-        strcmp(origin, c->node) == 0) {
+    if (slen <= c->prefix_len || !read_frame(c, m, &f)) {
+        /* not ours */
+    } else if (s->queue == NULL && f.origin_len == c->node_len &&
+               memcmp(f.origin, c->node, c->node_len) == 0) {
         /* Our own publish: local plain subscribers already have it. */
         atomic_fetch_add(&c->echoes, 1);
-    } else if (slen > c->prefix_len) {
+    } else {
         rift_bridge_target t = {.pattern = s->queue ? NULL : s->name,
                                 .pattern_len = s->pattern_len,
                                 .queue = s->queue,
-                                .queue_len = s->queue_len};
-        deliver(c, &t, subj + c->prefix_len + 1, slen - c->prefix_len - 1, m);
+                                .queue_len = s->queue_len,
+                                .headers = f.hdr,
+                                .headers_len = f.hlen};
+        deliver(c, &t, subj + c->prefix_len + 1, slen - c->prefix_len - 1, m,
+                &f);
     }
     natsMsg_Destroy(m);
 }
@@ -270,39 +295,57 @@ out:
 
 /* ---- Outbound (any publishing thread, broker read lock held) ---- */
 
+/* put_subject writes |a| (|alen| bytes), then |s|, NUL-terminated. */
+static void put_subject(char *out, const char *a, size_t alen, const char *s,
+                        size_t slen) {
+    memcpy(out, a, alen);
+    memcpy(out + alen, s, slen);
+    out[alen + slen] = '\0';
+}
+
 static bool on_forward(void *ud, const char *subj, size_t slen,
-                       const char *reply, size_t rlen, const uint8_t *payload,
-                       size_t plen, size_t local) {
+                       const char *reply, size_t rlen, const uint8_t *hdr,
+                       size_t hlen, const uint8_t *payload, size_t plen,
+                       size_t local) {
     rift_cluster *c = ud;
     if (!rift_cluster_crosses(subj, slen) ||
-        (local > 0 && is_inbox(subj, slen)) || plen > INT32_MAX) {
+        (local > 0 && is_inbox(subj, slen))) {
         return false; /* a reply to a requester on this node */
     }
+    /* <prefix>. is kept with its dot, so a subject is two memcpy. */
     char s[SUBJECT_MAX], r[SUBJECT_MAX];
-    if (c->prefix_len + slen + 2 > sizeof s ||
+    if (plen > INT32_MAX / 2 || hlen > INT32_MAX / 2 ||
+        c->prefix_len + slen + 2 > sizeof s ||
         c->inbox_len + rlen + 1 > sizeof r) {
         atomic_fetch_add(&c->errors, 1);
         return false;
     }
-    snprintf(s, sizeof s, "%s.%.*s", c->prefix, (int)slen, subj);
+    put_subject(s, c->dotted, c->prefix_len + 1, subj, slen);
     const char *rp = NULL;
     if (rlen > 0 && is_inbox(reply, rlen)) {
         /* _INBOX.X of this node travels as <prefix>._INBOX.<node>.X. */
-        snprintf(r, sizeof r, "%s%.*s", c->inbox, (int)(rlen - 7), reply + 7);
+        put_subject(r, c->inbox, c->inbox_len, reply + 7, rlen - 7);
         rp = r;
     } else if (rlen > 0) {
-        snprintf(r, sizeof r, "%s.%.*s", c->prefix, (int)rlen, reply);
+        put_subject(r, c->dotted, c->prefix_len + 1, reply, rlen);
         rp = r;
     }
-    natsMsg *m = NULL;
-    natsStatus st = natsMsg_Create(&m, s, rp, (const char *)payload, (int)plen);
-    if (st == NATS_OK) {
-        st = natsMsgHeader_Set(m, ORIGIN_HEADER, c->node);
+    /* A plain publish of one frame: no natsMsg, no NATS headers, and for
+     * the usual small message no allocation either. */
+    uint8_t stack[FRAME_STACK];
+    size_t flen = rift_frame_size(c->node_len, hlen, plen);
+    uint8_t *buf = flen <= sizeof stack ? stack : rift_malloc(NULL, flen);
+    if (buf == NULL) {
+        atomic_fetch_add(&c->errors, 1);
+        return false;
     }
-    if (st == NATS_OK) {
-        st = natsConnection_PublishMsg(c->nc, m);
+    rift_frame_put(buf, c->node, c->node_len, hdr, hlen, payload, plen);
+    natsStatus st =
+        rp != NULL ? natsConnection_PublishRequest(c->nc, s, rp, buf, (int)flen)
+                   : natsConnection_Publish(c->nc, s, buf, (int)flen);
+    if (buf != stack) {
+        rift_free(NULL, buf);
     }
-    natsMsg_Destroy(m);
     if (st != NATS_OK) {
         atomic_fetch_add(&c->errors, 1);
         return false;
@@ -515,6 +558,8 @@ int rift_cluster_start(rift_cluster **pc, rift_broker *b,
     c->prefix_len = strlen(s->prefix);
     memcpy(c->node, s->node, c->node_len);
     memcpy(c->prefix, s->prefix, c->prefix_len);
+    memcpy(c->dotted, s->prefix, c->prefix_len);
+    c->dotted[c->prefix_len] = '.';
     c->inbox_len = (size_t)snprintf(c->inbox, sizeof c->inbox, "%s._INBOX.%s.",
                                     c->prefix, c->node);
     natsOptions *o = NULL;

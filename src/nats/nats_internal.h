@@ -9,6 +9,7 @@
 #ifndef RIFT_NATS_INTERNAL_H
 #define RIFT_NATS_INTERNAL_H
 
+#include "broker/msg_ext.h"
 #include "nats/nats.h"
 #include "nats/nats_outq.h"
 #include "nats/nats_parse.h"
@@ -182,7 +183,7 @@ void rift_nats_drain(rift_nats *srv);
 void rift_nats_no_responders(nats_conn *c, const char *reply, size_t rlen);
 /* The origin block NATS publishes carry (msg_ext.h): client id, then the
  * raw header block. */
-#define NATS_EXT_ORIGIN 8
+#define NATS_EXT_ORIGIN RIFT_MSG_EXT_ORIGIN
 
 /* ---- nats_inbox.c ---- */
 

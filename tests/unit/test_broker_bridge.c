@@ -3,9 +3,11 @@
  * (broker layer, broker_face.h): interest replayed and followed, local
  * publishes forwarded after local routing with queue groups left to the
  * backbone, deliveries from the backbone to one pattern, one group member
- * or an inbox, and the no-responders mark (docs/cluster.md).
+ * or an inbox, the no-responders mark, and NATS header blocks carried both
+ * ways behind a zero origin (docs/cluster.md).
  */
 #include "broker/broker_face.h"
+#include "broker/msg_ext.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -14,6 +16,8 @@ typedef struct rec {
     char log[2048];
     size_t forwarded;
     size_t last_local;
+    size_t last_headers_len;
+    char headers[128];
     bool answer;
 } rec;
 
@@ -27,8 +31,8 @@ static void on_interest(void *ud, const char *p, size_t plen, const char *q,
 }
 
 static bool on_forward(void *ud, const char *s, size_t slen, const char *reply,
-                       size_t rlen, const uint8_t *p, size_t plen,
-                       size_t local) {
+                       size_t rlen, const uint8_t *h, size_t hlen,
+                       const uint8_t *p, size_t plen, size_t local) {
     (void)s;
     (void)slen;
     (void)reply;
@@ -38,6 +42,11 @@ static bool on_forward(void *ud, const char *s, size_t slen, const char *reply,
     rec *r = ud;
     r->forwarded++;
     r->last_local = local;
+    r->last_headers_len = hlen;
+    if (hlen > 0 && hlen < sizeof r->headers) {
+        memcpy(r->headers, h, hlen);
+        r->headers[hlen] = 0;
+    }
     return r->answer;
 }
 
@@ -153,6 +162,60 @@ RIFT_TEST(bridged_delivery_targets) {
     for (size_t i = 0; i < 5; i++) {
         rift_sub_close(subs[i]);
     }
+    rift_broker_set_bridge(b, NULL);
+    rift_broker_del(b);
+}
+
+RIFT_TEST(headers_cross_the_bridge) {
+    rift_broker *b = NULL;
+    CHECK_OK(rift_broker_new(&b, NULL, NULL));
+    rift_sub *s = NULL;
+    CHECK_OK(rift_broker_subscribe(b, "h.*", 3, NULL, &s, NULL));
+    rec r = {.answer = true};
+    rift_broker_bridge br = {
+        .ud = &r, .interest = on_interest, .forward = on_forward};
+    rift_broker_set_bridge(b, &br);
+    static const char hdr[] = "NATS/1.0\r\nA: 1\r\n\r\n";
+    const uint8_t origin[RIFT_MSG_EXT_ORIGIN] = {7};
+    /* A NATS face's publish: only the headers travel, not its origin. */
+    CHECK_OK(rift_broker_publish_ext(
+        b, "h.a", 3, NULL, 0, origin, sizeof origin, (const uint8_t *)hdr,
+        sizeof hdr - 1, (const uint8_t *)"p", 1, NULL, NULL));
+    CHECK_EQ_INT(r.last_headers_len, sizeof hdr - 1);
+    CHECK_EQ_STR(r.headers, hdr);
+    CHECK_EQ_INT(drain(s), 1);
+    CHECK_OK(rift_broker_publish(b, "h.a", 3, NULL, 0, (const uint8_t *)"p", 1,
+                                 NULL, NULL));
+    CHECK_EQ_INT(r.last_headers_len, 0);
+    CHECK_EQ_INT(drain(s), 1);
+    /* From the backbone: the block is a zero origin, then the headers. */
+    rift_bridge_target t = {.pattern = "h.*",
+                            .pattern_len = 3,
+                            .headers = (const uint8_t *)hdr,
+                            .headers_len = sizeof hdr - 1};
+    CHECK_OK(rift_broker_publish_bridged(b, &t, "h.a", 3, NULL, 0,
+                                         (const uint8_t *)"xy", 2, NULL, NULL));
+    rift_msg *m = NULL;
+    CHECK_OK(rift_sub_recv(s, 0, &m, NULL));
+    size_t elen = 0, plen = 0;
+    const uint8_t *ext = rift_msg_ext(m, &elen);
+    CHECK_EQ_INT(elen, RIFT_MSG_EXT_ORIGIN + sizeof hdr - 1);
+    static const uint8_t zero[RIFT_MSG_EXT_ORIGIN];
+    CHECK(memcmp(ext, zero, sizeof zero) == 0);
+    CHECK(memcmp(ext + RIFT_MSG_EXT_ORIGIN, hdr, sizeof hdr - 1) == 0);
+    const uint8_t *pay = rift_msg_payload(m, &plen);
+    CHECK_EQ_INT(plen, 2);
+    CHECK(memcmp(pay, "xy", 2) == 0);
+    rift_msg_unref(m);
+    /* Without headers a bridged message has no block at all. */
+    t.headers = NULL;
+    t.headers_len = 0;
+    CHECK_OK(rift_broker_publish_bridged(b, &t, "h.a", 3, NULL, 0, NULL, 0,
+                                         NULL, NULL));
+    CHECK_OK(rift_sub_recv(s, 0, &m, NULL));
+    CHECK(rift_msg_ext(m, &elen) == NULL);
+    rift_msg_unref(m);
+    rift_sub_close(s);
     rift_broker_set_bridge(b, NULL);
     rift_broker_del(b);
 }
