@@ -6,7 +6,9 @@
  * (each message to exactly one), request/reply and no-responders across
  * nodes, a stalled subscriber that slows nobody and keeps its node on the
  * backbone, a backbone killed -9 and restarted (events, status, traffic
- * resumes), riftd starting with its backbone down, RSS bounded.
+ * resumes), riftd starting with its backbone down, RSS bounded, NATS
+ * headers carried between NATS clients on two nodes (HMSG, payload only to
+ * Rift v1) and a foreign backbone publisher dropped.
  * Subscription interest crosses routes asynchronously: every check first
  * probes until the path carries traffic, never sleeps.
  */
@@ -358,6 +360,111 @@ RIFT_TEST(live_traffic_across_nodes) {
         CHECK_MSG(ns > 0 && ns < 256 * 1024, "nats-server n%d RSS %ld KiB",
                   i + 1, ns);
     }
+    CHECK(cluster_fix_stop(&f));
+}
+
+/* ---- NATS headers across nodes ---- */
+
+static natsraw *nats_client(const cluster_fix *f, int i) {
+    natsraw_fix nf = {.port = f->n[i].nats_port};
+    snprintf(nf.host, sizeof nf.host, "127.0.0.1");
+    natsraw *c = natsraw_connect(&nf, 0, NULL, 0);
+    if (c != NULL && !natsraw_hello(c, RIFTD_FIX_TOKEN, ",\"headers\":true")) {
+        natsraw_close(c);
+        c = NULL;
+    }
+    return c;
+}
+
+/* The HPUB (or HMSG, with |sid|) line for |hdr| + |payload|. */
+static void hline(char *out, size_t cap, const char *op, const char *subject,
+                  const char *sid, const char *reply, const char *hdr,
+                  const char *payload) {
+    snprintf(out, cap, "%s %s%s%s%s%s %zu %zu\r\n%s%s\r\n", op, subject,
+             sid ? " " : "", sid ? sid : "", reply ? " " : "",
+             reply ? reply : "", strlen(hdr), strlen(hdr) + strlen(payload),
+             hdr, payload);
+}
+
+RIFT_TEST(nats_headers_cross_nodes) {
+    cluster_fix f;
+    bool up = cluster_fix_start(&f);
+    CHECK(up);
+    if (!up) {
+        cluster_fix_stop(&f);
+        return;
+    }
+    natsraw *a = nats_client(&f, 0), *b = nats_client(&f, 2);
+    CHECK(a != NULL && b != NULL);
+    if (a == NULL || b == NULL) {
+        natsraw_close(a);
+        natsraw_close(b);
+        cluster_fix_stop(&f);
+        return;
+    }
+    /* HPUB on r1 reaches a NATS subscriber on r3 as HMSG with the very
+     * same header block, and a Rift v1 subscriber on r3 with the payload
+     * only. */
+    static const char hdr[] = "NATS/1.0\r\nX-Trace: abc\r\nX-Two: 2\r\n\r\n";
+    rift_client_sub *v1 = sub(f.n[2].c, "hdr.x", NULL);
+    CHECK(v1 != NULL);
+    CHECK(natsraw_send(b, "SUB hdr.x 1\r\n", 0) && natsraw_ping(b));
+    char hpub[256], hmsg[256], out[64];
+    hline(hpub, sizeof hpub, "HPUB", "hdr.x", NULL, NULL, hdr, "hello");
+    hline(hmsg, sizeof hmsg, "HMSG", "hdr.x", "1", NULL, hdr, "hello");
+    bool crossed = false;
+    int64_t end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
+    while (!crossed && now_ns() < end) {
+        CHECK(natsraw_send(a, hpub, 0));
+        crossed = natsraw_expect(b, hmsg, 200);
+    }
+    CHECK_MSG(crossed, "HMSG with the same headers on r3");
+    CHECK(next(v1, 10000, out, sizeof out));
+    CHECK_EQ_STR(out, "hello");
+    /* Without headers it stays MSG: no rift block leaks in. */
+    CHECK(natsraw_send(a, "PUB hdr.x 5\r\nplain\r\n", 0));
+    CHECK(natsraw_expect(b, "MSG hdr.x 1 5\r\nplain\r\n", 10000));
+
+    /* A request with headers from r1, answered with headers on r3: both
+     * directions keep their blocks. */
+    static const char rhdr[] = "NATS/1.0\r\nX-Reply: yes\r\n\r\n";
+    CHECK(natsraw_send(b, "SUB svc.h 2\r\n", 0) && natsraw_ping(b));
+    CHECK(natsraw_send(a, "SUB _INBOX.hq.* 3\r\n", 0) && natsraw_ping(a));
+    hline(hpub, sizeof hpub, "HPUB", "svc.h", NULL, "_INBOX.hq.1", hdr, "q");
+    hline(hmsg, sizeof hmsg, "HMSG", "svc.h", "2", "_INBOX.r1.hq.1", hdr, "q");
+    crossed = false;
+    end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
+    while (!crossed && now_ns() < end) {
+        CHECK(natsraw_send(a, hpub, 0));
+        crossed = natsraw_expect(b, hmsg, 200);
+    }
+    CHECK_MSG(crossed, "request with headers on r3");
+    hline(hpub, sizeof hpub, "HPUB", "_INBOX.r1.hq.1", NULL, NULL, rhdr, "r");
+    hline(hmsg, sizeof hmsg, "HMSG", "_INBOX.hq.1", "3", NULL, rhdr, "r");
+    CHECK(natsraw_send(b, hpub, 0));
+    CHECK_MSG(natsraw_expect(a, hmsg, 10000), "reply with headers on r1");
+
+    /* A foreign publisher straight on the backbone is not a riftd: its
+     * message is dropped and counted, the path keeps working. */
+    natsraw_fix nf = {.port = f.n[1].client_port};
+    snprintf(nf.host, sizeof nf.host, "127.0.0.1");
+    natsraw *raw = natsraw_connect(&nf, 0, NULL, 0);
+    CHECK(raw != NULL && natsraw_hello(raw, "x", ""));
+    CHECK(natsraw_send(raw, "PUB rift.hdr.x 4\r\njunk\r\n", 0) &&
+          natsraw_ping(raw));
+    natsraw_close(raw);
+    CHECK(natsraw_send(a, "PUB hdr.x 3\r\nend\r\n", 0));
+    CHECK(until_marker(v1, "end"));
+    CHECK(natsraw_expect(b, "MSG hdr.x 1 3\r\nend\r\n", 10000));
+    CHECK_MSG(!natsraw_has(b, "junk"), "a foreign message was delivered");
+    json_t *st = cluster_fix_status(&f, 2);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    CHECK(json_integer_value(json_object_get(cl, "errors")) > 0);
+    json_decref(st);
+
+    rift_client_sub_close(v1);
+    natsraw_close(a);
+    natsraw_close(b);
     CHECK(cluster_fix_stop(&f));
 }
 
