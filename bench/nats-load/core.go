@@ -410,7 +410,11 @@ func echoResponder(c *config, nc *nats.Conn, expect int64) (*subState, error) {
 }
 
 func runReq(c *config) (*result, error) {
-	respConn, err := connect(c, "nats-load-responder")
+	rc := *c
+	if c.responderURL != "" {
+		rc.url = c.responderURL
+	}
+	respConn, err := connect(&rc, "nats-load-responder")
 	if err != nil {
 		return nil, err
 	}

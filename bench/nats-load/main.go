@@ -26,6 +26,7 @@ import (
 type config struct {
 	scenario      string
 	url           string
+	responderURL  string
 	ca            string
 	msgs          int
 	size          int
@@ -47,7 +48,7 @@ var scenarios = []struct{ name, help string }{
 	{"pub", "publish only: --pubs publishers, no subscriber; --batch N = flush barrier every N"},
 	{"sub", "subscribe only: receive --msgs messages published by someone else"},
 	{"pubsub", "--pubs publishers -> --subs subscribers; --batch N = publish N, flush, wait until received"},
-	{"req", "sequential request/reply round trips (--pubs requesters, one in-process echo responder)"},
+	{"req", "sequential request/reply round trips (--pubs requesters, one in-process echo responder, on --responder-url if given)"},
 	{"reply", "echo responder only: answer --msgs requests sent by someone else"},
 	{"stream", "JetStream publish, each publisher waits for acks; --batch W = async window (1 = synchronous)"},
 	{"consume", "JetStream pull consumer: prefill --msgs, then fetch --batch (<=256) + ack each"},
@@ -67,6 +68,7 @@ func parseArgs(args []string) (*config, error) {
 	c := &config{}
 	fs := flag.CommandLine
 	fs.StringVar(&c.url, "url", "nats://127.0.0.1:4222", "server URL (nats:// plain TCP, tls:// TLS)")
+	fs.StringVar(&c.responderURL, "responder-url", "", "req: connect the echo responder here instead of --url (another node of a cluster)")
 	fs.StringVar(&c.ca, "ca", "", "PEM file of the CA that signed the server certificate (TLS)")
 	fs.IntVar(&c.msgs, "msgs", 100000, "messages (or requests) to measure, in total")
 	fs.IntVar(&c.size, "size", 64, "payload bytes")
