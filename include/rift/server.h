@@ -25,6 +25,7 @@
 
 #include "rift/broker.h"
 #include "rift/rift.h"
+#include "rift/stream.h"
 
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -128,6 +129,57 @@ typedef struct rift_server_stream_admin {
     void *ud;
 } rift_server_stream_admin;
 
+/** The completion of a backend operation: |status| 0 or a RIFT_ERR_*
+ * code with its text in |err| (valid during the call). */
+typedef void (*rift_server_backend_done)(void *arg, int status,
+                                         const rift_error *err);
+
+/**
+ * A stream backend: streams the server holds no rift_stream for (riftd's
+ * replicated streams on a NATS JetStream backbone, docs/cluster.md).
+ * STREAM_PUBLISH, CONSUMER_OPEN, CONSUMER_FETCH (and CONSUMER_FETCH_WAIT,
+ * answered without waiting) and ACK on a name |serves| claims go to it
+ * after the same validation and permission checks as a store stream; the
+ * other stream opcodes answer "unknown stream" for it. Consumer names come
+ * scoped (§3.5).
+ *
+ * Threading: every function runs on the server thread and must return at
+ * once. An operation returns 0 when submitted: |done| then runs exactly
+ * once, on any thread, after the backend filled the out-parameter; or a
+ * RIFT_ERR_* code with |err| set, and |done| does not run. Arguments are
+ * borrowed for the call only (the backend copies what it keeps).
+ *
+ * |fetch| fills |out| (items and count; priv_ stays NULL) and *|priv|,
+ * which owns the records until the server hands it to |batch_free|.
+ * Errors are the store's codes and texts where they have one
+ * (RIFT_ERR_STREAM_NOT_MATCHED, RIFT_ERR_PAYLOAD_TOO_LARGE,
+ * RIFT_ERR_CONSUMER_NOT_FOUND, RIFT_ERR_INVALID_ACK, RIFT_ERR_INVALID_CONFIG
+ * for a reopen with other settings), else RIFT_ERR_STORAGE with the
+ * backend's reason.
+ */
+typedef struct rift_server_stream_backend {
+    bool (*serves)(void *ud, const char *stream, size_t len);
+    int (*publish)(void *ud, const char *stream, size_t stream_len,
+                   const char *subject, size_t subject_len, const char *reply,
+                   size_t reply_len, const uint8_t *payload, size_t payload_len,
+                   rift_stored *out, rift_server_backend_done done, void *arg,
+                   rift_error *err);
+    int (*consumer_open)(void *ud, const char *stream, size_t stream_len,
+                         const char *consumer, size_t consumer_len,
+                         const rift_consumer_config *config,
+                         rift_server_backend_done done, void *arg,
+                         rift_error *err);
+    int (*fetch)(void *ud, const char *stream, size_t stream_len,
+                 const char *consumer, size_t consumer_len, size_t limit,
+                 uint64_t max_bytes, rift_batch *out, void **priv,
+                 rift_server_backend_done done, void *arg, rift_error *err);
+    void (*batch_free)(void *ud, void *priv);
+    int (*ack)(void *ud, const char *stream, size_t stream_len,
+               const char *consumer, size_t consumer_len, uint64_t sequence,
+               rift_server_backend_done done, void *arg, rift_error *err);
+    void *ud;
+} rift_server_stream_backend;
+
 typedef struct rift_server_settings {
     /** PEM certificate chain and unencrypted PEM private key. */
     const char *cert_file;
@@ -156,6 +208,9 @@ typedef struct rift_server_settings {
     /** Stream administration at run time; all NULL = none. Must outlive
      * the server. */
     rift_server_stream_admin stream_admin;
+    /** Streams of a backend, asked before |streams|; serves NULL = none.
+     * Must outlive the server. */
+    rift_server_stream_backend stream_backend;
     /** Optional 32 bytes keying stateless resets and Retry tokens (give
      * a restarted server the same secret); NULL = a random per-process
      * secret. */

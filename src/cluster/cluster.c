@@ -634,3 +634,7 @@ void rift_cluster_get_status(rift_cluster *c, rift_cluster_status *st) {
     st->errors = atomic_load(&c->errors);
     st->reconnects = atomic_load(&c->reconnects);
 }
+
+natsConnection *rift_cluster_connection(rift_cluster *c) {
+    return c->nc;
+}

@@ -48,6 +48,10 @@ void rift_cluster_stop(rift_cluster *c);
 
 void rift_cluster_get_status(rift_cluster *c, rift_cluster_status *st);
 
+/* The backbone's natsConnection (replicated.c runs JetStream over it);
+ * valid until rift_cluster_stop. */
+struct __natsConnection *rift_cluster_connection(rift_cluster *c);
+
 /*
  * rift_cluster_crosses: whether subject or pattern |s| is carried by the
  * backbone. rift.* (events, control) and _STAN.* stay on their node;

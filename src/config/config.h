@@ -82,6 +82,7 @@ typedef struct rift_config_stream {
     bool sync_on_write;
     char *storage_path;  /* NULL = memory only; relative to the cwd */
     uint64_t max_age_ms; /* 0 = no age retention (our extension) */
+    uint64_t replicas;   /* 1: rift's store; 3: JetStream (docs/cluster.md) */
 } rift_config_stream;
 
 /* The whole `messaging` table with defaults applied. */

@@ -76,7 +76,10 @@ static void print_messaging(const rift_config_messaging *m, FILE *out) {
     fprintf(out, "  streams (%zu):\n", m->n_streams);
     for (size_t i = 0; i < m->n_streams; i++) {
         const rift_config_stream *s = &m->streams[i];
-        if (s->storage_path != NULL) {
+        if (s->replicas > 1) {
+            fprintf(out, "    %s: replicated x%llu (cluster JetStream)\n",
+                    s->name, (unsigned long long)s->replicas);
+        } else if (s->storage_path != NULL) {
             fprintf(out, "    %s: file %s\n", s->name, s->storage_path);
         } else {
             fprintf(out, "    %s: memory\n", s->name);

@@ -232,7 +232,7 @@ static bool stream_eq(const rift_config_stream *a,
            a->max_consumers == b->max_consumers &&
            a->sync_on_write == b->sync_on_write &&
            str_eq(a->storage_path, b->storage_path) &&
-           a->max_age_ms == b->max_age_ms;
+           a->max_age_ms == b->max_age_ms && a->replicas == b->replicas;
 }
 
 const char *rift_config_messaging_diff(const rift_config_messaging *a,

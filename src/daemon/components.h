@@ -75,8 +75,11 @@ json_t *rift_daemon_stream_json(rift_stream *st, const char *name);
 
 struct rift_cluster;
 
+struct rift_repl;
+
 typedef struct rift_daemon_cluster {
     struct rift_cluster *c; /* NULL without a `cluster` table */
+    struct rift_repl *repl; /* the replicated streams; NULL: none */
     rift_broker *broker;
     char node[72];
 } rift_daemon_cluster;
@@ -89,10 +92,16 @@ int rift_daemon_cluster_start(rift_daemon_cluster *n, rift_broker *broker,
 
 void rift_daemon_cluster_stop(rift_daemon_cluster *n);
 
+/* The QUIC server's stream backend for the replicated streams (all NULL
+ * without any); valid until rift_daemon_cluster_stop. */
+rift_server_stream_backend rift_daemon_cluster_backend(rift_daemon_cluster *n);
+
 /* `rift status`'s "cluster": {"node","backbone":"up"|"down","connected",
  * "server",
  * "subscriptions","messages":{"out","in","echoes_dropped"},"errors",
- * "reconnects"}, or JSON null. New reference. */
+ * "reconnects","replicated":[{"name","replicas","ready","published",
+ * "duplicates","fetched","acked","errors","last_sequence","consumers",
+ * "last_error"}]}, or JSON null. New reference. */
 json_t *rift_daemon_cluster_json(rift_daemon_cluster *n);
 
 /* ---- NATS Streaming (docs/streaming.md; after the streams) ---- */
@@ -128,7 +137,8 @@ typedef struct rift_daemon_quic rift_daemon_quic;
  * identities from the principals (tokens already loaded), and binds the
  * server on messaging.listen with the messaging limits, every open
  * configured stream and, after them, |source|'s (riftd: run-time streams
- * and channels) and the stream administration |admin|; *pq stays NULL when
+ * and channels), the stream administration |admin| and the replicated
+ * streams' |backend|; *pq stays NULL when
  * no listener is configured. Errors carry the §5.2 certificate/private key
  * texts, or the server's ("cannot bind ...").
  */
@@ -136,6 +146,7 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
                            rift_daemon_streams *streams,
                            rift_server_stream_source source,
                            rift_server_stream_admin admin,
+                           rift_server_stream_backend backend,
                            const rift_config *cfg, struct rift_quota *quota,
                            rift_error *err);
 

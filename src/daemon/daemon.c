@@ -183,9 +183,11 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
     if ((rc = rift_runtime_streams_open(&d->runtime, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
-        (rc = rift_daemon_quic_start(
-             &d->quic, d->broker, d->streams, rift_daemon_stream_source(d),
-             rift_daemon_stream_admin(d), &d->cfg, d->quota, err)) != 0 ||
+        (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams,
+                                     rift_daemon_stream_source(d),
+                                     rift_daemon_stream_admin(d),
+                                     rift_daemon_cluster_backend(&d->cluster),
+                                     &d->cfg, d->quota, err)) != 0 ||
         (rc = rift_daemon_nats_start(&d->nats, d->broker, &d->cfg, d->quota,
                                      err)) != 0 ||
         (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,

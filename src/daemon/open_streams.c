@@ -1,7 +1,8 @@
 /*
  * open_streams.c — riftd's durable streams (daemon layer): the configured
  * messaging.streams opened with the store (include/rift/stream.h) at
- * start-up, shared with the QUIC server, the Lua host and the control
+ * start-up (all but the replicated ones, which live in the cluster's
+ * JetStream), shared with the QUIC server, the Lua host and the control
  * commands, and closed last at shutdown. See components.h.
  */
 #include "daemon/components.h"
@@ -70,13 +71,16 @@ int rift_daemon_streams_open(rift_daemon_streams **ps, const rift_config *cfg,
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < m->n_streams; i++) {
-        s->n = i + 1; /* the failing entry is cleaned up as well */
-        int rc = open_one(&s->v[i], &m->streams[i], err);
+        if (m->streams[i].replicas > 1) {
+            continue; /* the cluster backbone holds it (cluster_node.c) */
+        }
+        daemon_stream *ds = &s->v[s->n++]; /* cleaned up also on failure */
+        int rc = open_one(ds, &m->streams[i], err);
         if (rc != 0) {
             rift_daemon_streams_close(s);
             return rc;
         }
-        rift_log(RIFT_LOG_DEBUG, "rift: stream %s open (%s)", s->v[i].name,
+        rift_log(RIFT_LOG_DEBUG, "rift: stream %s open (%s)", ds->name,
                  m->streams[i].storage_path ? m->streams[i].storage_path
                                             : "memory");
     }
@@ -177,7 +181,9 @@ json_t *rift_daemon_stream_summary(rift_daemon_streams *s,
     if (o != NULL) {
         /* The configuration says, also for a stream that failed to open. */
         json_object_set_new(o, "storage",
-                            json_string(cfg->storage_path ? "file" : "memory"));
+                            json_string(cfg->replicas > 1   ? "replicated"
+                                        : cfg->storage_path ? "file"
+                                                            : "memory"));
     }
     return o;
 }

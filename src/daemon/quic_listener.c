@@ -97,6 +97,7 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
                            rift_daemon_streams *streams,
                            rift_server_stream_source source,
                            rift_server_stream_admin admin,
+                           rift_server_stream_backend backend,
                            const rift_config *cfg, struct rift_quota *quota,
                            rift_error *err) {
     *pq = NULL;
@@ -137,6 +138,7 @@ int rift_daemon_quic_start(rift_daemon_quic **pq, rift_broker *broker,
     s.stream_count = rift_daemon_streams_count(streams);
     s.stream_source = source;
     s.stream_admin = admin;
+    s.stream_backend = backend;
     rift_error why = {0};
     if ((rc = rift_server_new(&q->srv, broker, &s, &why)) != 0) {
         rift_error_set(err, rc, "invalid messaging configuration: %s",

@@ -43,9 +43,11 @@ static const char *const principal_keys[] = {
 static const char *const subscription_keys[] = {"subject", "queue", NULL};
 
 static const char *const stream_keys[] = {
-    "subjects",          "max_messages",  "max_bytes",
-    "max_payload_bytes", "max_consumers", "sync_on_write",
-    "storage_path",      "max_age_ms",    NULL,
+    "subjects",      "max_messages",
+    "max_bytes",     "max_payload_bytes",
+    "max_consumers", "sync_on_write",
+    "storage_path",  "max_age_ms",
+    "replicas",      NULL,
 };
 
 static const char names_text[] =
@@ -579,6 +581,28 @@ static int stream_storage(lua_State *L, int t, const char *path,
     return 0;
 }
 
+/* replicas: 1 (rift's own store, the default) or 3 (a JetStream stream
+ * of the cluster backbone, which also stores it: no storage_path). That
+ * a cluster table exists is checked once the whole file is read
+ * (rift_config_check_replicas). */
+static int stream_replicas(lua_State *L, int t, const char *path,
+                           rift_config_stream *s, rift_error *err) {
+    s->replicas = 1;
+    int rc = rift_config_get_int(L, t, path, "replicas", 1, 3, false,
+                                 &s->replicas, NULL, err);
+    if (rc == 0 && s->replicas == 2) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "%s.replicas: expected 1 or 3", path);
+    }
+    if (rc == 0 && s->replicas == 3 && s->storage_path != NULL) {
+        rc = rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                            "%s.storage_path: a replicated stream is stored "
+                            "by the cluster backbone",
+                            path);
+    }
+    return rc;
+}
+
 static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
                         rift_config_stream *s, rift_error *err) {
     char path[RIFT_CONFIG_PATH_MAX];
@@ -593,7 +617,10 @@ static int parse_stream(lua_State *L, int t, rift_config_messaging *m,
         (rc = stream_limits(L, t, path, m, s, err)) != 0) {
         return rc;
     }
-    return stream_storage(L, t, path, s, err);
+    if ((rc = stream_storage(L, t, path, s, err)) != 0) {
+        return rc;
+    }
+    return stream_replicas(L, t, path, s, err);
 }
 
 static int cmp_stream(const void *a, const void *b) {

@@ -487,6 +487,21 @@ out:
  * logs and status while holding different grants and consumers; refusing
  * the configuration is clearer than guessing which one an operator meant.
  */
+/* A replicated stream lives in the cluster backbone's JetStream. */
+static int check_replicas(const rift_config *cfg, rift_error *err) {
+    for (size_t i = 0; i < cfg->messaging.n_streams; i++) {
+        const rift_config_stream *s = &cfg->messaging.streams[i];
+        if (s->replicas > 1 && !cfg->cluster.enabled) {
+            return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                                  "messaging.streams.%s.replicas: %llu "
+                                  "replicas need a `cluster` table "
+                                  "(docs/cluster.md)",
+                                  s->name, (unsigned long long)s->replicas);
+        }
+    }
+    return 0;
+}
+
 static int check_names_disjoint(const rift_config *cfg, rift_error *err) {
     for (size_t i = 0; i < cfg->n_plugins; i++) {
         const char *name = cfg->plugins[i].name;
@@ -529,6 +544,7 @@ int rift_config_parse_root(lua_State *L, int root, int plugin_names,
         (rc = parse_limits(L, root, cfg, err)) != 0 ||
         (rc = rift_config_parse_streaming(L, root, cfg, err)) != 0 ||
         (rc = rift_config_parse_cluster(L, root, cfg, err)) != 0 ||
+        (rc = check_replicas(cfg, err)) != 0 ||
         (rc = check_names_disjoint(cfg, err)) != 0) {
         return rc;
     }

@@ -266,8 +266,9 @@ struct rift_server {
     bool retry;
     srv_stream_entry *streams; /* sorted by name */
     size_t nstreams;
-    rift_server_stream_source stream_source; /* after |streams| */
-    rift_server_stream_admin stream_admin;   /* stream_ext.c */
+    rift_server_stream_source stream_source;   /* after |streams| */
+    rift_server_stream_admin stream_admin;     /* stream_ext.c */
+    rift_server_stream_backend stream_backend; /* stream_backend.c */
     /* Parked CONSUMER_FETCH_WAIT operations, and the append watches on
      * streams of the stream source they wait on (loop thread only). */
     struct srv_store_op *fetch_waiters;

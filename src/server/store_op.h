@@ -17,6 +17,7 @@ typedef struct srv_portion {
     rift_server *srv;
     rift_batch batch;
     size_t refs;
+    void *backend_priv; /* a backend's batch: freed by its batch_free */
 } srv_portion;
 
 /* A stream of the stream source, held until the operation ends. */
@@ -69,6 +70,12 @@ struct srv_store_op {
     bool parked;
     srv_store_op *wprev, *wnext;
     size_t delivered;
+    /* On a stream of the stream backend (stream_backend.c): the stream
+     * and the scoped consumer a fetch asks again for its next portion. */
+    bool backend;
+    char stream[RIFT_NAME_MAX + 1];
+    size_t stream_len;
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
 };
 
 
@@ -94,5 +101,32 @@ void rift_srv_unpin(rift_server *srv, srv_pin *pin, bool appended);
 int rift_srv_scope_name(srv_stream *ss, unsigned decoded, const char *name,
                         size_t len, int decode_rc, const rift_error *derr,
                         char out[RIFT_SCOPED_CONSUMER_SIZE]);
+
+/* ---- The stream backend (stream_backend.c) ---- */
+
+/* Whether the backend serves stream |name|. */
+bool rift_srv_backend_serves(const rift_server *srv, const char *name,
+                             size_t len);
+/* The backend's STREAM_PUBLISH, CONSUMER_OPEN and ACK, after the checks
+ * stream_ops.c makes before a stream lookup; each answers or fails |ss|. */
+void rift_srv_backend_publish(srv_stream *ss, const char *stream,
+                              size_t stream_len, const char *subject,
+                              size_t subject_len, const char *reply,
+                              size_t reply_len, const uint8_t *payload,
+                              size_t payload_len);
+void rift_srv_backend_open(srv_stream *ss, const char *stream,
+                           size_t stream_len, const char *scoped,
+                           const rift_consumer_config *cfg);
+void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
+                          const char *scoped, uint64_t sequence);
+/* A fetch's op on a backend stream (NULL after failing |ss|); stream_ops.c
+ * writes its portions. */
+srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
+                                        size_t stream_len, const char *scoped,
+                                        uint32_t limit);
+/* Asks the backend for |op|'s next portion |p|; the _async contract. */
+int rift_srv_backend_fetch(srv_store_op *op, srv_portion *p, rift_error *err);
+/* Releases a portion's backend records. */
+void rift_srv_backend_batch_free(rift_server *srv, srv_portion *p);
 
 #endif /* RIFT_SERVER_STORE_OP_H */

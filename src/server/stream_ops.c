@@ -59,6 +59,7 @@ int rift_srv_streams_copy(rift_server *srv, const rift_server_settings *s,
                           rift_error *err) {
     srv->stream_source = s->stream_source;
     srv->stream_admin = s->stream_admin;
+    srv->stream_backend = s->stream_backend;
     if (s->stream_count == 0) {
         return 0;
     }
@@ -317,6 +318,9 @@ static void portion_unref(void *arg) {
     if (p == NULL || --p->refs > 0) {
         return;
     }
+    if (p->backend_priv != NULL) {
+        rift_srv_backend_batch_free(p->srv, p);
+    }
     rift_batch_free(&p->batch);
     rift_free(p->srv->mem, p);
 }
@@ -540,6 +544,15 @@ void rift_srv_fetch_resume(srv_stream *ss) {
 /* A portion came back committed: account for it and write it. */
 static void fetch_portion_done(srv_stream *ss, srv_store_op *op) {
     rift_batch *b = &op->portion->batch;
+    if (op->backend) {
+        /* Its records arrived with the completion, not at submission. */
+        op->unwritten = 0;
+        for (size_t i = 0; i < b->count; i++) {
+            op->unwritten += b->items[i].record.payload_len;
+        }
+        ss->extra = op->unwritten;
+        rift_srv_account(ss);
+    }
     if (b->count == 0 && op->delivered == 0 && op->watch != NULL) {
         park(op); /* a publish or the deadline takes it up again */
         return;
@@ -649,6 +662,12 @@ static void stream_publish(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, err.code, err.text);
         return;
     }
+    if (rift_srv_backend_serves(ss->conn->srv, f.stream, f.stream_len)) {
+        rift_srv_backend_publish(ss, f.stream, f.stream_len, f.subject,
+                                 f.subject_len, f.reply, f.reply_len, f.payload,
+                                 f.payload_len);
+        return;
+    }
     srv_pin pin;
     rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
@@ -688,6 +707,18 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     if (f.ack_wait_ms == 0 || f.ack_wait_ms > 3600000 ||
         f.max_ack_pending == 0 || f.max_ack_pending > 65536) {
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
+        return;
+    }
+    if (rift_srv_backend_serves(ss->conn->srv, f.stream, f.stream_len)) {
+        rift_consumer_config bc;
+        rift_consumer_config_default(&bc);
+        bc.filter = f.filter;
+        bc.filter_len = f.filter_len;
+        bc.start = RIFT_START_SEQUENCE;
+        bc.start_sequence = f.start_sequence;
+        bc.ack_wait_ms = f.ack_wait_ms;
+        bc.max_ack_pending = f.max_ack_pending;
+        rift_srv_backend_open(ss, f.stream, f.stream_len, scoped, &bc);
         return;
     }
     srv_pin pin;
@@ -767,6 +798,15 @@ static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
  * consumer up and asks for the first portion. */
 static void start_fetch(srv_stream *ss, const char *stream, size_t stream_len,
                         const char *scoped, uint32_t limit, uint32_t wait_ms) {
+    if (rift_srv_backend_serves(ss->conn->srv, stream, stream_len)) {
+        /* A backend fetch answers at once, also when asked to wait. */
+        srv_store_op *bop =
+            rift_srv_backend_fetch_op(ss, stream, stream_len, scoped, limit);
+        if (bop != NULL) {
+            fetch_write(ss, bop);
+        }
+        return;
+    }
     srv_pin pin;
     rift_stream *st;
     rift_consumer *c = find_consumer(ss, stream, stream_len, scoped, &pin, &st);
@@ -853,6 +893,12 @@ static void fetch_submit(srv_stream *ss, srv_store_op *op) {
     op->portion = p;
     op->next = 0;
     atomic_fetch_add_explicit(&srv->store_inflight, 1, memory_order_relaxed);
+    if (op->backend) {
+        op->unwritten = 0; /* counted when the records arrive */
+        int brc = rift_srv_backend_fetch(op, p, &err);
+        rift_srv_op_submitted(op, brc, false, &err);
+        return;
+    }
     bool completed = false;
     int rc = rift_consumer_fetch_bytes_async(
         op->consumer, op->left, SRV_FETCH_BYTES, &p->batch, &completed,
@@ -878,6 +924,10 @@ static void ack(srv_stream *ss, const uint8_t *fields, size_t len) {
     int rc = rift_frame_decode_ack(fields, len, &f, &err);
     if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, rc, &err,
                             scoped) != 0) {
+        return;
+    }
+    if (rift_srv_backend_serves(ss->conn->srv, f.stream, f.stream_len)) {
+        rift_srv_backend_ack(ss, f.stream, f.stream_len, scoped, f.sequence);
         return;
     }
     srv_pin pin;

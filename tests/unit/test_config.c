@@ -87,7 +87,8 @@ RIFT_TEST(unknown_fields_name_their_path) {
                   "} } }",
                   "messaging.streams.jobs.max_age: unknown field (expected "
                   "subjects, max_messages, max_bytes, max_payload_bytes, "
-                  "max_consumers, sync_on_write, storage_path, max_age_ms)");
+                  "max_consumers, sync_on_write, storage_path, max_age_ms, "
+                  "replicas)");
     CHECK_REJECTS(
         "return { listen = '0.0.0.0:1' }",
         "listen: unknown field (expected messaging, plugins, "

@@ -1,0 +1,128 @@
+/*
+ * replicated_internal.h — the parts of the replicated-stream backend
+ * (cluster layer) that replicated.c (the server-facing queue and its
+ * workers) and replicated_js.c (each operation in JetStream terms) share.
+ */
+#ifndef RIFT_CLUSTER_REPLICATED_INTERNAL_H
+#define RIFT_CLUSTER_REPLICATED_INTERNAL_H
+
+#include "cluster/replicated.h"
+
+#include "common/common.h"
+#include "common/pmap.h"
+
+#include "libnats.h" /* <nats/nats.h>, see CMakeLists.txt */
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define REPL_NAME_MAX    96
+#define REPL_SUBJECT_MAX 2048
+
+/* A message this node fetched and keeps until it is acknowledged (the
+ * ACK goes back on it), or until a redelivery of the same sequence
+ * replaces it. */
+typedef struct repl_kept {
+    uint64_t seq;
+    natsMsg *m;
+    int64_t at_ms;
+} repl_kept;
+
+/* A JetStream durable consumer bound on this node: its pull
+ * subscription and the messages it handed out. |mu| serialises fetch
+ * and ack on it. */
+typedef struct repl_consumer {
+    struct repl_consumer *next;
+    char name[80];
+    natsSubscription *sub;
+    pthread_mutex_t mu;
+    rift_pmap kept; /* repl_kept by sequence */
+    uint64_t ack_wait_ms, max_ack_pending;
+} repl_consumer;
+
+typedef struct repl_stream {
+    struct rift_repl *r;
+    char name[REPL_NAME_MAX + 1];
+    size_t name_len;
+    char js_name[8 + 2 * REPL_NAME_MAX]; /* RIFT_<hex> */
+    char subj[300 + 2 * REPL_NAME_MAX];  /* <prefix>_stream.<hex>. */
+    size_t subj_len;
+    char **subjects; /* the rift stream's filter */
+    size_t n_subjects;
+    uint64_t max_messages, max_bytes, max_payload, max_consumers, max_age_ms;
+    uint32_t replicas;
+
+    pthread_mutex_t mu; /* guards the fields below */
+    bool ready;
+    repl_consumer *consumers;
+    size_t n_consumers;
+    char last_error[160];
+
+    atomic_uint_fast64_t published, duplicates, fetched, acked, errors,
+        last_seq;
+} repl_stream;
+
+typedef enum repl_kind {
+    REPL_ENSURE,
+    REPL_PUBLISH,
+    REPL_OPEN,
+    REPL_FETCH,
+    REPL_ACK,
+} repl_kind;
+
+/* One queued operation: its inputs copied, its outputs the caller's. */
+typedef struct repl_job {
+    struct repl_job *next;
+    repl_kind kind;
+    repl_stream *s;
+    char consumer[80];
+    /* PUBLISH */
+    char *subject, *reply; /* in |data| */
+    uint8_t *payload;
+    size_t subject_len, reply_len, payload_len;
+    rift_stored *stored;
+    /* OPEN */
+    char *filter;
+    size_t filter_len;
+    uint64_t start_sequence, ack_wait_ms;
+    uint32_t max_ack_pending;
+    /* FETCH */
+    size_t limit;
+    uint64_t max_bytes;
+    rift_batch *batch;
+    void **priv;
+    /* ACK */
+    uint64_t sequence;
+    rift_server_backend_done done;
+    void *arg;
+    char data[]; /* subject, reply and payload, or the filter */
+} repl_job;
+
+struct rift_repl {
+    rift_cluster *c;
+    natsConnection *nc; /* the cluster's */
+    jsCtx *js;
+    char node[128];
+    uint64_t boot; /* random: message ids of a restarted node differ */
+    atomic_uint_fast64_t next_id;
+    repl_stream *streams;
+    size_t n;
+
+    pthread_mutex_t mu; /* the queue */
+    pthread_cond_t cv;
+    repl_job *head, *tail;
+    bool stopping;
+    pthread_t workers[4];
+    size_t n_workers;
+};
+
+/* The JetStream side of one job; 0 or a RIFT_ERR_* code with |err|. */
+int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err);
+
+/* Releases everything a stream holds in JetStream terms (at stop). */
+void rift_repl_stream_release(repl_stream *s);
+
+/* The batch_free of the backend: a fetch's records. */
+void rift_repl_batch_free(void *ud, void *priv);
+
+#endif /* RIFT_CLUSTER_REPLICATED_INTERNAL_H */

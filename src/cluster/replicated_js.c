@@ -1,0 +1,559 @@
+/*
+ * replicated_js.c — each replicated-stream operation in JetStream terms
+ * (cluster layer; see replicated.h and docs/cluster.md), run on the
+ * backend's worker threads where libnats may block.
+ *
+ *   publish   js_PublishMsg with Nats-Msg-Id <node>.<boot>.<n>, so the
+ *             retries of one publish (timeouts during a leader election)
+ *             are stored once; STORED = the PubAck's sequence and the
+ *             Rift-Ts header (2.9's PubAck has no time).
+ *   open      js_GetConsumerInfo, then js_AddConsumer (durable, explicit
+ *             ack, AckWait, MaxAckPending, FilterSubject, start sequence)
+ *             or the store's "different settings" error.
+ *   fetch     a pull subscription bound to the durable, FetchRequest with
+ *             NoWait; delivery counts from the JetStream metadata. The
+ *             messages are kept for their ACK.
+ *   ack       AckSync on the kept message; a sequence this node does not
+ *             hold is "not pending" (it is redelivered after ack_wait).
+ */
+#include "cluster/replicated_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HDR_TS         "Rift-Ts"
+#define HDR_REPLY      "Rift-Reply"
+#define PUBLISH_TRY_MS 2000
+#define PUBLISH_FOR_MS 30000
+#define RETRY_PAUSE_MS 100
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t seq_hash(uint64_t seq) {
+    return seq * 0x9e3779b97f4a7c15ull;
+}
+
+/* The error of a failed JetStream call: its status text only (libnats'
+ * last error may name a server URL), recorded for `rift status`. */
+static int js_fail(repl_stream *s, const char *what, natsStatus st,
+                   jsErrCode jerr, rift_error *err) {
+    atomic_fetch_add(&s->errors, 1);
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->last_error, sizeof s->last_error, "%s: %s (%d)", what,
+             natsStatus_GetText(st), (int)jerr);
+    pthread_mutex_unlock(&s->mu);
+    return rift_error_set(err, RIFT_ERR_STORAGE,
+                          "stream storage: replicated stream %s: %s: %s",
+                          s->name, what, natsStatus_GetText(st));
+}
+
+/* ---- The JetStream stream ---- */
+
+static int ensure(rift_repl *r, repl_stream *s, rift_error *err) {
+    pthread_mutex_lock(&s->mu);
+    bool ready = s->ready;
+    pthread_mutex_unlock(&s->mu);
+    if (ready) {
+        return 0;
+    }
+    char subject[sizeof s->subj + 1];
+    snprintf(subject, sizeof subject, "%s>", s->subj);
+    const char *subjects[] = {subject};
+    jsStreamConfig c;
+    jsStreamConfig_Init(&c);
+    c.Name = s->js_name;
+    c.Subjects = subjects;
+    c.SubjectsLen = 1;
+    c.Retention = js_LimitsPolicy;
+    c.Discard = js_DiscardOld;
+    c.Storage = js_FileStorage;
+    c.Replicas = s->replicas;
+    c.MaxMsgs = (int64_t)s->max_messages;
+    c.MaxBytes = (int64_t)s->max_bytes;
+    c.MaxConsumers = (int64_t)s->max_consumers;
+    c.MaxAge = (int64_t)s->max_age_ms * 1000000;
+    /* JetStream counts the headers too; rift checks the payload itself. */
+    c.MaxMsgSize =
+        (int32_t)RIFT_MIN(s->max_payload + 4096, (uint64_t)INT32_MAX);
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st = js_AddStream(&si, r->js, &c, NULL, &jerr);
+    if (st != NATS_OK && jerr == JSStreamNameExistErr) {
+        /* Made by another node or an earlier run: our limits win. */
+        st = js_UpdateStream(&si, r->js, &c, NULL, &jerr);
+    }
+    jsStreamInfo_Destroy(si);
+    if (st != NATS_OK) {
+        return js_fail(s, "create", st, jerr, err);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->ready = true;
+    s->last_error[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
+    rift_log(RIFT_LOG_INFO, "cluster: replicated stream %s is JetStream %s",
+             s->name, s->js_name);
+    return 0;
+}
+
+/* ---- Publish ---- */
+
+static bool retryable(natsStatus st) {
+    return st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS ||
+           st == NATS_NOT_YET_CONNECTED || st == NATS_CONNECTION_DISCONNECTED ||
+           st == NATS_CONNECTION_CLOSED;
+}
+
+static int publish(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    char subj[REPL_SUBJECT_MAX];
+    snprintf(subj, sizeof subj, "%s%.*s", s->subj, (int)j->subject_len,
+             j->subject);
+    char id[200], ts[24];
+    snprintf(id, sizeof id, "%s.%016" PRIx64 ".%" PRIu64, r->node, r->boot,
+             (uint64_t)atomic_fetch_add(&r->next_id, 1));
+    uint64_t at = (uint64_t)now_ms();
+    snprintf(ts, sizeof ts, "%" PRIu64, at);
+    natsMsg *m = NULL;
+    natsStatus st = natsMsg_Create(&m, subj, NULL, (const char *)j->payload,
+                                   (int)j->payload_len);
+    if (st == NATS_OK) {
+        st = natsMsgHeader_Set(m, HDR_TS, ts);
+    }
+    if (st == NATS_OK && j->reply_len > 0) {
+        char reply[REPL_SUBJECT_MAX];
+        snprintf(reply, sizeof reply, "%.*s", (int)j->reply_len, j->reply);
+        st = natsMsgHeader_Set(m, HDR_REPLY, reply);
+    }
+    if (st != NATS_OK) {
+        natsMsg_Destroy(m);
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MsgId = id;
+    po.MaxWait = PUBLISH_TRY_MS;
+    po.ExpectStream = s->js_name;
+    int64_t deadline = now_ms() + PUBLISH_FOR_MS;
+    jsPubAck *pa = NULL;
+    jsErrCode jerr = 0;
+    for (;;) {
+        st = js_PublishMsg(&pa, r->js, m, &po, &jerr);
+        if (st == NATS_OK || !retryable(st) || now_ms() >= deadline) {
+            break;
+        }
+        /* Same id: if the first try was stored, this one is a duplicate
+         * and its PubAck names the first sequence. */
+        pause_ms(RETRY_PAUSE_MS);
+    }
+    natsMsg_Destroy(m);
+    if (st != NATS_OK) {
+        if (jerr == JSStreamNotFoundErr) {
+            pthread_mutex_lock(&s->mu);
+            s->ready = false; /* deleted behind our back: make it again */
+            pthread_mutex_unlock(&s->mu);
+        }
+        return js_fail(s, "publish", st, jerr, err);
+    }
+    j->stored->sequence = pa->Sequence;
+    j->stored->timestamp_ms = at;
+    if (pa->Duplicate) {
+        atomic_fetch_add(&s->duplicates, 1);
+    } else {
+        atomic_fetch_add(&s->published, 1);
+    }
+    uint64_t prev = atomic_load(&s->last_seq);
+    while (pa->Sequence > prev &&
+           !atomic_compare_exchange_weak(&s->last_seq, &prev, pa->Sequence)) {
+    }
+    jsPubAck_Destroy(pa);
+    return 0;
+}
+
+/* ---- Consumers ---- */
+
+static void consumer_free(repl_consumer *c) {
+    for (size_t i = 0; c->kept.slots != NULL && i <= c->kept.mask; i++) {
+        repl_kept *k = c->kept.slots[i].item;
+        if (k != NULL) {
+            natsMsg_Destroy(k->m);
+            rift_free(NULL, k);
+        }
+    }
+    rift_pmap_free(&c->kept, NULL);
+    if (c->sub != NULL) {
+        /* Keep the durable: only unbind this node. */
+        natsSubscription_Destroy(c->sub);
+    }
+    pthread_mutex_destroy(&c->mu);
+    rift_free(NULL, c);
+}
+
+void rift_repl_stream_release(repl_stream *s) {
+    while (s->consumers != NULL) {
+        repl_consumer *c = s->consumers;
+        s->consumers = c->next;
+        consumer_free(c);
+    }
+    s->n_consumers = 0;
+}
+
+static repl_consumer *consumer_find(repl_stream *s, const char *name) {
+    for (repl_consumer *c = s->consumers; c != NULL; c = c->next) {
+        if (strcmp(c->name, name) == 0) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* The consumer bound on this node, binding it when it exists in
+ * JetStream (opened on another node, or before a restart). */
+static int consumer_bind(rift_repl *r, repl_stream *s, const char *name,
+                         repl_consumer **out, rift_error *err) {
+    pthread_mutex_lock(&s->mu);
+    repl_consumer *c = consumer_find(s, name);
+    pthread_mutex_unlock(&s->mu);
+    if (c != NULL) {
+        *out = c;
+        return 0;
+    }
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st =
+        js_GetConsumerInfo(&ci, r->js, s->js_name, name, NULL, &jerr);
+    if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr ||
+        jerr == JSStreamNotFoundErr) {
+        jsConsumerInfo_Destroy(ci);
+        return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
+                              "consumer does not exist");
+    }
+    if (st != NATS_OK) {
+        jsConsumerInfo_Destroy(ci);
+        return js_fail(s, "consumer info", st, jerr, err);
+    }
+    c = rift_calloc(NULL, 1, sizeof *c);
+    if (c == NULL) {
+        jsConsumerInfo_Destroy(ci);
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    snprintf(c->name, sizeof c->name, "%s", name);
+    pthread_mutex_init(&c->mu, NULL);
+    rift_pmap_init(&c->kept);
+    c->ack_wait_ms = (uint64_t)(ci->Config->AckWait / 1000000);
+    c->max_ack_pending = (uint64_t)ci->Config->MaxAckPending;
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = s->js_name;
+    so.Consumer = name;
+    st = js_PullSubscribe(&c->sub, r->js, ci->Config->FilterSubject, name, NULL,
+                          &so, &jerr);
+    jsConsumerInfo_Destroy(ci);
+    if (st != NATS_OK) {
+        c->sub = NULL;
+        consumer_free(c);
+        return js_fail(s, "bind consumer", st, jerr, err);
+    }
+    pthread_mutex_lock(&s->mu);
+    repl_consumer *other = consumer_find(s, name);
+    if (other == NULL) {
+        c->next = s->consumers;
+        s->consumers = c;
+        s->n_consumers++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (other != NULL) {
+        consumer_free(c); /* another worker bound it meanwhile */
+        c = other;
+    }
+    *out = c;
+    return 0;
+}
+
+/* The name of the first setting an existing consumer differs in. */
+static const char *config_diff(const jsConsumerConfig *have, const char *filter,
+                               const repl_job *j) {
+    if (have->FilterSubject == NULL || strcmp(have->FilterSubject, filter)) {
+        return "filter";
+    }
+    if ((uint64_t)have->AckWait != j->ack_wait_ms * 1000000) {
+        return "ack_wait_ms";
+    }
+    if ((uint64_t)have->MaxAckPending != j->max_ack_pending) {
+        return "max_ack_pending";
+    }
+    uint64_t start = have->DeliverPolicy == js_DeliverAll ? 1
+                     : have->DeliverPolicy == js_DeliverByStartSequence
+                         ? have->OptStartSeq
+                         : 0;
+    return start != j->start_sequence ? "start_sequence" : NULL;
+}
+
+static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    char filter[REPL_SUBJECT_MAX];
+    snprintf(filter, sizeof filter, "%s%.*s", s->subj, (int)j->filter_len,
+             j->filter);
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st =
+        js_GetConsumerInfo(&ci, r->js, s->js_name, j->consumer, NULL, &jerr);
+    if (st == NATS_OK) {
+        const char *diff = config_diff(ci->Config, filter, j);
+        jsConsumerInfo_Destroy(ci);
+        if (diff != NULL) {
+            rift_log(RIFT_LOG_DEBUG,
+                     "cluster: stream %s: consumer reopened with another %s",
+                     s->name, diff);
+            return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                                  "invalid messaging configuration: consumer "
+                                  "already exists with different settings");
+        }
+    } else if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
+        jsConsumerConfig cc;
+        jsConsumerConfig_Init(&cc);
+        cc.Durable = j->consumer;
+        cc.AckPolicy = js_AckExplicit;
+        cc.AckWait = (int64_t)j->ack_wait_ms * 1000000;
+        cc.MaxAckPending = j->max_ack_pending;
+        cc.FilterSubject = filter;
+        if (j->start_sequence <= 1) {
+            cc.DeliverPolicy = js_DeliverAll;
+        } else {
+            cc.DeliverPolicy = js_DeliverByStartSequence;
+            cc.OptStartSeq = j->start_sequence;
+        }
+        ci = NULL;
+        st = js_AddConsumer(&ci, r->js, s->js_name, &cc, NULL, &jerr);
+        jsConsumerInfo_Destroy(ci);
+        if (st != NATS_OK) {
+            return js_fail(s, "add consumer", st, jerr, err);
+        }
+    } else {
+        jsConsumerInfo_Destroy(ci);
+        return js_fail(s, "consumer info", st, jerr, err);
+    }
+    repl_consumer *c;
+    return consumer_bind(r, s, j->consumer, &c, err);
+}
+
+/* ---- Fetch ---- */
+
+/* A fetch's records: one allocation with the items and their bytes. */
+typedef struct repl_batch {
+    size_t count;
+    rift_delivery items[];
+} repl_batch;
+
+void rift_repl_batch_free(void *ud, void *priv) {
+    (void)ud;
+    rift_free(NULL, priv);
+}
+
+/* Keeps |m| for its ACK (a redelivery replaces the older copy); drops
+ * copies older than the ack wait when more are kept than may be
+ * pending, since JetStream has redelivered those anyway. */
+static void keep(repl_consumer *c, uint64_t seq, natsMsg *m) {
+    uint64_t h = seq_hash(seq);
+    rift_pmap *p = &c->kept;
+    for (size_t i = rift_pmap_first(p, h); p->slots && p->slots[i].item;
+         i = rift_pmap_next(p, i)) {
+        repl_kept *k = p->slots[i].item;
+        if (k->seq == seq) {
+            natsMsg_Destroy(k->m);
+            k->m = m;
+            k->at_ms = now_ms();
+            return;
+        }
+    }
+    if (p->len >= c->max_ack_pending) {
+        int64_t old = now_ms() - (int64_t)c->ack_wait_ms;
+        for (size_t i = 0; p->slots != NULL && i <= p->mask;) {
+            repl_kept *k = p->slots[i].item;
+            if (k != NULL && k->at_ms < old) {
+                rift_pmap_remove(p, seq_hash(k->seq), k);
+                natsMsg_Destroy(k->m);
+                rift_free(NULL, k);
+                continue; /* backward shift may have moved one here */
+            }
+            i++;
+        }
+    }
+    repl_kept *k = rift_calloc(NULL, 1, sizeof *k);
+    if (k == NULL || rift_pmap_insert(p, NULL, h, k) != 0) {
+        rift_free(NULL, k);
+        natsMsg_Destroy(m); /* its ACK will be "not pending": redelivered */
+        return;
+    }
+    k->seq = seq;
+    k->m = m;
+    k->at_ms = now_ms();
+}
+
+static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    repl_consumer *c;
+    int rc = consumer_bind(r, s, j->consumer, &c, err);
+    if (rc != 0) {
+        return rc;
+    }
+    jsFetchRequest fr;
+    jsFetchRequest_Init(&fr);
+    fr.Batch = (int)j->limit;
+    fr.NoWait = true;
+    fr.Expires = (int64_t)PUBLISH_TRY_MS * 1000000;
+    fr.MaxBytes = (int64_t)j->max_bytes;
+    natsMsgList list = {0};
+    pthread_mutex_lock(&c->mu);
+    natsStatus st = natsSubscription_FetchRequest(&list, c->sub, &fr);
+    if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND) {
+        st = NATS_OK; /* nothing to deliver now */
+    }
+    if (st != NATS_OK) {
+        pthread_mutex_unlock(&c->mu);
+        natsMsgList_Destroy(&list);
+        return js_fail(s, "fetch", st, 0, err);
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < list.Count; i++) {
+        const char *reply = NULL;
+        (void)natsMsgHeader_Get(list.Msgs[i], HDR_REPLY, &reply);
+        bytes += strlen(natsMsg_GetSubject(list.Msgs[i])) + 2 +
+                 (reply ? strlen(reply) : 0) +
+                 (size_t)natsMsg_GetDataLength(list.Msgs[i]);
+    }
+    size_t n = list.Count > 0 ? (size_t)list.Count : 0;
+    repl_batch *b =
+        rift_calloc(NULL, 1, sizeof *b + n * sizeof(rift_delivery) + bytes + 1);
+    if (b == NULL) {
+        pthread_mutex_unlock(&c->mu);
+        natsMsgList_Destroy(&list); /* unacked: redelivered */
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+    }
+    char *at = (char *)(b->items + n);
+    for (size_t i = 0; i < n; i++) {
+        natsMsg *m = list.Msgs[i];
+        list.Msgs[i] = NULL;
+        jsMsgMetaData *md = NULL;
+        const char *subj = natsMsg_GetSubject(m);
+        size_t slen = strlen(subj);
+        if (natsMsg_GetMetaData(&md, m) != NATS_OK || slen <= s->subj_len ||
+            memcmp(subj, s->subj, s->subj_len) != 0) {
+            /* Not one of ours (a status message): leave it. */
+            jsMsgMetaData_Destroy(md);
+            natsMsg_Destroy(m);
+            continue;
+        }
+        rift_delivery *d = &b->items[b->count++];
+        d->record.sequence = md->Sequence.Stream;
+        d->delivery_count = (uint32_t)RIFT_MIN(md->NumDelivered, UINT32_MAX);
+        const char *ts = NULL, *reply = NULL;
+        d->record.timestamp_ms =
+            natsMsgHeader_Get(m, HDR_TS, &ts) == NATS_OK && ts
+                ? strtoull(ts, NULL, 10)
+                : (uint64_t)(md->Timestamp / 1000000);
+        jsMsgMetaData_Destroy(md);
+        d->record.subject = at;
+        d->record.subject_len = slen - s->subj_len;
+        memcpy(at, subj + s->subj_len, d->record.subject_len);
+        at += d->record.subject_len + 1;
+        if (natsMsgHeader_Get(m, HDR_REPLY, &reply) == NATS_OK && reply) {
+            d->record.reply = at;
+            d->record.reply_len = strlen(reply);
+            memcpy(at, reply, d->record.reply_len);
+            at += d->record.reply_len + 1;
+        }
+        int plen = natsMsg_GetDataLength(m);
+        d->record.payload = (const uint8_t *)at;
+        d->record.payload_len = plen > 0 ? (size_t)plen : 0;
+        if (plen > 0) {
+            memcpy(at, natsMsg_GetData(m), (size_t)plen);
+            at += plen;
+        }
+        keep(c, d->record.sequence, m);
+    }
+    pthread_mutex_unlock(&c->mu);
+    natsMsgList_Destroy(&list);
+    atomic_fetch_add(&s->fetched, b->count);
+    j->batch->count = b->count;
+    j->batch->items = b->items;
+    j->batch->priv_ = NULL;
+    *j->priv = b;
+    return 0;
+}
+
+/* ---- Ack ---- */
+
+static int ack(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    pthread_mutex_lock(&s->mu);
+    repl_consumer *c = consumer_find(s, j->consumer);
+    pthread_mutex_unlock(&s->mu);
+    repl_kept *k = NULL;
+    if (c != NULL) {
+        pthread_mutex_lock(&c->mu);
+        uint64_t h = seq_hash(j->sequence);
+        rift_pmap *p = &c->kept;
+        for (size_t i = rift_pmap_first(p, h); p->slots && p->slots[i].item;
+             i = rift_pmap_next(p, i)) {
+            repl_kept *x = p->slots[i].item;
+            if (x->seq == j->sequence) {
+                k = x;
+                rift_pmap_remove(p, h, x);
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        /* Not bound here: an unknown consumer still says so. */
+        int rc = consumer_bind(r, s, j->consumer, &c, err);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (k == NULL) {
+        return rift_error_set(err, RIFT_ERR_INVALID_ACK,
+                              "sequence is not pending acknowledgement");
+    }
+    jsErrCode jerr = 0;
+    natsStatus st = natsMsg_AckSync(k->m, NULL, &jerr);
+    natsMsg_Destroy(k->m);
+    rift_free(NULL, k);
+    if (st != NATS_OK) {
+        return js_fail(s, "ack", st, jerr, err);
+    }
+    atomic_fetch_add(&s->acked, 1);
+    return 0;
+}
+
+int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
+    int rc = ensure(r, j->s, err);
+    if (rc != 0 || j->kind == REPL_ENSURE) {
+        if (rc != 0 && j->kind == REPL_ENSURE) {
+            rift_log(RIFT_LOG_WARN, "cluster: %s (retried at first use)",
+                     err->text);
+        }
+        return rc;
+    }
+    switch (j->kind) {
+    case REPL_PUBLISH:
+        return publish(r, j, err);
+    case REPL_OPEN:
+        return open_consumer(r, j, err);
+    case REPL_FETCH:
+        return fetch(r, j, err);
+    default:
+        return ack(r, j, err);
+    }
+}

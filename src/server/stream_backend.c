@@ -1,0 +1,125 @@
+/*
+ * stream_backend.c — the stream opcodes on streams of the host's stream
+ * backend (server layer; rift_server_stream_backend in
+ * include/rift/server.h): riftd's replicated streams, which live in a
+ * NATS JetStream cluster rather than in a rift_stream.
+ *
+ * stream_ops.c validates each frame and checks permissions exactly as for
+ * a store stream, then hands a backend stream's operation here. The
+ * operation is the same store-op record (store_op.h): the backend's
+ * completion is the store's done callback, posted back to the loop, so
+ * STORED, OK, DELIVERY frames and the error path are written by the same
+ * code. A backend call blocks on the network, which is why it only
+ * submits here and completes on the backend's own thread.
+ */
+#include "server/store_op.h"
+#include "server/stream_record.h"
+
+#include <string.h>
+
+bool rift_srv_backend_serves(const rift_server *srv, const char *name,
+                             size_t len) {
+    const rift_server_stream_backend *b = &srv->stream_backend;
+    return b->serves != NULL && b->serves(b->ud, name, len);
+}
+
+/* A backend op for |ss|, or NULL after failing it. */
+static srv_store_op *backend_op(srv_stream *ss, uint8_t opcode,
+                                const char *stream, size_t stream_len,
+                                const char *scoped) {
+    srv_store_op *op = rift_srv_op_new(ss, opcode);
+    if (op == NULL) {
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    op->backend = true;
+    /* The frame decoder bounds stream names to RIFT_NAME_MAX. */
+    op->stream_len = RIFT_MIN(stream_len, (size_t)RIFT_NAME_MAX);
+    memcpy(op->stream, stream, op->stream_len);
+    if (scoped != NULL) {
+        memcpy(op->scoped, scoped, RIFT_SCOPED_CONSUMER_SIZE);
+    }
+    atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
+                              memory_order_relaxed);
+    return op;
+}
+
+void rift_srv_backend_publish(srv_stream *ss, const char *stream,
+                              size_t stream_len, const char *subject,
+                              size_t subject_len, const char *reply,
+                              size_t reply_len, const uint8_t *payload,
+                              size_t payload_len) {
+    srv_store_op *op =
+        backend_op(ss, RIFT_OP_STREAM_PUBLISH, stream, stream_len, NULL);
+    if (op == NULL) {
+        return;
+    }
+    op->payload_len = payload_len;
+    const rift_server_stream_backend *b = &op->srv->stream_backend;
+    rift_error err = {0};
+    int rc = b->publish(b->ud, op->stream, op->stream_len, subject, subject_len,
+                        reply, reply_len, payload, payload_len, &op->stored,
+                        rift_srv_op_done_cb, op, &err);
+    rift_srv_op_submitted(op, rc, false, &err);
+}
+
+void rift_srv_backend_open(srv_stream *ss, const char *stream,
+                           size_t stream_len, const char *scoped,
+                           const rift_consumer_config *cfg) {
+    srv_store_op *op =
+        backend_op(ss, RIFT_OP_CONSUMER_OPEN, stream, stream_len, scoped);
+    if (op == NULL) {
+        return;
+    }
+    const rift_server_stream_backend *b = &op->srv->stream_backend;
+    rift_error err = {0};
+    int rc = b->consumer_open(b->ud, op->stream, op->stream_len, op->scoped,
+                              RIFT_SCOPED_CONSUMER_LEN, cfg,
+                              rift_srv_op_done_cb, op, &err);
+    rift_srv_op_submitted(op, rc, false, &err);
+}
+
+void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
+                          const char *scoped, uint64_t sequence) {
+    srv_store_op *op = backend_op(ss, RIFT_OP_ACK, stream, stream_len, scoped);
+    if (op == NULL) {
+        return;
+    }
+    const rift_server_stream_backend *b = &op->srv->stream_backend;
+    rift_error err = {0};
+    int rc = b->ack(b->ud, op->stream, op->stream_len, op->scoped,
+                    RIFT_SCOPED_CONSUMER_LEN, sequence, rift_srv_op_done_cb, op,
+                    &err);
+    rift_srv_op_submitted(op, rc, false, &err);
+}
+
+srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
+                                        size_t stream_len, const char *scoped,
+                                        uint32_t limit) {
+    srv_store_op *op =
+        backend_op(ss, RIFT_OP_CONSUMER_FETCH, stream, stream_len, scoped);
+    if (op == NULL) {
+        return NULL;
+    }
+    /* Each portion counts itself in fetch_submit. */
+    atomic_fetch_sub_explicit(&op->srv->store_inflight, 1,
+                              memory_order_relaxed);
+    op->left = limit;
+    op->more = true; /* nothing loaded yet: the first portion */
+    return op;
+}
+
+int rift_srv_backend_fetch(srv_store_op *op, srv_portion *p, rift_error *err) {
+    const rift_server_stream_backend *b = &op->srv->stream_backend;
+    return b->fetch(b->ud, op->stream, op->stream_len, op->scoped,
+                    RIFT_SCOPED_CONSUMER_LEN, op->left, SRV_FETCH_BYTES,
+                    &p->batch, &p->backend_priv, rift_srv_op_done_cb, op, err);
+}
+
+void rift_srv_backend_batch_free(rift_server *srv, srv_portion *p) {
+    const rift_server_stream_backend *b = &srv->stream_backend;
+    b->batch_free(b->ud, p->backend_priv);
+    p->backend_priv = NULL;
+    p->batch.count = 0;
+    p->batch.items = NULL;
+}
