@@ -181,11 +181,12 @@ static int b_open(void *ud, const char *stream, size_t stream_len,
     return submit(r, j, err);
 }
 
-static int b_fetch(void *ud, const char *stream, size_t stream_len,
-                   const char *consumer, size_t consumer_len, size_t limit,
-                   uint64_t max_bytes, rift_batch *out, void **priv,
-                   rift_server_backend_done done, void *arg, rift_error *err) {
-    rift_repl *r = ud;
+/* consumer_job finds the stream and makes a job for one of its consumers
+ * (*pj NULL on OOM, which submit reports); fetch and ack share it. */
+static int consumer_job(rift_repl *r, const char *stream, size_t stream_len,
+                        const char *consumer, size_t consumer_len,
+                        repl_kind kind, rift_server_backend_done done,
+                        void *arg, repl_job **pj, rift_error *err) {
     repl_stream *s = find(r, stream, stream_len);
     if (s == NULL) {
         return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM, "unknown stream");
@@ -194,9 +195,25 @@ static int b_fetch(void *ud, const char *stream, size_t stream_len,
         return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
                               "consumer does not exist");
     }
-    repl_job *j = job_new(s, REPL_FETCH, 0, done, arg);
+    *pj = job_new(s, kind, 0, done, arg);
+    if (*pj != NULL) {
+        memcpy((*pj)->consumer, consumer, consumer_len);
+    }
+    return 0;
+}
+
+static int b_fetch(void *ud, const char *stream, size_t stream_len,
+                   const char *consumer, size_t consumer_len, size_t limit,
+                   uint64_t max_bytes, rift_batch *out, void **priv,
+                   rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_FETCH, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
     if (j != NULL) {
-        memcpy(j->consumer, consumer, consumer_len);
         j->limit = limit;
         j->max_bytes = max_bytes;
         j->batch = out;
@@ -209,17 +226,13 @@ static int b_ack(void *ud, const char *stream, size_t stream_len,
                  const char *consumer, size_t consumer_len, uint64_t sequence,
                  rift_server_backend_done done, void *arg, rift_error *err) {
     rift_repl *r = ud;
-    repl_stream *s = find(r, stream, stream_len);
-    if (s == NULL) {
-        return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM, "unknown stream");
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_ACK, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
     }
-    if (consumer_len >= sizeof(((repl_job *)0)->consumer)) {
-        return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
-                              "consumer does not exist");
-    }
-    repl_job *j = job_new(s, REPL_ACK, 0, done, arg);
     if (j != NULL) {
-        memcpy(j->consumer, consumer, consumer_len);
         j->sequence = sequence;
     }
     return submit(r, j, err);
