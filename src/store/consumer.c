@@ -357,6 +357,7 @@ typedef struct fetch_plan {
     size_t limit;
     uint64_t max_bytes;
     uint64_t now;
+    bool due_only;   /* redeliveries only (rift_consumer_fetch_due) */
     uint64_t cursor; /* the consumer's next sequence after this fetch */
     fetch_item *items;
     rift_srec **recs;
@@ -582,7 +583,7 @@ static int fetch_locked(rift_consumer *c, fetch_plan *fp, rift_batch *out,
     int rc;
     if ((rc = plan_alloc(st, fp, cap, err)) != 0 ||
         (rc = plan_redeliveries(c, fp, err)) != 0 ||
-        (rc = plan_new(c, fp, err)) != 0) {
+        (!fp->due_only && (rc = plan_new(c, fp, err)) != 0)) {
         return rc;
     }
     bool moved = fp->cursor != c->next_seq;
@@ -625,7 +626,7 @@ static int fetch_locked(rift_consumer *c, fetch_plan *fp, rift_batch *out,
 }
 
 static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
-                 rift_batch *out, bool blocking, bool *done,
+                 bool due_only, rift_batch *out, bool blocking, bool *done,
                  rift_stream_done_cb cb, void *user_data, rift_error *err) {
     rift_stream *st = c->st;
     if (limit > RIFT_CONSUMER_MAX_BATCH) {
@@ -645,7 +646,8 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
         pthread_mutex_unlock(&st->lock);
         return rc;
     }
-    fetch_plan fp = {.limit = limit, .max_bytes = max_bytes};
+    fetch_plan fp = {
+        .limit = limit, .max_bytes = max_bytes, .due_only = due_only};
     fp.now = rift_stream_now(st);
     rift_stream_retain(st, fp.now);
     fp.cursor = RIFT_MAX(c->next_seq, st->first_seq);
@@ -679,14 +681,20 @@ static int fetch(rift_consumer *c, size_t limit, uint64_t max_bytes,
 
 int rift_consumer_fetch(rift_consumer *c, size_t limit, rift_batch *out,
                         rift_error *err) {
-    return fetch(c, limit, UINT64_MAX, out, true, NULL, NULL, NULL, err);
+    return fetch(c, limit, UINT64_MAX, false, out, true, NULL, NULL, NULL, err);
+}
+
+int rift_consumer_fetch_due(rift_consumer *c, size_t limit, rift_batch *out,
+                            rift_error *err) {
+    return fetch(c, limit, UINT64_MAX, true, out, true, NULL, NULL, NULL, err);
 }
 
 int rift_consumer_fetch_async(rift_consumer *c, size_t limit, rift_batch *out,
                               bool *completed, rift_stream_done_cb cb,
                               void *user_data, rift_error *err) {
     bool done = false;
-    int rc = fetch(c, limit, UINT64_MAX, out, false, &done, cb, user_data, err);
+    int rc = fetch(c, limit, UINT64_MAX, false, out, false, &done, cb,
+                   user_data, err);
     return rift_async_result(rc, done, completed);
 }
 
@@ -695,8 +703,8 @@ int rift_consumer_fetch_bytes_async(rift_consumer *c, size_t limit,
                                     bool *completed, rift_stream_done_cb cb,
                                     void *user_data, rift_error *err) {
     bool done = false;
-    int rc = fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, out, false, &done,
-                   cb, user_data, err);
+    int rc = fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, false, out, false,
+                   &done, cb, user_data, err);
     return rift_async_result(rc, done, completed);
 }
 

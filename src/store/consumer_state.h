@@ -26,6 +26,13 @@ typedef struct rift_consumer_norm {
     uint32_t max_deliver;
 } rift_consumer_norm;
 
+/* rift_consumer_fetch_due is rift_consumer_fetch limited to deliveries
+ * whose ack wait ran out (or that were given back): the push engine's
+ * fetch while every member is at max_in_flight, which must never hand
+ * out a first delivery. */
+int rift_consumer_fetch_due(rift_consumer *c, size_t limit, rift_batch *out,
+                            rift_error *err);
+
 bool rift_consumer_name_valid(const char *name, size_t len);
 /* Normalizes |in| (NULL: the defaults) into |out|; false when a limit,
  * the start mode or the filter is invalid. */

@@ -7,6 +7,8 @@
  */
 #include "store/push.h"
 
+#include "store/consumer_state.h"
+
 #include <string.h>
 
 #define MAX_IN_FLIGHT 65536u
@@ -332,8 +334,13 @@ rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err) {
         limit = RIFT_MIN(p->expired, (size_t)MAX_IN_FLIGHT);
         p->expired -= limit;
     }
+    /* Full members take only what is due: the consumer's ack deadline
+     * may be a little later than ours (its clock is read at the fetch,
+     * ours before), and then it would hand out a new record instead,
+     * forced past max_in_flight. */
     rift_batch b = {0};
-    int rc = rift_consumer_fetch(p->s.consumer, limit, &b, err);
+    int rc = r == 0 ? rift_consumer_fetch_due(p->s.consumer, limit, &b, err)
+                    : rift_consumer_fetch(p->s.consumer, limit, &b, err);
     if (rc < 0) {
         return rc;
     }
