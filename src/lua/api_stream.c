@@ -176,7 +176,7 @@ static uint64_t opt_u64(lua_State *L, int t, const char *key, uint64_t def,
  * and the field. */
 static void check_start(lua_State *L, rift_consumer_config *cfg) {
     rift_error err;
-    size_t len;
+    size_t len = 0;
     const char *v =
         lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
     if (v == NULL) {
