@@ -709,16 +709,17 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_INVALID_ARGUMENT, "invalid consumer limits");
         return;
     }
+    /* One configuration for the store and a host's stream backend. */
+    rift_consumer_config cfg;
+    rift_consumer_config_default(&cfg);
+    cfg.filter = f.filter;
+    cfg.filter_len = f.filter_len;
+    cfg.start = RIFT_START_SEQUENCE;
+    cfg.start_sequence = f.start_sequence;
+    cfg.ack_wait_ms = f.ack_wait_ms;
+    cfg.max_ack_pending = f.max_ack_pending;
     if (rift_srv_backend_serves(ss->conn->srv, f.stream, f.stream_len)) {
-        rift_consumer_config bc;
-        rift_consumer_config_default(&bc);
-        bc.filter = f.filter;
-        bc.filter_len = f.filter_len;
-        bc.start = RIFT_START_SEQUENCE;
-        bc.start_sequence = f.start_sequence;
-        bc.ack_wait_ms = f.ack_wait_ms;
-        bc.max_ack_pending = f.max_ack_pending;
-        rift_srv_backend_open(ss, f.stream, f.stream_len, scoped, &bc);
+        rift_srv_backend_open(ss, f.stream, f.stream_len, scoped, &cfg);
         return;
     }
     srv_pin pin;
@@ -756,14 +757,6 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     op->pin = pin;
     op->quota_consumer = counted;
     op->quota_slot = slot;
-    rift_consumer_config cfg;
-    rift_consumer_config_default(&cfg);
-    cfg.filter = f.filter;
-    cfg.filter_len = f.filter_len;
-    cfg.start = RIFT_START_SEQUENCE;
-    cfg.start_sequence = f.start_sequence;
-    cfg.ack_wait_ms = f.ack_wait_ms;
-    cfg.max_ack_pending = f.max_ack_pending;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
     bool completed = false;
