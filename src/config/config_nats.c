@@ -33,9 +33,10 @@ void rift_config_nats_print(const rift_config_nats *n, FILE *out) {
             n->max_connections);
     fprintf(out,
             "  nats: ping_interval=%" PRIu64 "s max_pings_out=%" PRIu64
-            " auth_timeout=%" PRIu64 "s write_deadline=%" PRIu64 "s\n",
+            " auth_timeout=%" PRIu64 "s write_deadline=%" PRIu64
+            "s producer_pause=%" PRIu64 "ms\n",
             n->ping_interval_s, n->max_pings_out, n->auth_timeout_s,
-            n->write_deadline_s);
+            n->write_deadline_s, n->producer_pause_ms);
 }
 
 static bool same(const char *a, const char *b) {
@@ -55,7 +56,8 @@ bool rift_config_nats_equal(const rift_config_nats *a,
            a->max_pings_out == b->max_pings_out &&
            a->auth_timeout_s == b->auth_timeout_s &&
            a->write_deadline_s == b->write_deadline_s &&
-           a->max_connections == b->max_connections;
+           a->max_connections == b->max_connections &&
+           a->producer_pause_ms == b->producer_pause_ms;
 }
 
 bool rift_config_nats_loopback(const struct sockaddr_storage *ss) {

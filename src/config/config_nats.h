@@ -12,12 +12,13 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#define RIFT_CONFIG_NATS_MAX_PENDING      (64ull << 20)
-#define RIFT_CONFIG_NATS_MAX_CONTROL_LINE 4096u
-#define RIFT_CONFIG_NATS_PING_INTERVAL_S  120u
-#define RIFT_CONFIG_NATS_MAX_PINGS_OUT    2u
-#define RIFT_CONFIG_NATS_AUTH_TIMEOUT_S   2u
-#define RIFT_CONFIG_NATS_WRITE_DEADLINE_S 10u
+#define RIFT_CONFIG_NATS_MAX_PENDING       (64ull << 20)
+#define RIFT_CONFIG_NATS_MAX_CONTROL_LINE  4096u
+#define RIFT_CONFIG_NATS_PING_INTERVAL_S   120u
+#define RIFT_CONFIG_NATS_MAX_PINGS_OUT     2u
+#define RIFT_CONFIG_NATS_AUTH_TIMEOUT_S    2u
+#define RIFT_CONFIG_NATS_WRITE_DEADLINE_S  10u
+#define RIFT_CONFIG_NATS_PRODUCER_PAUSE_MS 10u
 
 typedef struct rift_config_nats {
     char *listen; /* "ip:port"; NULL = no NATS listener */
@@ -36,6 +37,10 @@ typedef struct rift_config_nats {
     uint64_t auth_timeout_s;
     uint64_t write_deadline_s;
     uint64_t max_connections; /* default messaging.max_connections */
+    /* Longest pause of a fast NATS publisher, ms; 0 = never (docs/nats.md
+     * "Fast publishers"). */
+    uint64_t producer_pause_ms;
+    bool producer_pause_set; /* given in the file (0 is a value) */
 } rift_config_nats;
 
 /* Releases what |n| holds and zeroes it. */

@@ -206,7 +206,8 @@ void rift_daemon_nats_stop(rift_daemon_nats *n);
 /* False when the listener thread ended unexpectedly; NULL is alive. */
 bool rift_daemon_nats_alive(const rift_daemon_nats *n);
 /* {"address","total","authenticated","by_identity":{...},"accepted",
- * "refused","auth_failures","slow_consumers","messages","bytes"}, or
+ * "refused","auth_failures","slow_consumers","producer_pauses","messages",
+ * "bytes"}, or
  * JSON null without a listener. New reference. */
 json_t *rift_daemon_nats_connections(const rift_daemon_nats *n);
 

@@ -71,6 +71,7 @@ static void settings_from(rift_nats_settings *s, const rift_config *cfg) {
     s->auth_timeout_ms = c->auth_timeout_s * 1000;
     s->write_deadline_ms = c->write_deadline_s * 1000;
     s->max_connections = (size_t)c->max_connections;
+    s->producer_pause_ms = c->producer_pause_ms;
 }
 
 int rift_daemon_nats_start(rift_daemon_nats **pn, rift_broker *broker,
@@ -148,12 +149,13 @@ json_t *rift_daemon_nats_connections(const rift_daemon_nats *d) {
     }
     rift_free(NULL, st.by_identity);
     return json_pack(
-        "{s:s,s:I,s:I,s:o*,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:{s:I,s:I}}", "address",
-        rift_nats_address(d->n), "total", (json_int_t)st.connections,
+        "{s:s,s:I,s:I,s:o*,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:{s:I,s:I}}",
+        "address", rift_nats_address(d->n), "total", (json_int_t)st.connections,
         "authenticated", (json_int_t)st.authenticated, "by_identity", by,
         "accepted", (json_int_t)st.accepted, "refused", (json_int_t)st.refused,
         "auth_failures", (json_int_t)st.auth_failures, "slow_consumers",
-        (json_int_t)st.slow_consumers, "messages", "in", (json_int_t)st.msgs_in,
-        "out", (json_int_t)st.msgs_out, "bytes", "in", (json_int_t)st.bytes_in,
-        "out", (json_int_t)st.bytes_out);
+        (json_int_t)st.slow_consumers, "producer_pauses",
+        (json_int_t)st.producer_pauses, "messages", "in",
+        (json_int_t)st.msgs_in, "out", (json_int_t)st.msgs_out, "bytes", "in",
+        (json_int_t)st.bytes_in, "out", (json_int_t)st.bytes_out);
 }

@@ -23,6 +23,7 @@ static const char *const nats_keys[] = {
     "auth_timeout",
     "write_deadline",
     "max_connections",
+    "producer_pause_ms",
     NULL,
 };
 
@@ -81,8 +82,18 @@ static int parse_limits(lua_State *L, int t, rift_config_nats *n,
         (rc = rift_config_get_int(L, t, p, "write_deadline", 1, DAY_S, false,
                                   &n->write_deadline_s, NULL, err)) != 0 ||
         (rc = rift_config_get_int(L, t, p, "max_connections", 1, 1000000, false,
-                                  &n->max_connections, NULL, err)) != 0) {
+                                  &n->max_connections, NULL, err)) != 0 ||
+        (rc = rift_config_get_int(L, t, p, "producer_pause_ms", 0, UINT32_MAX,
+                                  false, &n->producer_pause_ms,
+                                  &n->producer_pause_set, err)) != 0) {
         return rc;
+    }
+    if (n->producer_pause_ms > 1000) {
+        /* Checked here: the shared reader's text says 1..= and 0 (never
+         * pause) is a value. */
+        return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                              "nats.producer_pause_ms: expected 0..=1000 "
+                              "milliseconds (0: never pause)");
     }
     if (n->max_control_line != 0 && n->max_control_line < 256) {
         return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
@@ -173,6 +184,9 @@ int rift_config_nats_finish(rift_config *cfg, rift_error *err) {
     n->write_deadline_s =
         or_default(n->write_deadline_s, RIFT_CONFIG_NATS_WRITE_DEADLINE_S);
     n->max_connections = or_default(n->max_connections, m->max_connections);
+    if (!n->producer_pause_set) {
+        n->producer_pause_ms = RIFT_CONFIG_NATS_PRODUCER_PAUSE_MS;
+    }
     if (n->anonymous != NULL) {
         for (size_t i = 0; i < m->n_principals; i++) {
             if (strcmp(m->principals[i].name, n->anonymous) == 0) {

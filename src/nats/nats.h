@@ -44,6 +44,10 @@ typedef struct rift_nats_settings {
     uint64_t auth_timeout_ms;   /* 2 s */
     uint64_t write_deadline_ms; /* 10 s */
     size_t max_connections;     /* 1024 */
+    /* Longest pause of a NATS publisher's reads while a subscriber it
+     * feeds, still reading, holds over half of max_pending (nats_pace.c);
+     * 0 = never pause. 10 ms. */
+    uint64_t producer_pause_ms;
     /* Per-identity accounting shared with the other faces, or NULL. */
     struct rift_quota *quota;
 } rift_nats_settings;
@@ -79,6 +83,7 @@ typedef struct rift_nats_stats {
     uint64_t refused;  /* max_connections or quota */
     uint64_t auth_failures;
     uint64_t slow_consumers;
+    uint64_t producer_pauses; /* fast publishers paused (nats_pace.c) */
     uint64_t msgs_in, bytes_in, msgs_out, bytes_out;
     /* Open connections per principal, configuration order. */
     const char *const *names; /* borrowed from |n| */

@@ -69,7 +69,8 @@ void rift_nats_conn_err(nats_conn *c, const char *text) {
 /* ---- Writing ---- */
 
 static void want(nats_conn *c, bool write) {
-    (void)rift_io_update(&c->io, RIFT_IO_READ | (write ? RIFT_IO_WRITE : 0));
+    (void)rift_io_update(&c->io, rift_nats_pace_read_mask(c) |
+                                     (write ? RIFT_IO_WRITE : 0));
 }
 
 /* Writes what it can; false when the connection failed (closed). */
@@ -101,6 +102,7 @@ static bool flush(nats_conn *c) {
             return false;
         }
         rift_nats_outq_consume(&c->out, (size_t)n);
+        rift_nats_pace_wrote(c);
     }
     if (c->out.pending == 0) {
         rift_timer_stop(&c->write_timer);
@@ -164,6 +166,7 @@ void rift_nats_conn_close(nats_conn *c, const char *text) {
     rift_timer_stop(&c->ping_timer);
     rift_timer_stop(&c->write_timer);
     rift_timer_stop(&c->read_timer);
+    rift_nats_pace_drop(c);
     /* Subscriptions end when the struct is reaped: a drain batch may still
      * hold their broker handles. */
     rift_nats_claims_release(c);
@@ -275,6 +278,7 @@ static bool handshake(nats_conn *c) {
 static void do_read(nats_conn *c) {
     rift_nats *srv = c->srv;
     size_t budget = READ_BUDGET;
+    srv->pressure = false;
     while (!c->closing) {
         if (c->handshaking && !handshake(c)) {
             return;
@@ -298,6 +302,9 @@ static void do_read(nats_conn *c) {
         feed(c, srv->rbuf, (size_t)n);
         if (srv->undrained > 0) {
             rift_nats_drain(srv); /* others' publications come by eventfd */
+        }
+        if (srv->pressure && rift_nats_pace_after_read(c)) {
+            return;
         }
         /* A TLS read returns one record (at most 16 KiB) however much is
          * waiting: go on while the session holds more. */
@@ -375,11 +382,13 @@ static void on_ping(rift_timer *t, void *arg) {
     after_timer(srv);
 }
 
-/* Input the TLS session held when do_read gave others their turn. */
+/* Input the TLS session held when do_read gave others their turn, or the
+ * end of a fast-producer pause (nats_pace.c). */
 static void on_read_again(rift_timer *t, void *arg) {
     (void)t;
     nats_conn *c = arg;
     rift_nats *srv = c->srv;
+    rift_nats_pace_resume(c);
     if (!c->closing) {
         do_read(c);
     }

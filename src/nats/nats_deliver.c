@@ -146,6 +146,7 @@ static int deliver(nats_sub *ns, const rift_msg *msg) {
     p[n++] = '\r';
     p[n++] = '\n';
     rift_nats_conn_commit(c, n);
+    rift_nats_pace_delivered(c);
     c->srv->tally.msgs_out++;
     c->srv->tally.bytes_out += plen;
     if (ns->max > 0 && ++ns->delivered >= ns->max) {

@@ -83,6 +83,10 @@ struct nats_conn {
     size_t n_subs;
     nats_claim *claims; /* this connection's inbox prefixes */
     bool closing;
+    /* Fast-producer pacing (nats_pace.c). */
+    bool pressured;       /* output over half of max_pending */
+    bool paused;          /* reads paused for a pressured subscriber */
+    rift_tstamp wrote_at; /* last time the socket took output */
     /* The last subject PUB found valid and granted (nats_ops.c). */
     size_t pub_ok_len; /* 0: none */
     char pub_ok[NATS_PUB_OK_MAX];
@@ -119,7 +123,9 @@ struct rift_nats {
     size_t claim_buckets;
     size_t n_claims;
     uint8_t rbuf[NATS_READ_CHUNK];
-    size_t undrained; /* deliveries queued by this thread since a drain */
+    size_t undrained;   /* deliveries queued by this thread since a drain */
+    size_t n_pressured; /* connections with pressured set */
+    bool pressure; /* a delivery since the last read met a pressured reader */
     /* Counted by the loop thread, added to the atomics below once per
      * callback (rift_nats_reap): one locked add per message was a
      * measurable part of a small publish. */
@@ -128,7 +134,7 @@ struct rift_nats {
     } tally;
     /* Counters read by rift_nats_get_stats from other threads. */
     atomic_uint_fast64_t n_conns, n_auth, accepted, refused, auth_failures,
-        slow_consumers, msgs_in, bytes_in, msgs_out, bytes_out;
+        slow_consumers, producer_pauses, msgs_in, bytes_in, msgs_out, bytes_out;
     atomic_uint_fast64_t *by_identity;
 };
 
@@ -184,6 +190,23 @@ void rift_nats_no_responders(nats_conn *c, const char *reply, size_t rlen);
 /* The origin block NATS publishes carry (msg_ext.h): client id, then the
  * raw header block. */
 #define NATS_EXT_ORIGIN RIFT_MSG_EXT_ORIGIN
+
+/* ---- nats_pace.c ---- */
+/* |c| was given output (a delivery): note when it holds over half of
+ * max_pending. */
+void rift_nats_pace_delivered(nats_conn *c);
+/* |c|'s socket took output: note progress, and end the pressure when the
+ * output is back under half (paused publishers resume). */
+void rift_nats_pace_wrote(nats_conn *c);
+/* After |c|'s input was handled: pause its reads when what it published
+ * met a pressured reader; true when paused. */
+bool rift_nats_pace_after_read(nats_conn *c);
+/* |c|'s pause is over (its read timer). */
+void rift_nats_pace_resume(nats_conn *c);
+/* |c| closes: drops its pressure. */
+void rift_nats_pace_drop(nats_conn *c);
+/* The read interest |c| should have now. */
+unsigned rift_nats_pace_read_mask(const nats_conn *c);
 
 /* ---- nats_inbox.c ---- */
 

@@ -35,6 +35,7 @@ void rift_nats_settings_default(rift_nats_settings *s) {
     s->auth_timeout_ms = 2000;
     s->write_deadline_ms = 10000;
     s->max_connections = 1024;
+    s->producer_pause_ms = 10;
 }
 
 static int check(const rift_nats_settings *s, rift_error *err) {
@@ -332,6 +333,7 @@ int rift_nats_get_stats(const rift_nats *n, rift_nats_stats *st) {
     st->refused = atomic_load(&m->refused);
     st->auth_failures = atomic_load(&m->auth_failures);
     st->slow_consumers = atomic_load(&m->slow_consumers);
+    st->producer_pauses = atomic_load(&m->producer_pauses);
     st->msgs_in = atomic_load(&m->msgs_in);
     st->bytes_in = atomic_load(&m->bytes_in);
     st->msgs_out = atomic_load(&m->msgs_out);

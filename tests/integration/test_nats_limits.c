@@ -1,7 +1,8 @@
 /*
  * test_nats_limits.c — the NATS listener (src/nats) against clients that
  * misbehave or get too much: auth_timeout, stale connections, slow
- * consumers with the publisher unaffected, a burst that is not one,
+ * consumers with the publisher unaffected, a burst that is not one, a
+ * fast publisher paced for a subscriber that reads,
  * max_payload, oversized and
  * byte-at-a-time control lines, max_connections, and the inbox-isolation
  * attack (identity B trying to read identity A's replies).
@@ -10,9 +11,13 @@
 #include "natsraw.h"
 #include "test.h"
 
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #define T 5000
 
@@ -153,6 +158,119 @@ RIFT_TEST(burst_in_one_read_is_not_a_slow_consumer) {
     natsraw_close(sub);
     natsraw_close(pub);
     natsraw_stop(&f);
+}
+
+/* A subscriber that reads all along, only slower than one 8 MB burst of a NATS
+ * publisher: with pacing (the default) the publisher's reads pause and
+ * every message arrives; with producer_pause_ms = 0 the backlog passes
+ * max_pending and the reader is cut (nats_pace.c). */
+enum {
+    PACE_N = 8000,
+    PACE_SIZE = 1000
+};
+
+typedef struct pace_pub {
+    natsraw *pub;
+    bool ok;
+} pace_pub;
+
+static void *pace_publish(void *arg) {
+    pace_pub *p = arg;
+    char *msg = malloc(PACE_SIZE + 64);
+    int hl = snprintf(msg, 64, "PUB a.pace %d\r\n", PACE_SIZE);
+    memset(msg + hl, 'x', PACE_SIZE);
+    memcpy(msg + hl + PACE_SIZE, "\r\n", 2);
+    p->ok = true;
+    for (int i = 0; i < PACE_N && p->ok; i++) {
+        p->ok = natsraw_send(p->pub, msg, (size_t)hl + PACE_SIZE + 2);
+    }
+    free(msg);
+    return NULL;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads |c| at about 40 MB/s (8 KiB, then 200 µs off) until |want| bytes
+ * came or the server closed it; returns the bytes read. */
+static size_t read_slowly(natsraw *c, size_t want, int timeout_ms) {
+    char buf[8192];
+    size_t got = 0;
+    struct timespec gap = {0, 200 * 1000};
+    int64_t end = now_ms() + timeout_ms;
+    while (got < want && now_ms() < end) {
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) <= 0) {
+            continue;
+        }
+        ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+        if (n <= 0) {
+            break;
+        }
+        got += (size_t)n;
+        nanosleep(&gap, NULL);
+    }
+    return got;
+}
+
+static void pace_off(rift_nats_settings *s) {
+    small_pending(s);
+    s->producer_pause_ms = 0;
+}
+
+static size_t pace_run(void (*tweak)(rift_nats_settings *s), bool *slow,
+                       uint64_t *pauses) {
+    natsraw_fix f;
+    if (natsraw_start(&f, tweak) != 0) {
+        return 0;
+    }
+    natsraw *sub = natsraw_connect(&f, 4096, NULL, 0);
+    pace_pub p = {natsraw_connect(&f, 0, NULL, 0), false};
+    bool ready = natsraw_hello(sub, NATSRAW_ALICE, "") &&
+                 natsraw_hello(p.pub, NATSRAW_ALICE, "") &&
+                 natsraw_send(sub, "SUB a.pace 1\r\n", 0) && natsraw_ping(sub);
+    size_t got = 0;
+    pthread_t t;
+    if (ready && pthread_create(&t, NULL, pace_publish, &p) == 0) {
+        static const char line[] = "MSG a.pace 1 1000\r\n";
+        size_t each = sizeof(line) - 1 + PACE_SIZE + 2;
+        got = read_slowly(sub, (size_t)PACE_N * each, 20000) / each;
+        natsraw_close(sub); /* a publisher still sending is no longer paced */
+        sub = NULL;
+        pthread_join(t, NULL);
+    }
+    *slow = slow_seen(f.nats);
+    rift_nats_stats st;
+    *pauses = UINT64_MAX;
+    if (rift_nats_get_stats(f.nats, &st) == 0) {
+        *pauses = st.producer_pauses;
+        rift_free(NULL, st.by_identity);
+    }
+    if (sub != NULL) {
+        natsraw_close(sub);
+    }
+    natsraw_close(p.pub);
+    natsraw_stop(&f);
+    return got;
+}
+
+RIFT_TEST(fast_publisher_is_paced_for_a_reading_subscriber) {
+    bool slow = true;
+    uint64_t pauses = 0;
+    CHECK_EQ_U64(pace_run(small_pending, &slow, &pauses), PACE_N);
+    CHECK(!slow);
+    CHECK(pauses > 0 && pauses != UINT64_MAX);
+}
+
+RIFT_TEST(without_pacing_the_same_reader_is_cut) {
+    bool slow = false;
+    uint64_t pauses = UINT64_MAX;
+    CHECK(pace_run(pace_off, &slow, &pauses) < PACE_N);
+    CHECK(slow);
+    CHECK_EQ_U64(pauses, 0);
 }
 
 RIFT_TEST(max_payload_violation_closes) {

@@ -47,6 +47,7 @@ RIFT_TEST(defaults_and_nats_only) {
     CHECK_EQ_U64(n->auth_timeout_s, 2);
     CHECK_EQ_U64(n->write_deadline_s, 10);
     CHECK_EQ_U64(n->max_connections, 1024);
+    CHECK_EQ_U64(n->producer_pause_ms, 10);
     rift_config_free(&cfg);
     /* Without nats, principals still need the QUIC listener (§5.1). */
     CHECK_REJECTS("return { messaging = { " PRINCIPALS " } }",
@@ -99,5 +100,13 @@ RIFT_TEST(limits_and_anonymous) {
                   "nats.port: unknown field (expected listen, tls, "
                   "allow_plaintext, anonymous, max_payload, max_pending, "
                   "max_control_line, ping_interval, max_pings_out, "
-                  "auth_timeout, write_deadline, max_connections)");
+                  "auth_timeout, write_deadline, max_connections, "
+                  "producer_pause_ms)");
+    CHECK_REJECTS(
+        "return { nats = { listen = '127.0.0.1:1', allow_plaintext "
+        "= true, producer_pause_ms = 1001 } }",
+        "nats.producer_pause_ms: expected 0..=1000 milliseconds (0: never "
+        "pause)");
+    CHECK_ACCEPTS("return { nats = { listen = '127.0.0.1:1', allow_plaintext "
+                  "= true, producer_pause_ms = 0 } }");
 }
