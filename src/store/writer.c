@@ -25,6 +25,7 @@
  */
 #include "store/writer.h"
 #include "store/cycle.h"
+#include "store/kick_hold.h"
 #include "store/retained.h"
 #include "store/stage.h"
 
@@ -480,7 +481,11 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
     } else if (blocking && can_write_inline(st)) {
         return write_inline(st, err);
     }
-    rift_writer_kick(st);
+    /* An async call with a callback may leave the wake-up to its thread's
+     * flush (kick_hold.h); everything else wakes the writer now. */
+    if (blocking || cb == NULL || !rift_kick_hold_note(st)) {
+        rift_writer_kick(st);
+    }
     return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, wait,
                                      done, err);
 }
