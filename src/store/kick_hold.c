@@ -3,6 +3,7 @@
  * held (store layer; kick_hold.h says why and what it promises).
  */
 #include "store/kick_hold.h"
+#include "store/stage.h"
 #include "store/stream_types.h"
 #include "store/writer.h"
 
@@ -50,12 +51,16 @@ void rift_stream_flush_kicks(void) {
     h->n = 0;
     for (size_t i = 0; i < n; i++) {
         rift_stream *st = h->st[i];
-        /* Whatever the stage holds now (the noted records, or nothing
-         * if the writer took them meanwhile), a kick under the lock
-         * finds the writer either running — it looks at the stage again
-         * before it waits — or waiting, and wakes it. */
+        /* A kick under the lock finds the writer either running — it
+         * looks at the stage again before it waits — or waiting, and
+         * wakes it. An empty stage means the writer took the noted
+         * records already (another caller woke it): nothing to wake it
+         * for (wait_work forgets a kick it found nothing for all the
+         * same). */
         pthread_mutex_lock(&st->lock);
-        rift_writer_kick(st);
+        if (!rift_stage_empty(&st->fill)) {
+            rift_writer_kick(st);
+        }
         pthread_mutex_unlock(&st->lock);
     }
 }

@@ -162,6 +162,12 @@ static void wake_settled(rift_stream *st) {
 /* ---- Waiting for work (writer thread, under lock) ---- */
 
 static void wait_work(rift_stream *st) {
+    /* The writer looks at the stage now and finds it empty: whatever
+     * kick came before is spent. Left set, it would turn the next
+     * stage's kick into a no-op and leave the writer asleep over staged
+     * records (a kick on an empty stage, say a held flush after the
+     * writer took the records, or a checkpoint's, set it). */
+    st->fill_kicked = false;
     st->writer_idle = true;
     st->writer_parked = true;
     if (st->cfg.max_age_ms > 0) {

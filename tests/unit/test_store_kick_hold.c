@@ -2,14 +2,19 @@
  * test_store_kick_hold.c — held writer wake-ups (unit tests of the store
  * layer, store/kick_hold.h): appends made while a thread holds its kicks
  * complete once it flushes, with no wake-up lost — for one stream, for
- * more streams than the hold's list keeps, and when a blocking call on
- * the holding thread woke the writer in between.
+ * more streams than the hold's list keeps, when a blocking call on the
+ * holding thread woke the writer in between, and when the flush finds the
+ * writer asleep over an empty stage (the hang of the first attempt: that
+ * kick left the writer marked as woken, and the next append's kick was
+ * dropped).
  */
 // labels: threads
 #include "test.h"
 
 #include "rift/stream.h"
 #include "store/kick_hold.h"
+#include "store/stream_types.h" /* writer_parked, to await the writer */
+#include "store/writer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -189,5 +194,71 @@ RIFT_TEST(hold_memory_stream_completes_at_once) {
     rift_stream_flush_kicks();
     CHECK_EQ_INT(t.done, 0);
     rift_stream_del(st);
+    tally_free(&t);
+}
+
+static bool writer_parked_empty(void *arg) {
+    rift_stream *st = arg;
+    pthread_mutex_lock(&st->lock);
+    bool parked = st->writer_parked && st->fill.nops == 0;
+    pthread_mutex_unlock(&st->lock);
+    return parked;
+}
+
+/* The writer took the held record (a blocking publish woke it) and went
+ * back to sleep; the flush then finds an empty stage. The next append,
+ * held or not, must still wake it — every round. */
+RIFT_TEST(flush_after_the_writer_took_the_records) {
+    char *dir = rift_test_tmpdir();
+    rift_stream *st = open_stream(dir, false);
+    CHECK(st != NULL);
+    tally t;
+    tally_init(&t);
+    int want = 0;
+    for (int round = 0; round < 20; round++) {
+        bool completed = false;
+        rift_stream_hold_kicks();
+        CHECK_EQ_INT(append(st, &t, &completed), 0);
+        rift_stored out;
+        CHECK_OK(
+            rift_stream_publish(st, "t.x", 3, NULL, 0, NULL, 0, &out, NULL));
+        CHECK(wait_done(&t, ++want, 10000));
+        CHECK(rift_test_wait_until(writer_parked_empty, st, 10000));
+        rift_stream_flush_kicks();
+        CHECK(rift_test_wait_until(writer_parked_empty, st, 10000));
+        if (round % 2 == 1) {
+            rift_stream_hold_kicks();
+        }
+        CHECK_EQ_INT(append(st, &t, &completed), 0);
+        rift_stream_flush_kicks(); /* a no-op on even rounds */
+        CHECK_MSG(wait_done(&t, ++want, 10000), "round %d: %d of %d", round,
+                  t.done, want);
+    }
+    CHECK_EQ_INT(t.failed, 0);
+    rift_stream_del(st);
+    rift_test_rmdir(dir);
+    tally_free(&t);
+}
+
+/* The same at the writer's own level: a kick on an empty stage (a
+ * checkpoint's, or any) must not make it sleep through the next one. */
+RIFT_TEST(kick_on_an_empty_stage_is_forgotten) {
+    char *dir = rift_test_tmpdir();
+    rift_stream *st = open_stream(dir, false);
+    CHECK(st != NULL);
+    tally t;
+    tally_init(&t);
+    for (int round = 0; round < 20; round++) {
+        CHECK(rift_test_wait_until(writer_parked_empty, st, 10000));
+        pthread_mutex_lock(&st->lock);
+        rift_writer_kick(st);
+        pthread_mutex_unlock(&st->lock);
+        CHECK(rift_test_wait_until(writer_parked_empty, st, 10000));
+        bool completed = false;
+        CHECK_EQ_INT(append(st, &t, &completed), 0);
+        CHECK_MSG(wait_done(&t, round + 1, 10000), "round %d", round);
+    }
+    rift_stream_del(st);
+    rift_test_rmdir(dir);
     tally_free(&t);
 }
