@@ -109,8 +109,10 @@ void rift_client_call_finish(rift_client_call *call, int rc,
      * as soon as it sees `done`. */
     pthread_mutex_lock(&c->mu);
     call->rc = rc;
-    if (rc != 0) {
-        rift_error_copy(&call->err, e);
+    if (rc != 0 && e != NULL) {
+        rift_error_copy(call->err, e);
+    } else if (rc != 0) {
+        rift_error_set(call->err, rc, "%s", rift_strerror(rc));
     }
     call->done = true;
     pthread_cond_signal(&call->cond);
@@ -378,6 +380,7 @@ int rift_client_call_run(rift_client_call *call, rift_error *err) {
     /* Only sets fields: the client thread starts the timer. */
     rift_timer_init(c->loop, &call->timer, call_timeout, call);
     int rc;
+    call->err = err;
     pthread_mutex_lock(&c->mu);
     if (c->closing || c->conn_dead) {
         rc = c->closing
@@ -387,13 +390,11 @@ int rift_client_call_run(rift_client_call *call, rift_error *err) {
     } else if ((rc = rift_loop_post(c->loop, call_start, call)) != 0) {
         rift_error_set(err, rc, "out of memory");
     } else {
+        /* The client thread writes |err| (under c->mu) on failure. */
         while (!call->done) {
             pthread_cond_wait(&call->cond, &c->mu);
         }
         rc = call->rc;
-        if (rc != 0) {
-            rift_error_copy(err, &call->err);
-        }
     }
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&call->cond);

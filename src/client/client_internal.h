@@ -242,7 +242,12 @@ struct rift_client_call {
     pthread_cond_t cond;
     bool done;
     int rc;
-    rift_error err;
+    /* A blocking call's caller's error (may be NULL), written straight
+     * from the client thread while the caller waits: the record carries
+     * no rift_error of its own (an asynchronous call's callback gets the
+     * error instead), which keeps the heap calls of the publish path
+     * small. */
+    rift_error *err;
     /* Client thread. */
     rift_timer timer;
     rift_client_stream *cs;

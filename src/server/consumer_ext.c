@@ -67,9 +67,11 @@ static int write_info(srv_stream *ss, rift_consumer *c, const char *name,
 
 static void open_answer(srv_stream *ss, srv_store_op *op) {
     /* The client's own name for the consumer's advisories (max_deliver). */
-    (void)rift_consumer_set_label(op->consumer, op->name, op->name_len, NULL);
+    (void)rift_consumer_set_label(op->consumer, op->names->name,
+                                  op->names->name_len, NULL);
     /* complete() finishes the stream whatever came of the write. */
-    (void)write_info(ss, op->consumer, op->name, op->name_len, op->created);
+    (void)write_info(ss, op->consumer, op->names->name, op->names->name_len,
+                     op->created);
 }
 
 static void delete_answer(srv_stream *ss, srv_store_op *op) {
@@ -221,8 +223,15 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
     op->quota_slot = slot;
     op->answer = open_answer;
     op->created = existing == NULL;
-    memcpy(op->name, f.name, f.name_len);
-    op->name_len = f.name_len;
+    srv_op_names *nm = rift_srv_op_names(op);
+    if (nm == NULL) {
+        rift_consumer_close(existing);
+        op->status = RIFT_ERR_NOMEM; /* op_free gives the quota unit back */
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory"); /* frees op */
+        return;
+    }
+    memcpy(nm->name, f.name, f.name_len);
+    nm->name_len = f.name_len;
     atomic_fetch_add_explicit(&srv->store_inflight, 1, memory_order_relaxed);
     bool completed = false;
     rc = rift_stream_consumer_open_async(st, scoped, RIFT_SCOPED_CONSUMER_LEN,

@@ -24,6 +24,7 @@
 #include "broker/broker_face.h"
 #include "server/handlers.h"
 #include "server/stream_record.h"
+#include "store/kick_hold.h"
 
 #include "subject/acl.h"
 #include "subject/name.h"
@@ -447,6 +448,9 @@ void rift_srv_drain_now(rift_server *srv) {
 
 void rift_srv_rx_batch_done(void *ep_ud) {
     rift_server *srv = ep_ud;
+    /* The batch's store appends are staged: wake their writers first, so
+     * the writes overlap with the deliveries and the flush below. */
+    rift_stream_flush_kicks();
     if (srv->drain_count > 0) {
         rift_srv_drain_now(srv);
     }

@@ -192,6 +192,7 @@ int rift_server_new(rift_server **psrv, rift_broker *broker,
     pthread_mutex_init(&srv->sig_lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
     atomic_init(&srv->store_inflight, 0);
+    atomic_init(&srv->done_head, NULL);
 
     int rc = validate_and_build_auth(srv, settings, err);
     if (rc == 0) {

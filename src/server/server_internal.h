@@ -319,6 +319,11 @@ struct rift_server {
     /* Durable-stream operations submitted and not yet back on the loop
      * (their completions post to it, so it must outlive them). */
     atomic_size_t store_inflight;
+    /* Their completions, pushed by the writer threads (LIFO, linked by
+     * done_next); only the push onto an empty list posts the drain
+     * (stream_ops.c), so a cycle that settles many ops costs the loop one
+     * post and one wake-up, not one each. */
+    _Atomic(srv_store_op *) done_head;
 };
 
 /* ---- session.c ---- */

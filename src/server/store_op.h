@@ -26,14 +26,33 @@ typedef struct srv_pin {
     bool held;
 } srv_pin;
 
+/* What an op keeps of its frame's names: allocated only by the ops that
+ * use them later (rift_srv_op_names), so the per-message ops (publish,
+ * fetch, ack on the store) carry none of it. */
+typedef struct srv_op_names {
+    /* CONSUMER_OPEN_EXT: the client's consumer name. */
+    char name[RIFT_NAME_MAX + 1];
+    size_t name_len;
+    /* A backend op: the stream and the scoped consumer a fetch asks
+     * again for its next portion. */
+    char stream[RIFT_NAME_MAX + 1];
+    size_t stream_len;
+    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+} srv_op_names;
+
 struct srv_store_op {
     rift_server *srv;
     srv_pin pin;    /* released last, in op_free */
     srv_stream *ss; /* NULL once detached from its stream */
     uint8_t opcode;
     bool in_store; /* submitted; the completion is not back yet */
+    /* On srv->done_head between the store's completion and the drain. */
+    srv_store_op *done_next;
     int status;
-    rift_error err;
+    /* The failure's text, allocated only when the op fails (NULL: the
+     * text is rift_strerror(status)); freed with the op. A record per
+     * message must stay small: an embedded rift_error was a kilobyte. */
+    rift_error *err;
     rift_stored stored;
     rift_consumer *consumer;
     uint64_t payload_len;
@@ -53,10 +72,8 @@ struct srv_store_op {
     /* Set by an extension opcode: writes its answer once the store is
      * done (instead of OK), before the stream finishes. */
     void (*answer)(srv_stream *ss, srv_store_op *op);
-    /* CONSUMER_OPEN_EXT: the client's consumer name and whether this open
-     * created the consumer. */
-    char name[RIFT_NAME_MAX + 1];
-    size_t name_len;
+    /* CONSUMER_OPEN_EXT: the client's consumer name (in |names|) and
+     * whether this open created the consumer. */
     bool created;
     /* CONSUMER_DELETE: give the identity's consumer unit back once the
      * delete succeeded (whether or not the client still listens). */
@@ -70,18 +87,20 @@ struct srv_store_op {
     bool parked;
     srv_store_op *wprev, *wnext;
     size_t delivered;
-    /* On a stream of the stream backend (stream_backend.c): the stream
-     * and the scoped consumer a fetch asks again for its next portion. */
+    /* On a stream of the stream backend (stream_backend.c); its stream
+     * and scoped consumer are in |names|. */
     bool backend;
-    char stream[RIFT_NAME_MAX + 1];
-    size_t stream_len;
-    char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    /* Names kept past the frame, for the few ops that need them. */
+    srv_op_names *names;
 };
 
 
 /* A new operation record for |ss| (now SS_BUSY, owned by the op); NULL
  * when out of memory. */
 srv_store_op *rift_srv_op_new(srv_stream *ss, uint8_t opcode);
+/* |op|'s names, allocated (zeroed) on first use; NULL when out of
+ * memory. */
+srv_op_names *rift_srv_op_names(srv_store_op *op);
 /* The store's completion callback for every _async call of an op. */
 void rift_srv_op_done_cb(void *user_data, int status, const rift_error *err);
 /* The common tail of a submission: |rc| what the _async call returned,

@@ -33,11 +33,16 @@ static srv_store_op *backend_op(srv_stream *ss, uint8_t opcode,
         return NULL;
     }
     op->backend = true;
+    srv_op_names *nm = rift_srv_op_names(op);
+    if (nm == NULL) {
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory"); /* frees op */
+        return NULL;
+    }
     /* The frame decoder bounds stream names to RIFT_NAME_MAX. */
-    op->stream_len = RIFT_MIN(stream_len, (size_t)RIFT_NAME_MAX);
-    memcpy(op->stream, stream, op->stream_len);
+    nm->stream_len = RIFT_MIN(stream_len, (size_t)RIFT_NAME_MAX);
+    memcpy(nm->stream, stream, nm->stream_len);
     if (scoped != NULL) {
-        memcpy(op->scoped, scoped, RIFT_SCOPED_CONSUMER_SIZE);
+        memcpy(nm->scoped, scoped, RIFT_SCOPED_CONSUMER_SIZE);
     }
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
@@ -57,9 +62,10 @@ void rift_srv_backend_publish(srv_stream *ss, const char *stream,
     op->payload_len = payload_len;
     const rift_server_stream_backend *b = &op->srv->stream_backend;
     rift_error err = {0};
-    int rc = b->publish(b->ud, op->stream, op->stream_len, subject, subject_len,
-                        reply, reply_len, payload, payload_len, &op->stored,
-                        rift_srv_op_done_cb, op, &err);
+    int rc =
+        b->publish(b->ud, op->names->stream, op->names->stream_len, subject,
+                   subject_len, reply, reply_len, payload, payload_len,
+                   &op->stored, rift_srv_op_done_cb, op, &err);
     rift_srv_op_submitted(op, rc, false, &err);
 }
 
@@ -73,8 +79,8 @@ void rift_srv_backend_open(srv_stream *ss, const char *stream,
     }
     const rift_server_stream_backend *b = &op->srv->stream_backend;
     rift_error err = {0};
-    int rc = b->consumer_open(b->ud, op->stream, op->stream_len, op->scoped,
-                              RIFT_SCOPED_CONSUMER_LEN, cfg,
+    int rc = b->consumer_open(b->ud, op->names->stream, op->names->stream_len,
+                              op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, cfg,
                               rift_srv_op_done_cb, op, &err);
     rift_srv_op_submitted(op, rc, false, &err);
 }
@@ -87,9 +93,9 @@ void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
     }
     const rift_server_stream_backend *b = &op->srv->stream_backend;
     rift_error err = {0};
-    int rc = b->ack(b->ud, op->stream, op->stream_len, op->scoped,
-                    RIFT_SCOPED_CONSUMER_LEN, sequence, rift_srv_op_done_cb, op,
-                    &err);
+    int rc = b->ack(b->ud, op->names->stream, op->names->stream_len,
+                    op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, sequence,
+                    rift_srv_op_done_cb, op, &err);
     rift_srv_op_submitted(op, rc, false, &err);
 }
 
@@ -111,9 +117,10 @@ srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
 
 int rift_srv_backend_fetch(srv_store_op *op, srv_portion *p, rift_error *err) {
     const rift_server_stream_backend *b = &op->srv->stream_backend;
-    return b->fetch(b->ud, op->stream, op->stream_len, op->scoped,
-                    RIFT_SCOPED_CONSUMER_LEN, op->left, SRV_FETCH_BYTES,
-                    &p->batch, &p->backend_priv, rift_srv_op_done_cb, op, err);
+    return b->fetch(b->ud, op->names->stream, op->names->stream_len,
+                    op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, op->left,
+                    SRV_FETCH_BYTES, &p->batch, &p->backend_priv,
+                    rift_srv_op_done_cb, op, err);
 }
 
 void rift_srv_backend_batch_free(rift_server *srv, srv_portion *p) {

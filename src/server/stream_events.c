@@ -13,6 +13,7 @@
 #include "server/handlers.h"
 #include "server/stream_events.h"
 #include "server/stream_record.h"
+#include "store/kick_hold.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,7 +72,13 @@ void rift_srv_stream_accept(srv_stream *ss) {
         bool fin = ss->held_fin;
         ss->held = NULL;
         ss->held_len = ss->held_cap = 0;
+        /* This replay may run outside a receive batch (a permit freed by
+         * a completion): then no rx_batch_done flushes what it held. */
+        bool in_hold = rift_stream_kicks_held();
         rift_srv_stream_data(ss, held, len, fin);
+        if (!in_hold) {
+            rift_stream_flush_kicks();
+        }
         rift_free(srv->mem, held);
     }
 }
@@ -187,6 +194,11 @@ static void ops_data(srv_stream *ss, const uint8_t *data, size_t len,
 void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
                           bool fin) {
     rift_server *srv = ss->conn->srv;
+    /* The store appends of this data's frames stage their records and
+     * wake each stream's writer once, when the receive batch is done
+     * (rift_srv_rx_batch_done flushes; store/kick_hold.h), instead of
+     * having the writer race the rest of the batch record by record. */
+    rift_stream_hold_kicks();
     switch (ss->state) {
     case SS_HELD:
         hold(ss, data, len, fin);

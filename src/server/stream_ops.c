@@ -11,7 +11,8 @@
  *
  * The store's _async calls return at once; when the operation still has
  * to reach the disk, its completion arrives on the stream's writer thread
- * and is posted back to the server loop, so fsync never runs on the loop.
+ * and is pushed onto the server's completion list (srv->done_head), which
+ * the loop drains, so fsync never runs on the loop.
  * Until then the stream record is SS_BUSY and keeps its permit; if the
  * client goes away meanwhile the completion only cleans up.
  *
@@ -341,6 +342,31 @@ srv_store_op *rift_srv_op_new(srv_stream *ss, uint8_t opcode) {
     return op;
 }
 
+srv_op_names *rift_srv_op_names(srv_store_op *op) {
+    if (op->names == NULL) {
+        op->names = rift_calloc(op->srv->mem, 1, sizeof(*op->names));
+    }
+    return op->names;
+}
+
+/* Keeps the text of |op|'s failure |status|: |err|'s, or rift_strerror's
+ * when there is none. Out of memory for the copy leaves op->err NULL and
+ * the strerror text stands in. */
+static void keep_error(srv_store_op *op, int status, const rift_error *err) {
+    op->status = status;
+    if (op->err == NULL) {
+        op->err = rift_malloc(op->srv->mem, sizeof(*op->err));
+    }
+    if (op->err == NULL) {
+        return;
+    }
+    if (err != NULL) {
+        rift_error_copy(op->err, err);
+    } else {
+        rift_error_set(op->err, status, "%s", rift_strerror(status));
+    }
+}
+
 static void op_free(srv_store_op *op) {
     unpark(op);
     watch_leave(op); /* before the pin: a source watch is on its stream */
@@ -358,6 +384,8 @@ static void op_free(srv_store_op *op) {
     /* Last: the consumer belongs to the pinned stream. */
     rift_srv_unpin(op->srv, &op->pin,
                    op->opcode == RIFT_OP_STREAM_PUBLISH && op->status == 0);
+    rift_free(op->srv->mem, op->err);
+    rift_free(op->srv->mem, op->names);
     rift_free(op->srv->mem, op);
 }
 
@@ -385,8 +413,9 @@ bool rift_srv_store_in_flight(const srv_stream *ss) {
  * is still there) and drops the code's reference. */
 static void complete(srv_store_op *op);
 
-static void post_cb(void *arg, int status) {
-    srv_store_op *op = arg;
+/* Hands one completed op back on the loop thread (|status| != 0: the
+ * loop is going away). */
+static void op_returned(srv_store_op *op, int status) {
     rift_server *srv = op->srv;
     atomic_fetch_sub_explicit(&srv->store_inflight, 1, memory_order_release);
     op->in_store = false;
@@ -402,19 +431,55 @@ static void post_cb(void *arg, int status) {
     complete(op);
 }
 
+/* The loop's drain of srv->done_head: takes the whole list at once (a
+ * push after this posts the next drain) and completes it in the order
+ * the ops were pushed. */
+static void drain_done(void *arg, int status) {
+    rift_server *srv = arg;
+    srv_store_op *lifo =
+        atomic_exchange_explicit(&srv->done_head, NULL, memory_order_acquire);
+    srv_store_op *fifo = NULL;
+    while (lifo != NULL) {
+        srv_store_op *next = lifo->done_next;
+        lifo->done_next = fifo;
+        fifo = lifo;
+        lifo = next;
+    }
+    /* Nothing of |srv| after the last op: it may let the loop stop. */
+    while (fifo != NULL) {
+        srv_store_op *next = fifo->done_next;
+        fifo->done_next = NULL;
+        op_returned(fifo, status);
+        fifo = next;
+    }
+}
+
 /* Runs on the stream's writer thread: hand the result to the loop. */
 void rift_srv_op_done_cb(void *user_data, int status, const rift_error *err) {
     srv_store_op *op = user_data;
-    op->status = status;
-    if (status != 0 && err != NULL) {
-        rift_error_copy(&op->err, err);
-    } else if (status != 0) {
-        rift_error_set(&op->err, status, "%s", rift_strerror(status));
+    rift_server *srv = op->srv;
+    if (status != 0) {
+        keep_error(op, status, err);
+    } else {
+        op->status = 0;
+    }
+    srv_store_op *head =
+        atomic_load_explicit(&srv->done_head, memory_order_relaxed);
+    do {
+        op->done_next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&srv->done_head, &head, op,
+                                                    memory_order_release,
+                                                    memory_order_relaxed));
+    if (head != NULL) {
+        /* A drain is posted and has not taken the list yet: it takes
+         * this op too. After the push the op is the loop's; the server
+         * may be gone once it is drained. */
+        return;
     }
     /* rift_loop_post only fails for lack of memory; the loop must get the
-     * op back (it keeps running until every submitted op returned), so
-     * keep trying. */
-    while (rift_loop_post(op->srv->loop, post_cb, op) != 0) {
+     * op back (it keeps running until every submitted op returned), and
+     * no other push posts for this list, so keep trying. */
+    while (rift_loop_post(srv->loop, drain_done, srv) != 0) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
@@ -440,8 +505,7 @@ void rift_srv_op_submitted(srv_store_op *op, int rc, bool completed,
     if (rc == 0) {
         op->status = 0;
     } else {
-        op->status = rc;
-        rift_error_copy(&op->err, err);
+        keep_error(op, rc, err);
     }
     complete(op);
 }
@@ -581,7 +645,11 @@ static void complete(srv_store_op *op) {
     if (op->status != 0) {
         /* The error path frees the op: keep its text. */
         rift_error err;
-        rift_error_copy(&err, &op->err);
+        if (op->err != NULL) {
+            rift_error_copy(&err, op->err);
+        } else {
+            rift_error_set(&err, op->status, "%s", rift_strerror(op->status));
+        }
         int code = err.code ? err.code : op->status;
         rift_srv_fail(ss, code, err.text);
         return;

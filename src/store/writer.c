@@ -25,6 +25,7 @@
  */
 #include "store/writer.h"
 #include "store/cycle.h"
+#include "store/kick_hold.h"
 #include "store/retained.h"
 #include "store/stage.h"
 
@@ -161,6 +162,12 @@ static void wake_settled(rift_stream *st) {
 /* ---- Waiting for work (writer thread, under lock) ---- */
 
 static void wait_work(rift_stream *st) {
+    /* The writer looks at the stage now and finds it empty: whatever
+     * kick came before is spent. Left set, it would turn the next
+     * stage's kick into a no-op and leave the writer asleep over staged
+     * records (a kick on an empty stage, say a held flush after the
+     * writer took the records, or a checkpoint's, set it). */
+    st->fill_kicked = false;
     st->writer_idle = true;
     st->writer_parked = true;
     if (st->cfg.max_age_ms > 0) {
@@ -480,7 +487,11 @@ int rift_writer_commit(rift_stream *st, bool staged, rift_stream_done_cb cb,
     } else if (blocking && can_write_inline(st)) {
         return write_inline(st, err);
     }
-    rift_writer_kick(st);
+    /* An async call with a callback may leave the wake-up to its thread's
+     * flush (kick_hold.h); everything else wakes the writer now. */
+    if (blocking || cb == NULL || !rift_kick_hold_note(st)) {
+        rift_writer_kick(st);
+    }
     return rift_writer_commit_ticket(st, ticket, cb, user_data, blocking, wait,
                                      done, err);
 }
