@@ -4,7 +4,8 @@
  * empty list, isolation (another identity, an in-process consumer and a
  * control principal see none of an identity's consumers), v1-opened
  * consumers listed by their names, the limit and stream errors, and
- * names that survive a restart of a file stream (the journaled labels).
+ * names that survive a restart of a file stream (the journaled labels,
+ * also through a snapshot of the state log).
  */
 // labels: threads
 #include "rawcli.h"
@@ -278,6 +279,16 @@ RIFT_TEST(list_names_survive_a_restart) {
     CHECK(opened(c, "kept", "game.>"));
     CHECK(list(c, "", 10, &p));
     CHECK_EQ_STR(p.names, "kept");
+    /* A snapshot of the state log keeps the names too. */
+    CHECK(opened(c, "later", "game.>"));
+    CHECK_OK(rift_stream_checkpoint(s.events, NULL));
+    rc_free(c);
+    lfix_down(&s);
+    CHECK(lfix_up(&s, dir));
+    c = login(&s, "plugin");
+    CHECK(c != NULL);
+    CHECK(list(c, "", 10, &p));
+    CHECK_EQ_STR(p.names, "kept,later");
     rc_free(c);
     lfix_down(&s);
     rift_test_rmdir(dir);
