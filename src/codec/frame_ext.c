@@ -157,7 +157,7 @@ int rift_frame_decode_consumer_list_result(const uint8_t *fields, size_t len,
                                            size_t cap, size_t *count,
                                            bool *more, rift_error *err) {
     cursor c = {fields, len, 0};
-    uint32_t n;
+    uint32_t n = 0;
     int rc = take_u32(&c, &n, err);
     if (rc != 0) {
         return rc;
@@ -170,7 +170,7 @@ int rift_frame_decode_consumer_list_result(const uint8_t *fields, size_t len,
             return rc;
         }
     }
-    uint8_t m;
+    uint8_t m = 0;
     if ((rc = take_u8(&c, &m, err)) != 0) {
         return rc;
     }
