@@ -8,9 +8,11 @@
  * yield the same bodies and end in the same state or error. Every body is
  * decoded in a loop until error or end of input (as ngtcp2's decode_frame
  * fuzzer does); a frame that decodes must re-encode to exactly its own
- * bytes, and its views must lie inside the body. Any disagreement traps.
+ * bytes, and its views must lie inside the body; so must the extension
+ * frames CONSUMER_LIST and CONSUMER_LIST_RESULT. Any disagreement traps.
  */
 #include "codec/frame.h"
+#include "codec/frame_ext.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +39,45 @@ static bool inside(const void *p, size_t n, const uint8_t *body, size_t len) {
     return b >= body && b + n <= body + len;
 }
 
+/* The extension frames CONSUMER_LIST (26) and CONSUMER_LIST_RESULT (27):
+ * what decodes re-encodes to exactly its own bytes. */
+static void check_ext_body(const uint8_t *body, size_t len) {
+    static uint8_t out[RIFT_FRAME_MAX_BYTES + 4];
+    static rift_frame_consumer_info items[RIFT_EXT_MAX_LIST];
+    rift_error err = {0};
+    rift_ssize n = -1;
+    if (body[0] == RIFT_OP_CONSUMER_LIST) {
+        rift_frame_consumer_list f;
+        if (rift_frame_decode_consumer_list(body + 1, len - 1, &f, &err) != 0) {
+            FUZZ_CHECK(err.code == RIFT_ERR_PROTOCOL);
+            return;
+        }
+        FUZZ_CHECK(inside(f.stream, f.stream_len, body, len));
+        FUZZ_CHECK(inside(f.after, f.after_len, body, len));
+        n = rift_frame_encode_consumer_list(out, sizeof(out), &f);
+    } else {
+        size_t count;
+        bool more;
+        if (rift_frame_decode_consumer_list_result(body + 1, len - 1, items,
+                                                   RIFT_EXT_MAX_LIST, &count,
+                                                   &more, &err) != 0) {
+            FUZZ_CHECK(err.code == RIFT_ERR_PROTOCOL);
+            return;
+        }
+        n = rift_frame_encode_consumer_list_result(out, sizeof(out), items,
+                                                   count, more);
+    }
+    FUZZ_CHECK(n == (rift_ssize)(len + 4));
+    FUZZ_CHECK(memcmp(out + 4, body, len) == 0);
+}
+
 /* Decodes one body, checks the views and the re-encoding. */
 static void check_body(const uint8_t *body, size_t len) {
     static uint8_t hdr[RIFT_FRAME_HEADER_MAX];
+    if (body[0] == RIFT_OP_CONSUMER_LIST ||
+        body[0] == RIFT_OP_CONSUMER_LIST_RESULT) {
+        check_ext_body(body, len);
+    }
     rift_frame f;
     rift_error err = {0};
     (void)rift_frame_check_operation(body[0], &err);

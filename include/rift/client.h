@@ -510,6 +510,44 @@ RIFT_EXTERN int rift_client_fetch_wait(rift_client *c, const char *stream,
                                        rift_client_delivery *out, size_t *count,
                                        rift_error *err);
 
+/** One consumer of a page of rift_client_consumer_list. */
+typedef struct rift_client_consumer_entry {
+    /** The client's own name of the consumer (NUL-terminated). */
+    char name[97];
+    size_t name_len;
+    /** Its state, as rift_client_consumer_get_info reports it (created is
+     * always false). */
+    rift_client_consumer_info info;
+} rift_client_consumer_entry;
+
+/**
+ * rift_client_consumer_list reads one page of this identity's consumers of
+ * |stream| (feature "consumer-list"): those whose names sort (bytewise)
+ * strictly after |after| (|after_len| 0 = from the start), at most |limit|
+ * (1..256), sorted by name. On success *|entries| is an array of *|count|
+ * entries owned by the caller, released with rift_client_consumer_list_free
+ * (NULL when *|count| is 0), and *|more| says whether consumers after the
+ * last one remain (ask again with |after| = its name). Consumers of other
+ * identities, plugins or in-process code are never listed.
+ *
+ * Errors: RIFT_ERR_INVALID_ARGUMENT (string texts, "consumer list limit
+ * must be 1..256"); RIFT_ERR_REMOTE ("unknown stream", "unknown opcode"
+ * from a server without extensions); RIFT_ERR_PROTOCOL ("invalid consumer
+ * list" and the decoding texts); as rift_client_ack otherwise.
+ */
+RIFT_EXTERN int rift_client_consumer_list(rift_client *c, const char *stream,
+                                          size_t stream_len, const char *after,
+                                          size_t after_len, uint32_t limit,
+                                          rift_client_consumer_entry **entries,
+                                          size_t *count, bool *more,
+                                          rift_error *err);
+
+/** rift_client_consumer_list_free releases a page of
+ * rift_client_consumer_list (from any thread, also after rift_client_del).
+ * NULL is a no-op. */
+RIFT_EXTERN void
+rift_client_consumer_list_free(rift_client_consumer_entry *entries);
+
 /**
  * rift_client_nak gives up the delivery |sequence| of consumer |name|: the
  * server delivers it again to the first fetch |delay_ms| (0..3,600,000)
@@ -668,6 +706,51 @@ RIFT_EXTERN int rift_client_in_progress_async(
     rift_client *c, const char *stream, size_t stream_len, const char *name,
     size_t name_len, uint64_t sequence, rift_client_done_cb cb, void *user_data,
     rift_error *err);
+
+/** Completion of rift_client_consumer_open_ext_async and
+ * rift_client_consumer_get_info_async: |info| (NULL when |status| is not
+ * 0) is valid during the callback only. */
+typedef void (*rift_client_consumer_info_cb)(
+    void *user_data, int status, const rift_client_consumer_info *info,
+    const rift_error *err);
+
+/** Completion of rift_client_consumer_list_async: |count| entries (NULL,
+ * 0 and |more| false when |status| is not 0), valid during the callback
+ * only (the client releases them afterwards). */
+typedef void (*rift_client_consumer_listed_cb)(
+    void *user_data, int status, const rift_client_consumer_entry *entries,
+    size_t count, bool more, const rift_error *err);
+
+/**
+ * rift_client_consumer_open_ext_async, rift_client_consumer_get_info_async,
+ * rift_client_consumer_delete_async, rift_client_fetch_wait_async and
+ * rift_client_consumer_list_async are the blocking calls of the same names
+ * without the wait: |cb| reports the answer or the failure. Errors at the
+ * call: the blocking call's local checks (RIFT_ERR_INVALID_ARGUMENT with
+ * its texts); RIFT_ERR_CONNECTION; RIFT_ERR_NOMEM. Errors in the callback:
+ * those of the blocking call after its local checks. The waiting fetch's
+ * deadline is max_wait_ms plus op_timeout_ms, as for the blocking one; its
+ * deliveries follow the rules of rift_client_fetched_cb.
+ */
+RIFT_EXTERN int rift_client_consumer_open_ext_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, const rift_consumer_config *config,
+    rift_client_consumer_info_cb cb, void *user_data, rift_error *err);
+RIFT_EXTERN int rift_client_consumer_get_info_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, rift_client_consumer_info_cb cb, void *user_data,
+    rift_error *err);
+RIFT_EXTERN int rift_client_consumer_delete_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, rift_client_done_cb cb, void *user_data, rift_error *err);
+RIFT_EXTERN int rift_client_fetch_wait_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *name,
+    size_t name_len, uint32_t limit, uint32_t max_wait_ms,
+    rift_client_fetched_cb cb, void *user_data, rift_error *err);
+RIFT_EXTERN int rift_client_consumer_list_async(
+    rift_client *c, const char *stream, size_t stream_len, const char *after,
+    size_t after_len, uint32_t limit, rift_client_consumer_listed_cb cb,
+    void *user_data, rift_error *err);
 
 #ifdef __cplusplus
 }

@@ -727,13 +727,31 @@ RIFT_EXTERN void rift_stream_set_advisory_watch(rift_stream *stream,
 
 /**
  * rift_consumer_set_label gives the consumer a label for its advisories
- * (a protocol server sets the client's own name of a scoped consumer). In
- * memory, at most 256 bytes (longer labels are cut); the last one set
- * wins. Errors: RIFT_ERR_NOMEM.
+ * and listings (a protocol server sets the client's own name of a scoped
+ * consumer). At most 256 bytes (longer labels are cut); the last one set
+ * wins. A file stream journals a changed label without waiting for it
+ * (docs/storage-format.md, CONSUMER_LABEL): it survives a restart once
+ * written. Errors: RIFT_ERR_NOMEM; the stream's poison error.
  */
 RIFT_EXTERN int rift_consumer_set_label(rift_consumer *consumer,
                                         const char *label, size_t label_len,
                                         rift_error *err);
+
+/** Called by rift_stream_consumer_each once per consumer, in the order of
+ * the stored names, under the stream's lock: it must not call into the
+ * stream. |label| is NULL (|label_len| 0) for a consumer without one;
+ * both strings are valid during the call only. */
+typedef void (*rift_stream_consumer_fn)(void *arg, const char *name,
+                                        size_t name_len, const char *label,
+                                        size_t label_len);
+
+/**
+ * rift_stream_consumer_each calls |fn| for every consumer of |stream|
+ * (no I/O, never waits). Errors: RIFT_ERR_STORAGE (closed stream).
+ */
+RIFT_EXTERN int rift_stream_consumer_each(rift_stream *stream,
+                                          rift_stream_consumer_fn fn, void *arg,
+                                          rift_error *err);
 
 typedef struct rift_consumer_info {
     /** The consumer's name (NUL-terminated, owned by the handle). */

@@ -59,6 +59,16 @@ static void async_complete(rift_client_call *call, int rc,
         call->fn.sinfo(call->fn_arg, rc, rc == 0 ? call->sinfo : NULL,
                        rc == 0 ? NULL : e);
         break;
+    case RIFT_CALL_CONSUMER_INFO:
+        call->fn.cinfo(call->fn_arg, rc, rc == 0 ? call->info : NULL,
+                       rc == 0 ? NULL : e);
+        break;
+    case RIFT_CALL_CONSUMER_LIST:
+        call->fn.listed(call->fn_arg, rc, rc == 0 ? call->entries : NULL,
+                        rc == 0 ? call->nentries : 0, rc == 0 && call->more,
+                        rc == 0 ? NULL : e);
+        rift_client_consumer_list_free(call->entries);
+        break;
     default:
         call->fn.done(call->fn_arg, rc, rc == 0 ? NULL : e);
         break;
@@ -344,9 +354,11 @@ void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
         return;
     case RIFT_CALL_EXT_HELLO:
     case RIFT_CALL_CONSUMER_INFO:
-        if (body[0] != (call->kind == RIFT_CALL_EXT_HELLO
-                            ? RIFT_OP_EXT_INFO
-                            : RIFT_OP_CONSUMER_INFO)) {
+    case RIFT_CALL_CONSUMER_LIST:
+        if (body[0] != (call->kind == RIFT_CALL_EXT_HELLO ? RIFT_OP_EXT_INFO
+                        : call->kind == RIFT_CALL_CONSUMER_INFO
+                            ? RIFT_OP_CONSUMER_INFO
+                            : RIFT_OP_CONSUMER_LIST_RESULT)) {
             unexpected(call);
             return;
         }

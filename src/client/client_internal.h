@@ -187,6 +187,7 @@ typedef enum rift_call_kind {
     RIFT_CALL_EXT_HELLO,     /* EXT_INFO into |ext_features| */
     RIFT_CALL_CONSUMER_INFO, /* CONSUMER_INFO into |info| */
     RIFT_CALL_STREAM_INFO,   /* STREAM_INFO_EXT into |sinfo| */
+    RIFT_CALL_CONSUMER_LIST, /* CONSUMER_LIST_RESULT into |entries| */
 } rift_call_kind;
 
 /* An owned copy of an asynchronous call's frame (header and payload),
@@ -219,6 +220,11 @@ struct rift_client_call {
     rift_client_consumer_info *info; /* CONSUMER_INFO: caller's */
     rift_client_stream_info *sinfo;  /* STREAM_INFO_EXT: caller's */
     char *ext_features;              /* EXT_HELLO: caller's buffer */
+    /* CONSUMER_LIST: the page (owned by the call until handed over,
+     * rift_client_consumer_list_free), at most |limit| entries. */
+    rift_client_consumer_entry *entries;
+    size_t nentries;
+    bool more;
     size_t ext_cap;
     bool ext_none; /* EXT_HELLO: the server answered "unknown opcode" */
     /* SUBSCRIBE (on OK) and PUBLISHER (on open): hands the call's stream
@@ -235,6 +241,8 @@ struct rift_client_call {
         rift_client_done_cb done;
         rift_client_fetched_cb fetched;
         rift_client_stream_info_cb sinfo;
+        rift_client_consumer_info_cb cinfo;
+        rift_client_consumer_listed_cb listed;
     } fn;
     void *fn_arg;
     rift_client_frame *frame;

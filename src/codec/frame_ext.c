@@ -13,7 +13,8 @@
 static const char *const ext_names[] = {
     "EXT_HELLO",           "EXT_INFO",          "CONSUMER_OPEN_EXT",
     "CONSUMER_INFO",       "CONSUMER_INFO_GET", "CONSUMER_DELETE",
-    "CONSUMER_FETCH_WAIT",
+    "CONSUMER_FETCH_WAIT", "CONSUMER_NAK",      "CONSUMER_TERM",
+    "CONSUMER_PROGRESS",   "CONSUMER_LIST",     "CONSUMER_LIST_RESULT",
 };
 
 bool rift_ext_opcode_client(uint8_t opcode) {
@@ -21,14 +22,15 @@ bool rift_ext_opcode_client(uint8_t opcode) {
            opcode == RIFT_OP_CONSUMER_INFO_GET ||
            opcode == RIFT_OP_CONSUMER_DELETE ||
            opcode == RIFT_OP_CONSUMER_FETCH_WAIT ||
-           rift_ext_ack_opcode(opcode) || rift_ext_stream_opcode_client(opcode);
+           opcode == RIFT_OP_CONSUMER_LIST || rift_ext_ack_opcode(opcode) ||
+           rift_ext_stream_opcode_client(opcode);
 }
 
 const char *rift_ext_opcode_name(uint8_t opcode) {
     if (rift_ext_ack_opcode(opcode)) {
         return rift_ext_ack_opcode_name(opcode);
     }
-    if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_FETCH_WAIT) {
+    if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_LIST_RESULT) {
         return rift_ext_stream_opcode_name(opcode);
     }
     return ext_names[opcode - RIFT_OP_EXT_HELLO];
@@ -101,27 +103,82 @@ int rift_frame_decode_fetch_wait(const uint8_t *fields, size_t len,
     return take_end(&c, err);
 }
 
+/* The fields of one CONSUMER_INFO, shared with CONSUMER_LIST_RESULT. */
+static int take_info(cursor *c, rift_frame_consumer_info *out,
+                     rift_error *err) {
+    memset(out, 0, sizeof(*out));
+    int rc;
+    if ((rc = take_str(c, &out->name, &out->name_len, err)) != 0 ||
+        (rc = take_str(c, &out->filter, &out->filter_len, err)) != 0 ||
+        (rc = take_u8(c, &out->start, err)) != 0 ||
+        (rc = take_u64(c, &out->start_value, err)) != 0 ||
+        (rc = take_u32(c, &out->ack_wait_ms, err)) != 0 ||
+        (rc = take_u32(c, &out->max_ack_pending, err)) != 0 ||
+        (rc = take_u64(c, &out->start_sequence, err)) != 0 ||
+        (rc = take_u64(c, &out->next_sequence, err)) != 0 ||
+        (rc = take_u32(c, &out->pending, err)) != 0 ||
+        (rc = take_u8(c, &out->created, err)) != 0 ||
+        (rc = take_u32(c, &out->max_deliver, err)) != 0 ||
+        (rc = take_u64(c, &out->terminated, err)) != 0 ||
+        (rc = take_u64(c, &out->max_delivered, err)) != 0) {
+        return rc;
+    }
+    return 0;
+}
+
 int rift_frame_decode_consumer_info(const uint8_t *fields, size_t len,
                                     rift_frame_consumer_info *out,
+                                    rift_error *err) {
+    cursor c = {fields, len, 0};
+    int rc = take_info(&c, out, err);
+    return rc != 0 ? rc : take_end(&c, err);
+}
+
+int rift_frame_decode_consumer_list(const uint8_t *fields, size_t len,
+                                    rift_frame_consumer_list *out,
                                     rift_error *err) {
     memset(out, 0, sizeof(*out));
     cursor c = {fields, len, 0};
     int rc;
-    if ((rc = take_str(&c, &out->name, &out->name_len, err)) != 0 ||
-        (rc = take_str(&c, &out->filter, &out->filter_len, err)) != 0 ||
-        (rc = take_u8(&c, &out->start, err)) != 0 ||
-        (rc = take_u64(&c, &out->start_value, err)) != 0 ||
-        (rc = take_u32(&c, &out->ack_wait_ms, err)) != 0 ||
-        (rc = take_u32(&c, &out->max_ack_pending, err)) != 0 ||
-        (rc = take_u64(&c, &out->start_sequence, err)) != 0 ||
-        (rc = take_u64(&c, &out->next_sequence, err)) != 0 ||
-        (rc = take_u32(&c, &out->pending, err)) != 0 ||
-        (rc = take_u8(&c, &out->created, err)) != 0 ||
-        (rc = take_u32(&c, &out->max_deliver, err)) != 0 ||
-        (rc = take_u64(&c, &out->terminated, err)) != 0 ||
-        (rc = take_u64(&c, &out->max_delivered, err)) != 0) {
+    if ((rc = take_str(&c, &out->stream, &out->stream_len, err)) != 0) {
         return rc;
     }
+    out->decoded = 1;
+    if ((rc = take_str(&c, &out->after, &out->after_len, err)) != 0 ||
+        (rc = take_u32(&c, &out->limit, err)) != 0) {
+        return rc;
+    }
+    out->decoded = 3;
+    return take_end(&c, err);
+}
+
+int rift_frame_decode_consumer_list_result(const uint8_t *fields, size_t len,
+                                           rift_frame_consumer_info *out,
+                                           size_t cap, size_t *count,
+                                           bool *more, rift_error *err) {
+    cursor c = {fields, len, 0};
+    uint32_t n = 0;
+    int rc = take_u32(&c, &n, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (n > cap || n > RIFT_EXT_MAX_LIST) {
+        return fail(err, RIFT_EXT_ERR_LIST_COUNT);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if ((rc = take_info(&c, &out[i], err)) != 0) {
+            return rc;
+        }
+    }
+    uint8_t m = 0;
+    if ((rc = take_u8(&c, &m, err)) != 0) {
+        return rc;
+    }
+    if (m > 1) {
+        return fail(err, RIFT_EXT_ERR_LIST_COUNT);
+    }
+    *count = n;
+    *more = m != 0;
     return take_end(&c, err);
 }
 
@@ -269,21 +326,55 @@ rift_ssize rift_frame_encode_fetch_wait(uint8_t *buf, size_t cap,
     return end(&w);
 }
 
+static void put_info(wcur *w, const rift_frame_consumer_info *f) {
+    put_str(w, f->name, f->name_len);
+    put_str(w, f->filter, f->filter_len);
+    put_u8(w, f->start);
+    put_u64(w, f->start_value);
+    put_u32(w, f->ack_wait_ms);
+    put_u32(w, f->max_ack_pending);
+    put_u64(w, f->start_sequence);
+    put_u64(w, f->next_sequence);
+    put_u32(w, f->pending);
+    put_u8(w, f->created);
+    put_u32(w, f->max_deliver);
+    put_u64(w, f->terminated);
+    put_u64(w, f->max_delivered);
+}
+
 rift_ssize rift_frame_encode_consumer_info(uint8_t *buf, size_t cap,
                                            const rift_frame_consumer_info *f) {
     wcur w = start(buf, cap, RIFT_OP_CONSUMER_INFO);
-    put_str(&w, f->name, f->name_len);
-    put_str(&w, f->filter, f->filter_len);
-    put_u8(&w, f->start);
-    put_u64(&w, f->start_value);
-    put_u32(&w, f->ack_wait_ms);
-    put_u32(&w, f->max_ack_pending);
-    put_u64(&w, f->start_sequence);
-    put_u64(&w, f->next_sequence);
-    put_u32(&w, f->pending);
-    put_u8(&w, f->created);
-    put_u32(&w, f->max_deliver);
-    put_u64(&w, f->terminated);
-    put_u64(&w, f->max_delivered);
+    put_info(&w, f);
     return end(&w);
+}
+
+rift_ssize rift_frame_encode_consumer_list(uint8_t *buf, size_t cap,
+                                           const rift_frame_consumer_list *f) {
+    wcur w = start(buf, cap, RIFT_OP_CONSUMER_LIST);
+    put_str(&w, f->stream, f->stream_len);
+    put_str(&w, f->after, f->after_len);
+    put_u32(&w, f->limit);
+    return end(&w);
+}
+
+rift_ssize
+rift_frame_encode_consumer_list_result(uint8_t *buf, size_t cap,
+                                       const rift_frame_consumer_info *items,
+                                       size_t count, bool more) {
+    if (count > RIFT_EXT_MAX_LIST) {
+        return RIFT_ERR_INVALID_ARGUMENT;
+    }
+    wcur w = start(buf, cap, RIFT_OP_CONSUMER_LIST_RESULT);
+    put_u32(&w, (uint32_t)count);
+    for (size_t i = 0; i < count; i++) {
+        put_info(&w, &items[i]);
+    }
+    put_u8(&w, more ? 1 : 0);
+    return end(&w);
+}
+
+size_t rift_frame_consumer_info_size(const rift_frame_consumer_info *f) {
+    return 2 + f->name_len + 2 + f->filter_len + 1 + 8 + 4 + 4 + 8 + 8 + 4 + 1 +
+           4 + 8 + 8;
 }

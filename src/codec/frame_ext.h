@@ -32,6 +32,8 @@ typedef enum rift_ext_opcode {
     RIFT_OP_CONSUMER_NAK = 23,        /* client: frame_ext_ack.h */
     RIFT_OP_CONSUMER_TERM = 24,       /* client: frame_ext_ack.h */
     RIFT_OP_CONSUMER_PROGRESS = 25,   /* client: frame_ext_ack.h */
+    RIFT_OP_CONSUMER_LIST = 26,       /* client: see rift_frame_consumer_list */
+    RIFT_OP_CONSUMER_LIST_RESULT = 27, /* server: count, infos, more */
 } rift_ext_opcode;
 
 /** The extension version EXT_INFO carries. */
@@ -39,7 +41,7 @@ typedef enum rift_ext_opcode {
 /** The features EXT_INFO lists, space-separated. */
 #define RIFT_EXT_FEATURES                                                      \
  "consumer-open consumer-info consumer-delete fetch-wait "                     \
- "consumer-nak consumer-term consumer-progress max-deliver"
+ "consumer-nak consumer-term consumer-progress max-deliver consumer-list"
 
 /* Texts of the extension checks (all ERROR code 2). */
 #define RIFT_EXT_ERR_START     "invalid start position"
@@ -51,8 +53,14 @@ typedef enum rift_ext_opcode {
 /** Longest wait of a CONSUMER_FETCH_WAIT. */
 #define RIFT_EXT_MAX_WAIT_MS 120000u
 
+/** The most consumers one CONSUMER_LIST asks for (its `limit`). */
+#define RIFT_EXT_MAX_LIST       256u
+#define RIFT_EXT_ERR_LIST_LIMIT "consumer list limit must be 1..256"
+/** A CONSUMER_LIST_RESULT whose count or `more` flag is out of range. */
+#define RIFT_EXT_ERR_LIST_COUNT "invalid consumer list"
+
 /** rift_ext_opcode_client: true for the extension opcodes a client sends
- * (16, 18, 20, 21, 22, 23, 24, 25). */
+ * (16, 18, 20, 21, 22, 23, 24, 25, 26). */
 bool rift_ext_opcode_client(uint8_t opcode);
 
 /** rift_ext_opcode_name: "EXT_HELLO" etc., NULL when not an extension. */
@@ -128,6 +136,19 @@ typedef struct rift_frame_consumer_info {
     uint64_t max_delivered;
 } rift_frame_consumer_info;
 
+/** CONSUMER_LIST: stream:str, after:str, limit:u32. The identity's
+ * consumers of |stream| whose names sort strictly after |after| ("" =
+ * from the start), at most |limit| (1..=256). `decoded` counts the fields
+ * decoded. */
+typedef struct rift_frame_consumer_list {
+    const char *stream;
+    size_t stream_len;
+    const char *after;
+    size_t after_len;
+    uint32_t limit;
+    unsigned decoded;
+} rift_frame_consumer_list;
+
 /** EXT_INFO: version:u16, features:str. */
 typedef struct rift_frame_ext_info {
     uint16_t version;
@@ -148,6 +169,19 @@ int rift_frame_decode_consumer_info(const uint8_t *fields, size_t len,
                                     rift_error *err);
 int rift_frame_decode_ext_info(const uint8_t *fields, size_t len,
                                rift_frame_ext_info *out, rift_error *err);
+int rift_frame_decode_consumer_list(const uint8_t *fields, size_t len,
+                                    rift_frame_consumer_list *out,
+                                    rift_error *err);
+/**
+ * CONSUMER_LIST_RESULT: count:u32, count x (the fields of CONSUMER_INFO),
+ * more:u8 (1: consumers after the last one remain). Fills out[0..count)
+ * (pointing into |fields|); a count above |cap| or 256, or a `more` above 1,
+ * is "invalid consumer list".
+ */
+int rift_frame_decode_consumer_list_result(const uint8_t *fields, size_t len,
+                                           rift_frame_consumer_info *out,
+                                           size_t cap, size_t *count,
+                                           bool *more, rift_error *err);
 
 /*
  * Encoders: a whole frame (prefix included) into |buf|; the byte count,
@@ -170,5 +204,14 @@ rift_ssize rift_frame_encode_fetch_wait(uint8_t *buf, size_t cap,
                                         const rift_frame_fetch_wait *f);
 rift_ssize rift_frame_encode_consumer_info(uint8_t *buf, size_t cap,
                                            const rift_frame_consumer_info *f);
+rift_ssize rift_frame_encode_consumer_list(uint8_t *buf, size_t cap,
+                                           const rift_frame_consumer_list *f);
+/* |count| at most 256. */
+rift_ssize
+rift_frame_encode_consumer_list_result(uint8_t *buf, size_t cap,
+                                       const rift_frame_consumer_info *items,
+                                       size_t count, bool more);
+/** The bytes |f|'s fields take in a CONSUMER_LIST_RESULT (no prefix). */
+size_t rift_frame_consumer_info_size(const rift_frame_consumer_info *f);
 
 #endif /* RIFT_CODEC_FRAME_EXT_H */

@@ -1,7 +1,8 @@
 /*
  * consumer_ext.c — the extension opcodes of the protocol server (server
  * layer): EXT_HELLO (16), CONSUMER_OPEN_EXT (18), CONSUMER_INFO_GET (20)
- * and CONSUMER_DELETE (21), each a one-shot operation on its stream.
+ * and CONSUMER_DELETE (21), each a one-shot operation on its stream, and
+ * the dispatch of the other consumer extensions to their files.
  *
  * Reference: docs/protocol-v1.md, part "Extensions" (E.1 rules, E.3
  * validation order and texts). They act on the same scoped consumers as
@@ -23,6 +24,30 @@
 
 /* ---- Answers ---- */
 
+void rift_srv_consumer_info_frame(const rift_consumer_info *info,
+                                  const char *name, size_t name_len,
+                                  bool created, rift_frame_consumer_info *f) {
+    *f = (rift_frame_consumer_info){
+        .name = name,
+        .name_len = name_len,
+        .filter = info->config.filter != NULL ? info->config.filter : ">",
+        .filter_len = info->config.filter != NULL ? info->config.filter_len : 1,
+        .start = (uint8_t)info->config.start,
+        .start_value = info->config.start == RIFT_START_SEQUENCE
+                           ? info->config.start_sequence
+                           : info->config.start_time_ms,
+        .ack_wait_ms = (uint32_t)info->config.ack_wait_ms,
+        .max_ack_pending = info->config.max_ack_pending,
+        .start_sequence = info->start_sequence,
+        .next_sequence = info->next_sequence,
+        .pending = (uint32_t)RIFT_MIN(info->pending, (size_t)UINT32_MAX),
+        .created = created ? 1 : 0,
+        .max_deliver = info->config.max_deliver,
+        .terminated = info->terminated,
+        .max_delivered = info->max_delivered,
+    };
+}
+
 /* CONSUMER_INFO for |c| under the client's |name|. Returns 0, or nonzero
  * when the stream failed (ERROR written) or the write did not go out (the
  * caller decides how the stream ends then). */
@@ -34,25 +59,8 @@ static int write_info(srv_stream *ss, rift_consumer *c, const char *name,
         rift_srv_fail_err(ss, &err);
         return err.code;
     }
-    rift_frame_consumer_info f = {
-        .name = name,
-        .name_len = name_len,
-        .filter = info.config.filter != NULL ? info.config.filter : ">",
-        .filter_len = info.config.filter != NULL ? info.config.filter_len : 1,
-        .start = (uint8_t)info.config.start,
-        .start_value = info.config.start == RIFT_START_SEQUENCE
-                           ? info.config.start_sequence
-                           : info.config.start_time_ms,
-        .ack_wait_ms = (uint32_t)info.config.ack_wait_ms,
-        .max_ack_pending = info.config.max_ack_pending,
-        .start_sequence = info.start_sequence,
-        .next_sequence = info.next_sequence,
-        .pending = (uint32_t)RIFT_MIN(info.pending, (size_t)UINT32_MAX),
-        .created = created ? 1 : 0,
-        .max_deliver = info.config.max_deliver,
-        .terminated = info.terminated,
-        .max_delivered = info.max_delivered,
-    };
+    rift_frame_consumer_info f;
+    rift_srv_consumer_info_frame(&info, name, name_len, created, &f);
     rift_server *srv = ss->conn->srv;
     rift_ssize n =
         rift_frame_encode_consumer_info(srv->scratch, SRV_SCRATCH_BYTES, &f);
@@ -330,6 +338,9 @@ void rift_srv_ext_op(srv_stream *ss, const srv_frame *f) {
         break;
     case RIFT_OP_CONSUMER_FETCH_WAIT:
         rift_srv_fetch_wait(ss, f); /* stream_ops.c: the fetch machinery */
+        break;
+    case RIFT_OP_CONSUMER_LIST:
+        rift_srv_consumer_list(ss, f); /* consumer_ext_list.c */
         break;
     case RIFT_OP_CONSUMER_NAK:
     case RIFT_OP_CONSUMER_TERM:

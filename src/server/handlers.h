@@ -11,6 +11,7 @@
 #define RIFT_SERVER_HANDLERS_H
 
 #include "server/server_internal.h"
+#include "codec/frame_ext.h"
 
 /* ---- publish.c ---- */
 
@@ -36,8 +37,19 @@ void rift_srv_delivery_resume(srv_stream *ss);
 
 /* ---- consumer_ext.c ---- */
 
-/* The extension opcodes 16, 18, 20, 21 (codec/frame_ext.h). */
+/* The extension opcodes 16, 18, 20, 21 (codec/frame_ext.h); dispatches
+ * 22..33 to their files. */
 void rift_srv_ext_op(srv_stream *ss, const srv_frame *f);
+/* The CONSUMER_INFO fields of |info| under the client's |name| (|f| points
+ * into |info| and |name|). */
+void rift_srv_consumer_info_frame(const rift_consumer_info *info,
+                                  const char *name, size_t name_len,
+                                  bool created, rift_frame_consumer_info *f);
+
+/* ---- consumer_ext_list.c ---- */
+
+/* CONSUMER_LIST (26): answers CONSUMER_LIST_RESULT or fails |ss|. */
+void rift_srv_consumer_list(srv_stream *ss, const srv_frame *f);
 
 /* ---- consumer_ext_ack.c ---- */
 

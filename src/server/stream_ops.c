@@ -682,6 +682,13 @@ static void complete(srv_store_op *op) {
 
 /* ---- Opcodes ---- */
 
+/* CONSUMER_OPEN's answer, OK, after labelling the consumer with the
+ * client's name (stored, so CONSUMER_LIST can name it back). */
+static void open_answer(srv_stream *ss, srv_store_op *op) {
+    (void)rift_consumer_set_label(op->consumer, op->name, op->name_len, NULL);
+    (void)rift_srv_write_ok(ss, false);
+}
+
 /* Scopes a consumer name (§3.5) once its field was decoded: the original
  * validates it before decoding anything after it. Returns 0 or fails the
  * stream. */
@@ -825,6 +832,9 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     op->pin = pin;
     op->quota_consumer = counted;
     op->quota_slot = slot;
+    op->answer = open_answer;
+    memcpy(op->name, f.name, f.name_len);
+    op->name_len = f.name_len;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
     bool completed = false;

@@ -2,7 +2,8 @@
  * consumer_settle.c — settling one pending delivery beyond ack (store
  * layer, extension): NAK with an optional delay, TERM (never delivered
  * again, counted, journaled as RIFT_EV_TERM), in progress (the ack wait
- * starts again); the consumer's advisory label and the stream's advisory
+ * starts again); the consumer's label (journaled) and the walk over a
+ * stream's consumers and their labels; the stream's advisory
  * watch, which reports the records consumer.c's fetch dropped after
  * max_deliver. Semantics: docs/protocol-v1.md E.3, docs/storage-format.md.
  */
@@ -180,11 +181,44 @@ int rift_consumer_set_label(rift_consumer *c, const char *label,
     }
     pthread_mutex_lock(&st->lock);
     char *old = c->label;
+    size_t old_len = c->label_len;
     c->label = copy;
     c->label_len = label_len;
+    int rc = 0;
+    /* Journaled so a listing can name the consumer after a restart
+     * (CONSUMER_LIST). Nobody waits for it: a crash before it is written
+     * leaves the consumer unlabelled until its next open sets it again. */
+    if (st->file && !c->deleted && rift_stream_check_usable(st, NULL) == 0) {
+        rift_sbuf *b = rift_stage_state_buf(st);
+        size_t before = b->len;
+        if (rift_consumer_encode_label(c, b) != 0) {
+            c->label = old;
+            c->label_len = old_len;
+            old = copy;
+            rc = rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
+        } else {
+            rift_stage_state_done(st, before);
+            bool done = false;
+            rc = rift_writer_commit(st, true, NULL, NULL, false, NULL, &done,
+                                    err);
+        }
+    }
     pthread_mutex_unlock(&st->lock);
     rift_free(st->mem, old);
-    return 0;
+    return rc;
+}
+
+int rift_stream_consumer_each(rift_stream *st, rift_stream_consumer_fn fn,
+                              void *arg, rift_error *err) {
+    pthread_mutex_lock(&st->lock);
+    int rc = st->closed ? rift_stream_check_usable(st, err) : 0;
+    for (size_t i = 0; rc == 0 && i < st->ncons; i++) {
+        const rift_consumer *c = st->cons[i];
+        fn(arg, c->name, c->name_len, c->label,
+           c->label != NULL ? c->label_len : 0);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
 }
 
 void rift_stream_set_advisory_watch(rift_stream *st, rift_stream_advisory_fn fn,

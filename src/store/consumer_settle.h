@@ -9,9 +9,6 @@
 
 #include "store/stream_types.h"
 
-/* The longest label an advisory carries. */
-#define RIFT_ADVISORY_LABEL_MAX 256u
-
 /* What a fetch copied under the lock to report its drops unlocked. */
 typedef struct rift_advisory_note {
     rift_stream_advisory_fn fn;

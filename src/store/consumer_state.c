@@ -422,10 +422,26 @@ static int encode_limits(const rift_consumer *c, rift_sbuf *b) {
     return 0;
 }
 
+int rift_consumer_encode_label(const rift_consumer *c, rift_sbuf *b) {
+    if (c->label == NULL) {
+        return 0;
+    }
+    size_t before = b->len;
+    int64_t start = rift_ev_begin(b, RIFT_EV_CONSUMER_LABEL);
+    if (start < 0 || rift_ev_put_u32(b, c->id) != 0 ||
+        rift_ev_put_str(b, c->label, c->label_len) != 0) {
+        b->len = before;
+        return RIFT_ERR_NOMEM;
+    }
+    rift_ev_finish(b, start);
+    return 0;
+}
+
 static int encode_with_limits(const rift_consumer *c, rift_sbuf *b,
                               bool with_pending) {
     size_t before = b->len;
-    if (encode_consumer(c, b, with_pending) != 0 || encode_limits(c, b) != 0) {
+    if (encode_consumer(c, b, with_pending) != 0 || encode_limits(c, b) != 0 ||
+        rift_consumer_encode_label(c, b) != 0) {
         b->len = before;
         return RIFT_ERR_NOMEM;
     }
@@ -640,6 +656,31 @@ static int apply_term(rift_stream *st, rift_ev_reader *r, const char **why) {
     return 0;
 }
 
+static int apply_label(rift_stream *st, rift_ev_reader *r, const char **why) {
+    uint32_t id = rift_ev_get_u32(r);
+    size_t len = 0;
+    const char *label = rift_ev_get_str(r, &len);
+    if (r->bad) {
+        *why = "truncated state event";
+        return -1;
+    }
+    rift_consumer *c = rift_consumer_by_id(st, id);
+    if (c == NULL || len > RIFT_ADVISORY_LABEL_MAX) {
+        *why = c == NULL ? "label references absent consumer"
+                         : "consumer label too long";
+        return -1;
+    }
+    char *copy = rift_strndup(st->mem, label, len);
+    if (copy == NULL) {
+        *why = "out of memory";
+        return -2;
+    }
+    rift_free(st->mem, c->label);
+    c->label = copy;
+    c->label_len = len;
+    return 0;
+}
+
 static int apply_hole(rift_stream *st, rift_ev_reader *r, const char **why) {
     uint64_t from = rift_ev_get_u64(r);
     uint64_t to = rift_ev_get_u64(r);
@@ -693,6 +734,9 @@ int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
         break;
     case RIFT_EV_TERM:
         rc = apply_term(st, &r, why);
+        break;
+    case RIFT_EV_CONSUMER_LABEL:
+        rc = apply_label(st, &r, why);
         break;
     default:
         *why = "unknown state event";

@@ -74,6 +74,8 @@ void rift_pend_drop_range(rift_consumer *c, uint64_t from, uint64_t to);
 int rift_consumer_encode(const rift_consumer *c, rift_sbuf *b);
 /* The CONSUMER event of a consumer just created (no pending set). */
 int rift_consumer_encode_new(const rift_consumer *c, rift_sbuf *b);
+/* The CONSUMER_LABEL event of |c| (nothing when it has no label). */
+int rift_consumer_encode_label(const rift_consumer *c, rift_sbuf *b);
 /* Applies one state event (recovery). 0, or -1 with *|why|. */
 int rift_consumer_apply_event(rift_stream *st, const uint8_t *body, size_t len,
                               const char **why);

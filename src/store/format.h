@@ -130,6 +130,10 @@ enum {
     /* Extension: u32 id, u64 seq, u8 reason (0 TERM, 1 max_deliver): the
      * delivery leaves the pending set for good and is counted. */
     RIFT_EV_TERM = 8,
+    /* Extension: u32 id, str label: the consumer's label (a protocol
+     * server's client-side name of a scoped consumer), after its CONSUMER
+     * (and CONSUMER_LIMITS) event in snapshots, or whenever it changes. */
+    RIFT_EV_CONSUMER_LABEL = 9,
 };
 
 /* RIFT_EV_TERM reasons. */

@@ -67,6 +67,10 @@ typedef struct rift_pend {
     uint32_t live;
 } rift_pend;
 
+/* The longest consumer label (rift_consumer_set_label cuts longer ones;
+ * an advisory carries it, RIFT_EV_CONSUMER_LABEL stores it). */
+#define RIFT_ADVISORY_LABEL_MAX 256u
+
 struct rift_consumer {
     rift_stream *st;
     uint32_t id;
@@ -86,7 +90,8 @@ struct rift_consumer {
     /* Extension (consumer_settle.c): the most deliveries of a record (0 =
      * unlimited); the deliveries ended by TERM and the records dropped
      * after max_deliver, both journaled (RIFT_EV_CONSUMER_LIMITS,
-     * RIFT_EV_TERM); the advisory label (in memory, owned). */
+     * RIFT_EV_TERM); the label (owned; journaled as
+     * RIFT_EV_CONSUMER_LABEL on file streams). */
     uint32_t max_deliver;
     uint64_t terminated;
     uint64_t max_delivered;

@@ -2,10 +2,12 @@
  * cmd_consumer.c — `rift consumer open|fetch|ack|info|delete` (tools
  * layer): durable pull consumers of a retained stream. open (with a
  * sequence start), fetch and ack are protocol v1 opcodes 12, 13 and 15;
- * the other start positions (NATS Streaming's first, last received, new
- * only, by time), info and delete have no opcode and go through riftd's
- * control commands, which act on the consumer of the identity the CLI
- * authenticated as (or --identity).
+ * ls (CONSUMER_LIST), next (the waiting fetch), nak and term are
+ * extensions any principal may use for its own consumers; the other start
+ * positions (NATS Streaming's first, last received, new only, by time),
+ * info and delete (alias rm) go through riftd's control commands, which
+ * act on the consumer of the identity the CLI authenticated as (or
+ * --identity).
  */
 #include "args.h"
 #include "cmd.h"
@@ -36,11 +38,15 @@ static void usage(FILE *out) {
         "       rift consumer fetch STREAM NAME [--count N] [--wait DURATION] "
         "[--ack]\n"
         "                     [--raw [--sep SEP]]\n"
+        "       rift consumer next STREAM NAME [--count N] [--wait DURATION] "
+        "[--ack]\n"
+        "                     [--raw [--sep SEP]]\n"
+        "       rift consumer ls STREAM [--json]\n"
         "       rift consumer ack STREAM NAME SEQ...\n"
         "       rift consumer nak STREAM NAME SEQ [--delay DURATION]\n"
         "       rift consumer term STREAM NAME SEQ\n"
         "       rift consumer info STREAM NAME [--identity ID] [--json]\n"
-        "       rift consumer delete STREAM NAME [--identity ID]\n"
+        "       rift consumer delete|rm STREAM NAME [--identity ID]\n"
         "       (each takes the connection flags)\n\n"
         "open    creates the durable consumer NAME (or reopens it with the "
         "same settings).\n"
@@ -61,6 +67,12 @@ static void usage(FILE *out) {
         "waiting fetch).\n"
         "        --raw writes payloads only, each followed by SEP with "
         "--sep.\n"
+        "next    as fetch, but the server waits for a record (--wait, "
+        "default 5s, at\n"
+        "        most 2m) and answers as soon as one is stored: no polling.\n"
+        "ls      lists your consumers of STREAM: name, filter, next "
+        "sequence, pending\n"
+        "        acks, ack wait, max deliver (--json: one array).\n"
         "ack     acknowledges delivered records.\n"
         "nak     gives a delivery back: redelivered at once, or after "
         "--delay (e.g. 30s, \n"
@@ -500,6 +512,38 @@ static uint64_t now_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Prints (and with --ack acknowledges) |n| deliveries, releasing each;
+ * 0, or 1 after a failed ack (the rest is printed, not acked). */
+static int print_deliveries(const consumer_args *a, rift_client *c,
+                            rift_client_delivery *d, size_t n, const char *sep,
+                            size_t sep_len) {
+    const char *stream = a->pos[0], *name = a->pos[1];
+    rift_error err;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!a->raw) {
+            char when[RIFT_CLI_TIME_LEN];
+            rift_cli_time_format(d[i].timestamp_ms, when);
+            printf("#%llu (delivery %u) %s ", (unsigned long long)d[i].sequence,
+                   d[i].delivery_count, when);
+        }
+        rift_cli_print_msg(stdout, d[i].msg, a->raw);
+        if (sep_len > 0) {
+            fwrite(sep, 1, sep_len, stdout);
+            fflush(stdout);
+        }
+        if (a->ack && rc == 0 &&
+            rift_client_ack(c, stream, strlen(stream), name, strlen(name),
+                            d[i].sequence, &err) != 0) {
+            fprintf(stderr, "rift consumer: ack %llu: %s\n",
+                    (unsigned long long)d[i].sequence, err.text);
+            rc = 1;
+        }
+        rift_msg_unref(d[i].msg);
+    }
+    return rc;
+}
+
 static int cmd_fetch(consumer_args *a, rift_client *c) {
     uint64_t count = 1, wait = 0;
     if (a->count != NULL &&
@@ -538,30 +582,48 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
         pause_ms(backoff < deadline - now ? backoff : deadline - now);
         backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
     }
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!a->raw) {
-            char when[RIFT_CLI_TIME_LEN];
-            rift_cli_time_format(d[i].timestamp_ms, when);
-            printf("#%llu (delivery %u) %s ", (unsigned long long)d[i].sequence,
-                   d[i].delivery_count, when);
-        }
-        rift_cli_print_msg(stdout, d[i].msg, a->raw);
-        if (sep_len > 0) {
-            fwrite(sep, 1, sep_len, stdout);
-            fflush(stdout);
-        }
-        if (a->ack && rc == 0 &&
-            rift_client_ack(c, stream, strlen(stream), name, strlen(name),
-                            d[i].sequence, &err) != 0) {
-            fprintf(stderr, "rift consumer: ack %llu: %s\n",
-                    (unsigned long long)d[i].sequence, err.text);
-            rc = 1;
-        }
-        rift_msg_unref(d[i].msg);
-    }
+    int rc = print_deliveries(a, c, d, n, sep, sep_len);
     if (n == 0 && !a->raw) {
         explain_empty(c, a);
+    }
+    return rc;
+}
+
+/* next: the waiting fetch (CONSUMER_FETCH_WAIT), --wait 1 ms..2 min. */
+static int cmd_next(consumer_args *a, rift_client *c) {
+    uint64_t count = 1, wait = 5000;
+    if (a->count != NULL &&
+        (!rift_cli_parse_u64("consumer", "--count", a->count, &count) ||
+         count == 0 || count > FETCH_MAX)) {
+        fprintf(stderr, "rift consumer: --count expects 1..%d\n", FETCH_MAX);
+        return 2;
+    }
+    if (a->wait != NULL && (!rift_cli_duration_parse(a->wait, &wait) ||
+                            wait == 0 || wait > 120000)) {
+        fprintf(stderr, "rift consumer: --wait expects a duration from 1ms "
+                        "to 2m, such as 500ms or 10s\n");
+        return 2;
+    }
+    char sep[RIFT_CLI_SEP_MAX];
+    size_t sep_len = 0;
+    if (a->sep_s != NULL &&
+        !rift_cli_parse_sep("consumer", a->sep_s, sep, &sep_len)) {
+        return 2;
+    }
+    rift_client_delivery d[FETCH_MAX];
+    size_t n = 0;
+    rift_error err;
+    const char *stream = a->pos[0], *name = a->pos[1];
+    if (rift_client_fetch_wait(c, stream, strlen(stream), name, strlen(name),
+                               (uint32_t)count, (uint32_t)wait, d, &n,
+                               &err) != 0) {
+        fprintf(stderr, "rift consumer: %s\n", err.text);
+        return 1;
+    }
+    int rc = print_deliveries(a, c, d, n, sep, sep_len);
+    if (n == 0 && !a->raw) {
+        fprintf(stderr, "rift consumer: nothing to fetch within %llu ms\n",
+                (unsigned long long)wait);
     }
     return rc;
 }
@@ -612,6 +674,72 @@ static int cmd_settle(consumer_args *a, rift_client *c, bool nak) {
     return 0;
 }
 
+/* ---- ls ---- */
+
+/* ls STREAM: every page of CONSUMER_LIST, as a table or one JSON array. */
+static int cmd_ls(consumer_args *a, rift_client *c) {
+    const char *stream = a->pos[0];
+    json_t *all = a->json ? json_array() : NULL;
+    char after[sizeof(((rift_client_consumer_entry *)0)->name)] = "";
+    size_t after_len = 0, total = 0;
+    bool more = true;
+    while (more) {
+        rift_client_consumer_entry *e = NULL;
+        size_t n = 0;
+        rift_error err;
+        if (rift_client_consumer_list(c, stream, strlen(stream), after,
+                                      after_len, 256, &e, &n, &more,
+                                      &err) != 0) {
+            fprintf(stderr, "rift consumer: %s\n", err.text);
+            json_decref(all);
+            return 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const rift_client_consumer_info *in = &e[i].info;
+            if (all != NULL) {
+                json_array_append_new(
+                    all,
+                    json_pack("{s:s,s:s%,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "name",
+                              e[i].name, "filter", in->config.filter,
+                              in->config.filter_len, "start_sequence",
+                              (json_int_t)in->start_sequence, "next_sequence",
+                              (json_int_t)in->next_sequence, "pending",
+                              (json_int_t)in->pending, "ack_wait_ms",
+                              (json_int_t)in->config.ack_wait_ms,
+                              "max_ack_pending",
+                              (json_int_t)in->config.max_ack_pending,
+                              "max_deliver", (json_int_t)in->config.max_deliver,
+                              "terminated", (json_int_t)in->terminated));
+                continue;
+            }
+            if (total + i == 0) {
+                printf("%-24s %-20s %10s %8s %10s %11s\n", "NAME", "FILTER",
+                       "NEXT", "PENDING", "ACK WAIT", "MAX DELIVER");
+            }
+            printf("%-24s %-20.*s %10llu %8u %8llums %11u\n", e[i].name,
+                   (int)in->config.filter_len, in->config.filter,
+                   (unsigned long long)in->next_sequence, in->pending,
+                   (unsigned long long)in->config.ack_wait_ms,
+                   in->config.max_deliver);
+        }
+        if (n > 0) {
+            memcpy(after, e[n - 1].name, e[n - 1].name_len + 1);
+            after_len = e[n - 1].name_len;
+        } else {
+            more = false; /* never loop on an empty page */
+        }
+        total += n;
+        rift_client_consumer_list_free(e);
+    }
+    if (all != NULL) {
+        rift_cli_json_print(stdout, all);
+        json_decref(all);
+    } else if (total == 0) {
+        printf("no consumers of yours on %s\n", stream);
+    }
+    return 0;
+}
+
 /* ---- info, delete ---- */
 
 static int cmd_control(consumer_args *a, rift_client *c, const char *command) {
@@ -644,8 +772,9 @@ int rift_cmd_consumer(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    static const char *const subs[] = {"open",   "fetch", "ack", "info",
-                                       "delete", "nak",   "term"};
+    static const char *const subs[] = {"open",   "fetch", "ack",  "info",
+                                       "delete", "nak",   "term", "next",
+                                       "ls",     "rm"};
     const char *sub = argv[1];
     size_t k = 0;
     while (k < sizeof(subs) / sizeof(subs[0]) && strcmp(sub, subs[k]) != 0) {
@@ -665,8 +794,10 @@ int rift_cmd_consumer(int argc, char **argv) {
     }
     bool is_ack = strcmp(sub, "ack") == 0;
     bool settle = strcmp(sub, "nak") == 0 || strcmp(sub, "term") == 0;
-    if (a.npos < 2 || (is_ack && a.npos < 3) || (settle && a.npos != 3) ||
-        (!is_ack && !settle && a.npos > 2)) {
+    bool ls = strcmp(sub, "ls") == 0;
+    if (ls ? a.npos != 1
+           : a.npos < 2 || (is_ack && a.npos < 3) || (settle && a.npos != 3) ||
+                 (!is_ack && !settle && a.npos > 2)) {
         usage(stderr);
         return 2;
     }
@@ -678,11 +809,16 @@ int rift_cmd_consumer(int argc, char **argv) {
         rc = cmd_open(&a, c);
     } else if (strcmp(sub, "fetch") == 0) {
         rc = cmd_fetch(&a, c);
+    } else if (strcmp(sub, "next") == 0) {
+        rc = cmd_next(&a, c);
+    } else if (ls) {
+        rc = cmd_ls(&a, c);
     } else if (is_ack) {
         rc = cmd_ack(&a, c);
     } else if (settle) {
         rc = cmd_settle(&a, c, sub[0] == 'n');
     } else {
+        /* rm is delete's short name. */
         rc = cmd_control(&a, c,
                          sub[0] == 'i' ? "consumer.info" : "consumer.delete");
     }
