@@ -371,9 +371,9 @@ static bool push_busy(const rift_server *srv, const rift_stream *st,
     return false;
 }
 
-/* The checks of E.3 PUSH_OPEN 3-6 once the consumer is found; 0 or
- * the stream failed. */
-static int check_consumer(srv_stream *ss, rift_consumer *c) {
+/* The subscribe check of E.3 PUSH_OPEN once the consumer is found (its
+ * pending count in *|pending|); 0 or the stream failed. */
+static int check_consumer(srv_stream *ss, rift_consumer *c, size_t *pending) {
     rift_error err;
     rift_consumer_info info;
     if (rift_consumer_get_info(c, &info, &err) != 0) {
@@ -387,6 +387,7 @@ static int check_consumer(srv_stream *ss, rift_consumer *c) {
         rift_srv_fail_err(ss, &err);
         return err.code;
     }
+    *pending = info.pending;
     return 0;
 }
 
@@ -425,7 +426,8 @@ static void push_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail_err(ss, &err);
         return;
     }
-    if (check_consumer(ss, c) != 0) {
+    size_t pending = 0;
+    if (check_consumer(ss, c, &pending) != 0) {
         rift_consumer_close(c);
         rift_srv_unpin(srv, &pin, false);
         return;
@@ -463,6 +465,11 @@ static void push_open(srv_stream *ss, const uint8_t *fields, size_t len) {
         push_free(ps);
         rift_srv_fail_err(ss, &err);
         return;
+    }
+    if (pending > 0) {
+        /* An earlier push's (or fetch's) deliveries: due within one ack
+         * wait, and this push must look then. */
+        rift_push_adopt_pending(ps->push, now_ms(srv));
     }
     (void)rift_consumer_set_label(c, f.name, f.name_len, NULL);
     ps->ss = ss;

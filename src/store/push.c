@@ -426,6 +426,12 @@ bool rift_push_wants_pump(const rift_push *p, uint64_t now_ms) {
            (room(p) > 0 || p->expired > 0 || due_expired(p, now_ms));
 }
 
+void rift_push_adopt_pending(rift_push *p, uint64_t now_ms) {
+    if (p->due_count == 0) {
+        due_push(p, now_ms + p->ack_wait_ms);
+    }
+}
+
 uint64_t rift_push_next_due_ms(const rift_push *p) {
     return p->due_count ? p->due[p->due_head] : UINT64_MAX;
 }

@@ -111,6 +111,12 @@ void rift_push_deliver(rift_push *p, const rift_batch *b);
  * arrived, and at rift_push_next_due_ms. */
 bool rift_push_wants_pump(const rift_push *p, uint64_t now_ms);
 
+/* rift_push_adopt_pending: the consumer has pending deliveries that no
+ * member of this push made (an earlier push's, or a fetch's): they are
+ * due one ack wait from |now_ms| at the latest, so a pump then takes
+ * them (to the member with the fewest pending, forced). */
+void rift_push_adopt_pending(rift_push *p, uint64_t now_ms);
+
 /* When the next ack wait expires (monotonic ms), UINT64_MAX if never. */
 uint64_t rift_push_next_due_ms(const rift_push *p);
 
