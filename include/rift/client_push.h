@@ -86,12 +86,15 @@ RIFT_EXTERN int rift_client_push_ack(rift_client_push *push, uint64_t sequence,
                                      rift_error *err);
 
 /**
- * rift_client_push_close ends the push (the stream is reset; the
- * consumer's durable state stays, what was not acknowledged is delivered
- * again after its ack wait) and releases the handle. Once it returns the
+ * rift_client_push_close ends the push — the acks made so far, then FIN
+ * (deliveries still on their way are dropped; the consumer's durable
+ * state stays, and what was not acknowledged is delivered again after its
+ * ack wait) — and releases the handle. Once it returns the
  * callback is not running and will not be called again (from the
  * callback itself it returns at once, the callback having been the
- * last). NULL is a no-op.
+ * last). From another thread it also waits (up to the operation
+ * timeout) until the transport reports the acks made before it received
+ * by the server, so a program may exit right after. NULL is a no-op.
  */
 RIFT_EXTERN void rift_client_push_close(rift_client_push *push);
 

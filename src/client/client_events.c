@@ -195,6 +195,8 @@ static void on_stream_acked(rift_quic_stream *s, uint64_t unacked, void *ud) {
     (void)s;
     if (cs->kind == RIFT_CS_PUB) {
         rift_client_pub_acked(cs, unacked);
+    } else if (cs->kind == RIFT_CS_PUSH) {
+        rift_client_push_acked(cs, unacked);
     }
 }
 

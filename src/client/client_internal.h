@@ -368,6 +368,8 @@ void rift_client_sub_unref(rift_client_sub *s);
 
 /* Client thread: a frame of a push stream (DELIVERY or ERROR). */
 void rift_client_push_frame(rift_client_stream *cs, const rift_frame_body *b);
+/* Client thread: |unacked| bytes of a push stream await their ACK. */
+void rift_client_push_acked(rift_client_stream *cs, uint64_t unacked);
 /* Client thread: the push ended with |e|; reports it (unless closed) and
  * detaches (resetting the stream when |reset|). */
 void rift_client_push_fail(rift_client_push *p, const rift_error *e,

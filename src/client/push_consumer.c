@@ -43,6 +43,7 @@ struct rift_client_push {
     bool ack_posted;
     bool ended;
     bool close_done;
+    bool flushed; /* closing: the acks and FIN reached the server */
     /* Client thread. */
     rift_client_stream *cs;
     bool closing; /* closed by the application: no more callbacks */
@@ -73,10 +74,11 @@ static void push_unref(rift_client_push *p) {
 
 /* ---- Client thread ---- */
 
+/* No acks are taken any more (those gathered are still written by a
+ * close). */
 static void mark_ended(rift_client_push *p) {
     pthread_mutex_lock(&p->mu);
     p->ended = true;
-    p->acks_len = 0;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -105,9 +107,17 @@ static void detach(rift_client_push *p, bool reset) {
     push_unref(p);
 }
 
+static void set_flushed(rift_client_push *p) {
+    pthread_mutex_lock(&p->mu);
+    p->flushed = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+}
+
 void rift_client_push_fail(rift_client_push *p, const rift_error *e,
                            bool reset) {
     mark_ended(p);
+    set_flushed(p);
     if (!p->closing && p->cs != NULL) {
         p->cb(p->ud, p, e->code != 0 ? e->code : RIFT_ERR_CLOSED, NULL, e);
     }
@@ -159,19 +169,17 @@ static void ack_frames_release(void *owner) {
     rift_free(f->mem, f);
 }
 
-/* Writes the gathered acks. */
-static void ack_flush_cb(void *arg, int status) {
-    rift_client_push *p = arg;
+/* Writes the gathered acks on the push stream (client thread). */
+static void write_acks(rift_client_push *p) {
     pthread_mutex_lock(&p->mu);
-    p->ack_posted = false;
     size_t n = p->acks_len;
     uint8_t *buf = p->acks;
     p->acks = NULL;
     p->acks_len = p->acks_cap = 0;
     pthread_mutex_unlock(&p->mu);
     rift_client *c = p->c;
-    if (status == 0 && n > 0 && p->cs != NULL && p->cs->qs != NULL) {
-        /* The stream takes the buffer (released once acknowledged). */
+    if (n > 0 && p->cs != NULL && p->cs->qs != NULL) {
+        /* The stream takes a copy (released once acknowledged). */
         rift_client_frame *fr =
             rift_malloc(c->mem, sizeof(rift_client_frame) + n);
         if (fr != NULL) {
@@ -185,14 +193,48 @@ static void ack_flush_cb(void *arg, int status) {
         }
     }
     rift_free(c->mem, buf);
+}
+
+static void ack_flush_cb(void *arg, int status) {
+    rift_client_push *p = arg;
+    pthread_mutex_lock(&p->mu);
+    p->ack_posted = false;
+    pthread_mutex_unlock(&p->mu);
+    if (status == 0) {
+        write_acks(p);
+    }
     push_unref(p);
+}
+
+/* Ends the push from our side: the acks made so far, then FIN, which the
+ * server reads after them (a reset would drop them unsent) and answers
+ * with its own; the stream stays attached until then, or until the
+ * transport reports everything acknowledged (|flushed|). Deliveries
+ * still on their way are dropped here and come again after their ack
+ * wait. */
+static void end_push(rift_client_push *p) {
+    p->closing = true;
+    write_acks(p);
+    if (p->cs == NULL || p->cs->qs == NULL ||
+        rift_quic_stream_write(p->cs->qs, NULL, 0, true) != 0) {
+        detach(p, true);
+        set_flushed(p);
+    } else if (rift_quic_stream_unacked(p->cs->qs) == 0) {
+        set_flushed(p);
+    }
+}
+
+void rift_client_push_acked(rift_client_stream *cs, uint64_t unacked) {
+    rift_client_push *p = cs->u.push;
+    if (p->closing && unacked == 0) {
+        set_flushed(p);
+    }
 }
 
 static void close_cb(void *arg, int status) {
     rift_client_push *p = arg;
     (void)status;
-    p->closing = true;
-    detach(p, true);
+    end_push(p);
     pthread_mutex_lock(&p->mu);
     p->close_done = true;
     pthread_cond_broadcast(&p->cond);
@@ -330,8 +372,7 @@ void rift_client_push_close(rift_client_push *p) {
     mark_ended(p);
     if (c->thread_started && pthread_equal(pthread_self(), c->thread)) {
         /* From the callback: nothing else runs on this thread meanwhile. */
-        p->closing = true;
-        detach(p, true);
+        end_push(p);
         push_unref(p);
         return;
     }
@@ -346,6 +387,13 @@ void rift_client_push_close(rift_client_push *p) {
     pthread_mutex_lock(&p->mu);
     while (!p->close_done) {
         pthread_cond_wait(&p->cond, &p->mu);
+    }
+    /* The acks made before the close reach the server before it returns
+     * (within the operation timeout), so a process may exit right after. */
+    struct timespec until;
+    rift_client_deadline_ts(&until, c->op_timeout_ns);
+    while (!p->flushed &&
+           pthread_cond_timedwait(&p->cond, &p->mu, &until) == 0) {
     }
     pthread_mutex_unlock(&p->mu);
     push_unref(p);
