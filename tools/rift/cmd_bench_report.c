@@ -138,7 +138,11 @@ unsigned bench_subs_column(const bench_cfg *cfg) {
     case BENCH_REQ:
     case BENCH_REPLY:
     case BENCH_CONSUME:
+    case BENCH_PUSH:
         return 1;
+    case BENCH_WAIT:
+    case BENCH_IDLE:
+        return cfg->subs;
     default:
         return 0;
     }
