@@ -639,7 +639,11 @@ RIFT_TEST(push_wait_and_idle) {
     CHECK(csv_row(&f, "idle", &r, &n));
     CHECK_EQ_STR(text(&r, 4), "idle");
     CHECK_EQ_INT((int)num(&r, 8), 20);
-    /* push: its consumer has nothing pending (every ack applied). */
+    /* Every run deleted the consumers it made. */
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(f.mem, &info, NULL));
+    CHECK_EQ_INT((int)info.consumer_count, 0);
+    rift_stream_info_free(&info);
     fix_down(&f);
 }
 

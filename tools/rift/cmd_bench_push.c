@@ -9,16 +9,21 @@
  * window closes when the last record arrived.
  *
  * wait: --subs fetchers (1), each a thread looping in
- * rift_client_fetch_wait on its own consumer, plus one push consumer
- * (max_in_flight 1,024) on the same records; a publisher stores --msgs
- * records one at a time, each stamped with its send time, and waits until
- * every fetcher and the push have it. Latency samples "fetched" are
- * publish -> fetch answered, over every fetcher; the push's publish ->
+ * rift_client_fetch_wait on one shared consumer (a work queue: every
+ * record wakes all of them, the first takes it, the others wait again),
+ * plus one push consumer (max_in_flight 1,024) on the same records; a
+ * publisher stores --msgs records one at a time, each stamped with its
+ * send time, and waits until a fetcher and the push have it. Latency
+ * samples "fetched" are publish -> fetch answered; the push's publish ->
  * delivered percentiles are printed beside them ("pushed").
  *
- * idle: --subs waiting fetchers (1,000) parked on a stream nobody
- * publishes to, for 5 s: the CPU of this process and of --server-pid
- * over that window (a waiting fetch should cost the server nothing).
+ * idle: --subs waiting fetchers (1,000) on one consumer, parked on a
+ * stream nobody publishes to, for 5 s: the CPU of this process and of
+ * --server-pid over that window (a waiting fetch should cost the server
+ * nothing).
+ *
+ * The consumers a run made are deleted at its end (a stream's consumer
+ * limit would otherwise end the rounds), unless --consumer named one.
  */
 #include "cmd_bench.h"
 
@@ -34,6 +39,15 @@ static int64_t stamp_of(const rift_msg *m) {
     size_t len;
     const uint8_t *p = rift_msg_payload(m, &len);
     return len >= 8 ? (int64_t)bench_get_le64(p) : 0;
+}
+
+/* Deletes the run's consumer |name| (not one named by --consumer). */
+static void drop_consumer(const bench_cfg *cfg, rift_client *c,
+                          const char *name) {
+    if (c != NULL && cfg->consumer == NULL && name[0] != '\0') {
+        (void)rift_client_consumer_delete(c, cfg->stream, cfg->stream_len, name,
+                                          strlen(name), NULL);
+    }
 }
 
 /* ---- push ---- */
@@ -123,7 +137,7 @@ int bench_run_push(const bench_cfg *cfg, bench_result *res) {
     uint64_t first;
     rift_client *c = NULL;
     rift_client_push *p = NULL;
-    char name[96];
+    char name[96] = "";
     prun r;
     prun_init(&r, cfg);
     if (bench_stream_prefill(cfg, &first) != 0 || bench_connect(cfg, &c) != 0 ||
@@ -156,6 +170,7 @@ int bench_run_push(const bench_cfg *cfg, bench_result *res) {
     }
     rc = 0;
 done:
+    drop_consumer(cfg, c, name);
     rift_client_del(c);
     prun_free(&r);
     return rc;
@@ -168,7 +183,7 @@ typedef struct wrun wrun;
 typedef struct fetcher {
     wrun *w;
     rift_client *client; /* shared by FETCHERS_PER_CONN */
-    char name[96];
+    const char *name;    /* the run's one consumer */
     pthread_t thread;
     bool started;
 } fetcher;
@@ -179,6 +194,7 @@ struct wrun {
     fetcher *f;
     rift_client **conns;
     unsigned nconns;
+    char name[96];
     uint32_t max_wait_ms;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -251,8 +267,8 @@ static void *fetcher_main(void *arg) {
     return NULL;
 }
 
-/* Connects, opens one consumer per fetcher from |first| and starts the
- * fetchers; 0 or -1 after printing why. */
+/* Connects, opens the consumer from |first| and starts the fetchers; 0
+ * or -1 after printing why. */
 static int wrun_start(wrun *w, const bench_cfg *cfg, unsigned n, uint64_t first,
                       uint32_t max_wait_ms) {
     memset(w, 0, sizeof(*w));
@@ -273,14 +289,15 @@ static int wrun_start(wrun *w, const bench_cfg *cfg, unsigned n, uint64_t first,
             return -1;
         }
     }
+    if (bench_consumer_open(cfg, w->conns[0], first, w->name,
+                            sizeof(w->name)) != 0) {
+        return -1;
+    }
     for (unsigned i = 0; i < n; i++) {
         fetcher *f = &w->f[i];
         f->w = w;
         f->client = w->conns[i / FETCHERS_PER_CONN];
-        if (bench_consumer_open(cfg, f->client, first, f->name,
-                                sizeof(f->name)) != 0) {
-            return -1;
-        }
+        f->name = w->name;
     }
     for (unsigned i = 0; i < n; i++) {
         if (bench_thread_start(&w->f[i].thread, fetcher_main, &w->f[i]) != 0) {
@@ -303,6 +320,9 @@ static void wrun_free(wrun *w) {
     pthread_mutex_lock(&w->mu);
     w->stop = true;
     pthread_mutex_unlock(&w->mu);
+    if (w->cfg != NULL && w->conns != NULL) {
+        drop_consumer(w->cfg, w->conns[0], w->name);
+    }
     /* Closing the connections ends the waits at once. */
     for (unsigned i = 0; w->conns != NULL && i < w->nconns; i++) {
         rift_client_del(w->conns[i]);
@@ -353,6 +373,7 @@ static void print_pushed(prun *r) {
 int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
     int rc = 1;
     rift_client *pubc = NULL, *pushc = NULL;
+    char pname[96] = "";
     rift_client_push *p = NULL;
     uint8_t *payload = NULL;
     uint64_t first = 0;
@@ -364,14 +385,13 @@ int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
         next_sequence(cfg, pubc, &first) != 0) {
         goto done;
     }
-    char pname[96];
     if (bench_consumer_open(cfg, pushc, first, pname, sizeof(pname)) != 0) {
         goto done;
     }
     if (wrun_start(&w, cfg, cfg->subs, first, 60000) != 0) {
         goto done;
     }
-    size_t lat_cap = (size_t)cfg->msgs * cfg->subs;
+    size_t lat_cap = (size_t)cfg->msgs;
     res->lat = malloc((lat_cap ? lat_cap : 1) * sizeof(*res->lat));
     r.lat_cap = (size_t)cfg->msgs;
     r.lat = malloc((r.lat_cap ? r.lat_cap : 1) * sizeof(*r.lat));
@@ -407,8 +427,8 @@ int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
             fprintf(stderr, "rift bench: publish: %s\n", err.text);
             break;
         }
-        /* Every fetcher and the push have it before the next one. */
-        uint64_t want = (sent + 1) * cfg->subs;
+        /* A fetcher and the push have it before the next one. */
+        uint64_t want = sent + 1;
         pthread_mutex_lock(&w.mu);
         bool timed_out = false;
         while (w.got < want && !timed_out) {
@@ -427,7 +447,7 @@ int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
     pthread_mutex_lock(&w.mu);
     res->nlat = w.nlat;
     res->msgs = w.got;
-    res->errors = (cfg->msgs - sent) * cfg->subs + w.failed;
+    res->errors = (cfg->msgs - sent) + w.failed;
     pthread_mutex_unlock(&w.mu);
     res->seconds = (double)(end - t0) / 1e9;
     rift_client_push_close(p);
@@ -440,6 +460,7 @@ int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
 done:
     rift_client_push_close(p);
     wrun_free(&w);
+    drop_consumer(cfg, pushc, pname);
     rift_client_del(pushc);
     rift_client_del(pubc);
     free(payload);
