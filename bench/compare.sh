@@ -102,6 +102,15 @@ ROWS=(
     "js-nosync-1|6|nosync|20000|stream --size 64 --pubs 1 --batch 1|durable publish, unsynced, 1 publisher"
     "js-async|6|nosync|200000|stream --size 64 --pubs 1 --batch 256|durable publish, unsynced, window of 256"
     "js-fetch|6|nosync|200000|consume --size 64 --batch 256|fetch 256 + ack each (unsynced stream)"
+    # Issue 18's consumer extensions: a push consumer (JetStream's push
+    # consumer with MaxAckPending on the NATS side), and rift-only rows of
+    # the waiting fetch (RIFT_ONLY below): its latency publish -> fetched
+    # with 1 and 100 waiting fetchers (the live push latency is printed in
+    # runs.log beside it) and the CPU of 1,000 idle ones over 5 s.
+    "js-push-1024|18|nosync|200000|push --size 64 --batch 1024|push consumer, max in flight 1,024 + ack each (unsynced stream)"
+    "wait-1|18|nosync|2000|wait --size 64 --subs 1|waiting fetch, 1 fetcher: publish -> fetched"
+    "wait-100|18|nosync|200|wait --size 64 --subs 100|waiting fetch, 100 fetchers (each its own consumer): publish -> fetched"
+    "idle-1000|18|nosync|100|idle --subs 1000|1,000 idle waiting fetchers for 5 s (CPU only)"
     # NATS Streaming: riftd-stan (stan-load, STAN_ARGS below) against
     # JetStream (nats-load with these arguments) on the synced servers.
     "stan-async|S1|sync|20000|stream --size 64 --pubs 1 --batch 256|STAN publish, synced, window of 256"
@@ -118,7 +127,9 @@ declare -A STAN_ARGS=(
     [stan-sub-1024]="sub --size 64 --max-inflight 1024"
 )
 # Rows whose latency percentiles get their own lines in the table.
-LAT_ROWS="req js-sync-1 js-nosync-1 stan-sync-1"
+LAT_ROWS="req js-sync-1 js-nosync-1 stan-sync-1 wait-1 wait-100"
+# Rows nats-load has no scenario for: rift alone.
+RIFT_ONLY=" wait-1 wait-100 idle-1000 "
 
 row_field() { # row_field ROWSPEC N
     echo "$1" | cut -d'|' -f"$2"
@@ -703,6 +714,9 @@ measure() {
                 if [[ "$id" == stan-* ]]; then
                     [ "$c" = riftd-stan ] || [ "$c" = nats-tcp ] || continue
                 elif [ "$c" = riftd-stan ]; then
+                    continue
+                fi
+                if [[ "$RIFT_ONLY" == *" $id "* ]] && [ "$c" != rift ]; then
                     continue
                 fi
                 printf '[%d/%d %s round %d/%d] %-8s ' "$k" "$nrows" "$id" \

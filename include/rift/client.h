@@ -757,5 +757,6 @@ RIFT_EXTERN int rift_client_consumer_list_async(
 #endif
 
 #include "rift/client_stream.h" /* the stream extensions */
+#include "rift/client_push.h"   /* the push consumer */
 
 #endif /* RIFT_CLIENT_H */

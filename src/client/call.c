@@ -343,6 +343,7 @@ void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b) {
         fetch_frame(cs, call, b);
         return;
     case RIFT_CALL_SUBSCRIBE:
+    case RIFT_CALL_PUSH:
         rc = rift_client_expect_ok(body, len, &e);
         if (rc == 0) {
             /* From here on the stream delivers MESSAGE frames, possibly

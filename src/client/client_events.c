@@ -90,6 +90,9 @@ static void fail_owner(rift_client_stream *cs, const rift_error *e) {
     case RIFT_CS_SUB:
         rift_client_sub_fail(cs->u.sub, e, true);
         break;
+    case RIFT_CS_PUSH:
+        rift_client_push_fail(cs->u.push, e, true);
+        break;
     case RIFT_CS_NONE:
         break;
     }
@@ -116,6 +119,9 @@ static bool dispatch(rift_client_stream *cs, const rift_frame_body *b) {
         return false;
     case RIFT_CS_SUB:
         return rift_client_sub_frame(cs, b);
+    case RIFT_CS_PUSH:
+        rift_client_push_frame(cs, b);
+        return false;
     case RIFT_CS_NONE:
         break;
     }
@@ -189,6 +195,8 @@ static void on_stream_acked(rift_quic_stream *s, uint64_t unacked, void *ud) {
     (void)s;
     if (cs->kind == RIFT_CS_PUB) {
         rift_client_pub_acked(cs, unacked);
+    } else if (cs->kind == RIFT_CS_PUSH) {
+        rift_client_push_acked(cs, unacked);
     }
 }
 

@@ -155,6 +155,7 @@ typedef enum rift_cs_kind {
     RIFT_CS_CALL,
     RIFT_CS_PUB,
     RIFT_CS_SUB,
+    RIFT_CS_PUSH, /* a push consumer's stream (push_consumer.c) */
 } rift_cs_kind;
 
 /* Client-thread state of one QUIC stream. Freed at stream_close (or at
@@ -168,6 +169,7 @@ struct rift_client_stream {
         rift_client_call *call;
         rift_publisher *pub;
         rift_client_sub *sub;
+        rift_client_push *push;
     } u;
     bool fin;      /* the server finished its side */
     bool read_end; /* FIN or reset: nothing more will arrive */
@@ -188,6 +190,7 @@ typedef enum rift_call_kind {
     RIFT_CALL_CONSUMER_INFO, /* CONSUMER_INFO into |info| */
     RIFT_CALL_STREAM_INFO,   /* STREAM_INFO_EXT into |sinfo| */
     RIFT_CALL_CONSUMER_LIST, /* CONSUMER_LIST_RESULT into |entries| */
+    RIFT_CALL_PUSH,          /* PUSH_OPEN: OK attaches, as SUBSCRIBE */
 } rift_call_kind;
 
 /* An owned copy of an asynchronous call's frame (header and payload),
@@ -373,6 +376,17 @@ void rift_client_sub_flush(rift_client_sub *s);
 /* Client thread: fails the subscription with |e| and detaches it. */
 void rift_client_sub_fail(rift_client_sub *s, const rift_error *e, bool reset);
 void rift_client_sub_unref(rift_client_sub *s);
+
+/* ---- Push consumers (push_consumer.c) ---- */
+
+/* Client thread: a frame of a push stream (DELIVERY or ERROR). */
+void rift_client_push_frame(rift_client_stream *cs, const rift_frame_body *b);
+/* Client thread: |unacked| bytes of a push stream await their ACK. */
+void rift_client_push_acked(rift_client_stream *cs, uint64_t unacked);
+/* Client thread: the push ended with |e|; reports it (unless closed) and
+ * detaches (resetting the stream when |reset|). */
+void rift_client_push_fail(rift_client_push *p, const rift_error *e,
+                           bool reset);
 
 /* ---- Client (client.c) ---- */
 

@@ -6,6 +6,7 @@
 #include "codec/field_cursor.h"
 #include "codec/frame_ext.h"
 #include "codec/frame_ext_ack.h"
+#include "codec/frame_ext_push.h"
 #include "codec/frame_ext_stream.h"
 
 #include <string.h>
@@ -23,12 +24,16 @@ bool rift_ext_opcode_client(uint8_t opcode) {
            opcode == RIFT_OP_CONSUMER_DELETE ||
            opcode == RIFT_OP_CONSUMER_FETCH_WAIT ||
            opcode == RIFT_OP_CONSUMER_LIST || rift_ext_ack_opcode(opcode) ||
+           rift_ext_push_opcode(opcode) ||
            rift_ext_stream_opcode_client(opcode);
 }
 
 const char *rift_ext_opcode_name(uint8_t opcode) {
     if (rift_ext_ack_opcode(opcode)) {
         return rift_ext_ack_opcode_name(opcode);
+    }
+    if (rift_ext_push_opcode(opcode)) {
+        return rift_ext_push_opcode_name(opcode);
     }
     if (opcode < RIFT_OP_EXT_HELLO || opcode > RIFT_OP_CONSUMER_LIST_RESULT) {
         return rift_ext_stream_opcode_name(opcode);

@@ -60,7 +60,7 @@ typedef enum rift_ext_opcode {
 #define RIFT_EXT_ERR_LIST_COUNT "invalid consumer list"
 
 /** rift_ext_opcode_client: true for the extension opcodes a client sends
- * (16, 18, 20, 21, 22, 23, 24, 25, 26). */
+ * (16, 18, 20, 21, 22, 23, 24, 25, 26, 28, 30-33, 34, 35). */
 bool rift_ext_opcode_client(uint8_t opcode);
 
 /** rift_ext_opcode_name: "EXT_HELLO" etc., NULL when not an extension. */

@@ -17,6 +17,7 @@
 #include "server/stream_record.h"
 
 #include "codec/frame_ext.h"
+#include "codec/frame_ext_push.h"
 #include "codec/frame_ext_stream.h"
 #include "subject/acl.h"
 
@@ -95,10 +96,11 @@ static void ext_hello(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail(ss, RIFT_ERR_PROTOCOL, RIFT_FRAME_ERR_TRAILING);
         return;
     }
-    static const char base[] =
-        RIFT_EXT_FEATURES " " RIFT_EXT_FEATURE_STREAM_INFO;
+    static const char base[] = RIFT_EXT_FEATURES
+        " " RIFT_EXT_FEATURE_STREAM_INFO " " RIFT_EXT_FEATURE_PUSH;
     static const char admin[] = RIFT_EXT_FEATURES
-        " " RIFT_EXT_FEATURE_STREAM_INFO " " RIFT_EXT_FEATURES_STREAM_ADMIN;
+        " " RIFT_EXT_FEATURE_STREAM_INFO " " RIFT_EXT_FEATURE_PUSH
+        " " RIFT_EXT_FEATURES_STREAM_ADMIN;
     const char *features =
         rift_srv_stream_admin_offered(ss->conn->srv) ? admin : base;
     uint8_t buf[256];
@@ -324,6 +326,10 @@ static void consumer_delete(srv_stream *ss, const uint8_t *fields, size_t len) {
 void rift_srv_ext_op(srv_stream *ss, const srv_frame *f) {
     if (rift_ext_stream_opcode_client(f->opcode)) {
         rift_srv_stream_ext(ss, f); /* stream_ext.c */
+        return;
+    }
+    if (rift_ext_push_opcode(f->opcode)) {
+        rift_srv_push_op(ss, f); /* push_stream.c */
         return;
     }
     switch (f->opcode) {

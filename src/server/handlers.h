@@ -56,6 +56,15 @@ void rift_srv_consumer_list(srv_stream *ss, const srv_frame *f);
 /* The extension opcodes 23, 24, 25 (codec/frame_ext_ack.h). */
 void rift_srv_ext_ack_op(srv_stream *ss, const srv_frame *f);
 
+/* ---- push_stream.c ---- */
+/* PUSH_OPEN (34), and PUSH_ACK (35) sent outside a push stream. */
+void rift_srv_push_op(srv_stream *ss, const srv_frame *f);
+/* Bytes read on a push stream (SS_PUSH): PUSH_ACK frames, FIN. */
+void rift_srv_push_data(srv_stream *ss, const uint8_t *data, size_t len,
+                        bool fin);
+/* Room on the stream or its connection, or an ack: the push pumps on. */
+void rift_srv_push_resume(srv_stream *ss);
+
 /* ---- stream_ext.c ---- */
 
 /* The stream extensions 28, 30..33 (codec/frame_ext_stream.h). */

@@ -77,6 +77,7 @@
 typedef struct srv_conn srv_conn;
 typedef struct srv_stream srv_stream;
 typedef struct srv_store_op srv_store_op;
+typedef struct srv_push srv_push;
 
 /* ---- Streams ---- */
 
@@ -108,6 +109,7 @@ typedef enum srv_state {
     SS_OPS,      /* operation stream reading frames */
     SS_BUSY,     /* a one-shot operation is waiting (request, store) */
     SS_DELIVERY, /* subscription: MESSAGE frames, never read again */
+    SS_PUSH,     /* push consumer: DELIVERY out, PUSH_ACK frames in */
     SS_DONE,     /* our side finished (FIN or reset) or the peer stopped */
     SS_REFUSED,  /* no stream permit: reset and stopped with code 2 */
 } srv_state;
@@ -163,6 +165,8 @@ struct srv_stream {
     rift_timer op_timer;
     /* SS_BUSY: a durable-stream operation in flight. */
     srv_store_op *store_op;
+    /* SS_PUSH: its push (push_stream.c). */
+    srv_push *push;
 
     /* The operation attached to the record (NULL = none). */
     const srv_op_hooks *op;
@@ -273,6 +277,9 @@ struct rift_server {
      * streams of the stream source they wait on (loop thread only). */
     struct srv_store_op *fetch_waiters;
     srv_watch *source_watches;
+    /* Live push streams' pushes, and those outliving their stream until
+     * their fetch or wake-up is back (push_stream.c). */
+    srv_push *pushes;
 
     /* Shared: |lock| serializes start, stop, stats and address queries
      * (stop holds it while it joins the thread); |sig_lock| and |cond|

@@ -37,6 +37,8 @@ static void resume_waiters(srv_conn *c) {
         rift_srv_stop_waiting(ss);
         if (ss->state == SS_DELIVERY) {
             rift_srv_delivery_resume(ss);
+        } else if (ss->state == SS_PUSH) {
+            rift_srv_push_resume(ss);
         } else if (ss->state == SS_BUSY) {
             rift_srv_fetch_resume(ss);
         }
@@ -206,6 +208,9 @@ void rift_srv_stream_data(srv_stream *ss, const uint8_t *data, size_t len,
     case SS_OPS:
         ops_data(ss, data, len, fin);
         break;
+    case SS_PUSH:
+        rift_srv_push_data(ss, data, len, fin);
+        break;
     default:
         break; /* not read any more */
     }
@@ -227,6 +232,10 @@ void rift_srv_stream_reset(srv_stream *ss, uint64_t code) {
         rift_quic_stream_shutdown_write(ss->qs, 0);
         return;
     }
+    if (ss->state == SS_PUSH) {
+        rift_srv_write_failed(ss); /* the client ended its push */
+        return;
+    }
     if (ss->state != SS_OPS) {
         return; /* delivery and one-shot streams are not read */
     }
@@ -236,7 +245,7 @@ void rift_srv_stream_reset(srv_stream *ss, uint64_t code) {
 }
 
 void rift_srv_stream_stopped(srv_stream *ss) {
-    if (ss->state == SS_DELIVERY ||
+    if (ss->state == SS_DELIVERY || ss->state == SS_PUSH ||
         (ss->state == SS_BUSY && ss->store_op != NULL &&
          !rift_srv_store_in_flight(ss))) {
         /* §2.9 SUBSCRIBE 6: the client cancelled; drop the subscription.
@@ -255,6 +264,8 @@ void rift_srv_stream_acked(srv_stream *ss, uint64_t unacked) {
     rift_srv_account(ss);
     if (ss->state == SS_DELIVERY && unacked < SRV_SEND_LOW) {
         rift_srv_delivery_resume(ss);
+    } else if (ss->state == SS_PUSH && unacked < SRV_SEND_LOW) {
+        rift_srv_push_resume(ss);
     } else if (ss->state == SS_BUSY && unacked < SRV_SEND_LOW) {
         rift_srv_fetch_resume(ss);
     }

@@ -708,6 +708,17 @@ int rift_consumer_fetch_bytes_async(rift_consumer *c, size_t limit,
     return rift_async_result(rc, done, completed);
 }
 
+int rift_consumer_fetch_push_async(rift_consumer *c, size_t limit,
+                                   uint64_t max_bytes, bool due_only,
+                                   rift_batch *out, bool *completed,
+                                   rift_stream_done_cb cb, void *user_data,
+                                   rift_error *err) {
+    bool done = false;
+    int rc = fetch(c, limit, max_bytes == 0 ? 1 : max_bytes, due_only, out,
+                   false, &done, cb, user_data, err);
+    return rift_async_result(rc, done, completed);
+}
+
 /* ---- Ack and info ---- */
 
 static int ack(rift_consumer *c, uint64_t seq, bool blocking, bool *done,

@@ -32,6 +32,15 @@ typedef struct rift_consumer_norm {
  * out a first delivery. */
 int rift_consumer_fetch_due(rift_consumer *c, size_t limit, rift_batch *out,
                             rift_error *err);
+/* rift_consumer_fetch_push_async is the push engine's fetch for an owner
+ * that must not wait for the disk (a protocol server's loop): that of
+ * rift_consumer_fetch_bytes_async, limited to due deliveries when
+ * |due_only|, with the _async contract. */
+int rift_consumer_fetch_push_async(rift_consumer *c, size_t limit,
+                                   uint64_t max_bytes, bool due_only,
+                                   rift_batch *out, bool *completed,
+                                   rift_stream_done_cb cb, void *user_data,
+                                   rift_error *err);
 
 bool rift_consumer_name_valid(const char *name, size_t len);
 /* Normalizes |in| (NULL: the defaults) into |out|; false when a limit,

@@ -16,6 +16,8 @@
  * which is earlier (a pump then finds nothing due yet, see push_due). */
 #define DUE_SLOTS 64u
 #define NO_MEMBER UINT32_MAX
+/* Due deliveries asked for at once while every member is full. */
+#define DUE_BATCH 256u
 
 typedef struct member {
     void *ud;
@@ -320,51 +322,114 @@ static uint32_t assign(rift_push *p, const rift_delivery *d) {
     return m;
 }
 
-rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err) {
-    if (p->nmembers == 0 || !rift_push_wants_pump(p, now_ms)) {
-        return 0;
-    }
+/* pump_plan: how many to ask for, and whether only due deliveries may
+ * go. With every member full only expired deliveries may go (the
+ * consumer hands those out first; they are forced past max-in-flight).
+ * A leaving member's go alone (the consumer hands them out first too):
+ * the room they take is only known once they are assigned. Full members
+ * take only what is due: the consumer's ack deadline may be a little
+ * later than ours (its clock is read at the fetch, ours before), and then
+ * a plain fetch would hand out a new record instead, forced past
+ * max_in_flight. */
+static size_t pump_plan(rift_push *p, bool *due_only) {
     uint64_t r = room(p);
-    /* With every member full only expired deliveries may go: ask for one
-     * at a time, the consumer hands the expired ones out first. A leaving
-     * member's go alone (the consumer hands them out first too): the room
-     * they take is only known once they are assigned. */
-    size_t limit = r == 0 ? 1 : (size_t)RIFT_MIN(r, (uint64_t)MAX_IN_FLIGHT);
+    size_t limit =
+        r == 0 ? DUE_BATCH : (size_t)RIFT_MIN(r, (uint64_t)MAX_IN_FLIGHT);
     if (p->expired) {
         limit = RIFT_MIN(p->expired, (size_t)MAX_IN_FLIGHT);
-        p->expired -= limit;
     }
-    /* Full members take only what is due: the consumer's ack deadline
-     * may be a little later than ours (its clock is read at the fetch,
-     * ours before), and then it would hand out a new record instead,
-     * forced past max_in_flight. */
-    rift_batch b = {0};
-    int rc = r == 0 ? rift_consumer_fetch_due(p->s.consumer, limit, &b, err)
-                    : rift_consumer_fetch(p->s.consumer, limit, &b, err);
-    if (rc < 0) {
-        return rc;
+    *due_only = r == 0;
+    return limit;
+}
+
+/* pump_settle: the bookkeeping of one fetched batch at |now_ms|: members
+ * assigned (and, when |deliver|, handed their records), deadlines. A
+ * fetch cut short by its limit or |max_bytes| may have left deliveries
+ * due: their deadline stays, so the owner pumps again at once. */
+static void pump_settle(rift_push *p, uint64_t now_ms, size_t limit,
+                        uint64_t max_bytes, rift_batch *b, bool deliver) {
+    p->expired -= RIFT_MIN(p->expired, b->count);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        bytes += b->items[i].record.payload_len;
     }
-    due_pop_expired(p, now_ms);
-    for (size_t i = 0; i < b.count; i++) {
-        uint32_t m = assign(p, &b.items[i]);
-        if (m != NO_MEMBER) {
-            (void)p->s.deliver(p->s.ctx, p->members[m].ud, &b.items[i]);
+    if (b->count < limit && bytes < max_bytes) {
+        due_pop_expired(p, now_ms);
+    }
+    for (size_t i = 0; i < b->count; i++) {
+        uint32_t m = assign(p, &b->items[i]);
+        if (deliver && m != NO_MEMBER) {
+            (void)p->s.deliver(p->s.ctx, p->members[m].ud, &b->items[i]);
         }
     }
-    if (b.count) {
+    if (b->count) {
         due_push(p, now_ms + p->ack_wait_ms);
     } else if (p->owners_used && p->due_count == 0) {
         /* Pending records whose deadline was folded into an earlier slot. */
         due_push(p, now_ms + p->ack_wait_ms);
     }
+}
+
+rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err) {
+    if (p->nmembers == 0 || !rift_push_wants_pump(p, now_ms)) {
+        return 0;
+    }
+    bool due_only;
+    size_t limit = pump_plan(p, &due_only);
+    rift_batch b = {0};
+    int rc = due_only ? rift_consumer_fetch_due(p->s.consumer, limit, &b, err)
+                      : rift_consumer_fetch(p->s.consumer, limit, &b, err);
+    if (rc < 0) {
+        return rc;
+    }
+    pump_settle(p, now_ms, limit, UINT64_MAX, &b, true);
     size_t n = b.count;
     rift_batch_free(&b);
     return (rift_ssize)n;
 }
 
+rift_ssize rift_push_pump_async(rift_push *p, uint64_t now_ms,
+                                uint64_t max_bytes, rift_batch *out,
+                                bool *completed, rift_stream_done_cb cb,
+                                void *user_data, rift_error *err) {
+    *out = (rift_batch){0};
+    *completed = true;
+    if (p->nmembers == 0 || !rift_push_wants_pump(p, now_ms)) {
+        return 0;
+    }
+    bool due_only;
+    size_t limit = pump_plan(p, &due_only);
+    int rc = rift_consumer_fetch_push_async(p->s.consumer, limit, max_bytes,
+                                            due_only, out, completed, cb,
+                                            user_data, err);
+    if (rc < 0) {
+        return rc;
+    }
+    /* Assigned now, so the next pump's room is right; handed out by
+     * rift_push_deliver once the fetch is durable. */
+    pump_settle(p, now_ms, limit, max_bytes, out, false);
+    return (rift_ssize)out->count;
+}
+
+void rift_push_deliver(rift_push *p, const rift_batch *b) {
+    for (size_t i = 0; i < b->count; i++) {
+        const owner_slot *o = owner_find(p, b->items[i].record.sequence);
+        if (o != NULL && o->member < p->nmembers) {
+            (void)p->s.deliver(p->s.ctx, p->members[o->member].ud,
+                               &b->items[i]);
+        }
+    }
+}
+
 bool rift_push_wants_pump(const rift_push *p, uint64_t now_ms) {
     return p->nmembers &&
            (room(p) > 0 || p->expired > 0 || due_expired(p, now_ms));
+}
+
+void rift_push_adopt_pending(rift_push *p, uint64_t now_ms) {
+    if (p->due_count == 0) {
+        due_push(p, now_ms + p->ack_wait_ms);
+    }
 }
 
 uint64_t rift_push_next_due_ms(const rift_push *p) {

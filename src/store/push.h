@@ -85,11 +85,37 @@ int rift_push_ack(rift_push *p, uint64_t sequence, rift_error *err);
  * error of rift_consumer_fetch. */
 rift_ssize rift_push_pump(rift_push *p, uint64_t now_ms, rift_error *err);
 
+/* rift_push_pump_async is rift_push_pump for an owner that must not wait
+ * for the disk (a protocol server's loop): the fetch is submitted with
+ * the _async contract of rift_consumer_fetch_bytes_async (at most about
+ * |max_bytes| of payload) into |out|, whose records are assigned to
+ * members at once but handed to nobody yet: once the fetch is durable
+ * (*|completed| true on return, else |cb| with status 0) the owner calls
+ * rift_push_deliver(|out|) and frees it; on a failed completion it only
+ * frees it (the records stay pending and are redelivered after the ack
+ * wait). At most one pump of a push may be in flight. Returns the number
+ * of records in |out| or an error of the fetch. */
+rift_ssize rift_push_pump_async(rift_push *p, uint64_t now_ms,
+                                uint64_t max_bytes, rift_batch *out,
+                                bool *completed, rift_stream_done_cb cb,
+                                void *user_data, rift_error *err);
+
+/* rift_push_deliver hands every record of |b| (an rift_push_pump_async
+ * batch) to the member it was assigned to, skipping those whose member
+ * left meanwhile (they stay pending). */
+void rift_push_deliver(rift_push *p, const rift_batch *b);
+
 /* rift_push_wants_pump: true when a pump at |now_ms| may deliver
  * something (a member has room, or an ack wait has expired). A member
  * with room pumps on every call; the owner calls it when records may have
  * arrived, and at rift_push_next_due_ms. */
 bool rift_push_wants_pump(const rift_push *p, uint64_t now_ms);
+
+/* rift_push_adopt_pending: the consumer has pending deliveries that no
+ * member of this push made (an earlier push's, or a fetch's): they are
+ * due one ack wait from |now_ms| at the latest, so a pump then takes
+ * them (to the member with the fewest pending, forced). */
+void rift_push_adopt_pending(rift_push *p, uint64_t now_ms);
 
 /* When the next ack wait expires (monotonic ms), UINT64_MAX if never. */
 uint64_t rift_push_next_due_ms(const rift_push *p);

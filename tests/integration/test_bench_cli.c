@@ -614,6 +614,39 @@ RIFT_TEST(consume_fetch_and_ack) {
     fix_down(&f);
 }
 
+RIFT_TEST(push_wait_and_idle) {
+    fix f;
+    FIX_UP(f);
+    const char *push[] = {"push",        "--msgs",   "1000", "--batch",
+                          "64",          "--stream", "mem",  "--subject",
+                          "bench.mem.p", "--label",  "push", NULL};
+    CHECK_EQ_INT(run(&f, "push", push, 0), 0);
+    const char *wait[] = {"wait",        "--msgs",   "20",   "--subs",
+                          "1",           "--stream", "mem",  "--subject",
+                          "bench.mem.w", "--label",  "wait", NULL};
+    CHECK_EQ_INT(run(&f, "wait", wait, 0), 0);
+    const char *idle[] = {"idle", "--subs",    "20",          "--stream",
+                          "mem",  "--subject", "bench.mem.i", "--label",
+                          "idle", NULL};
+    CHECK_EQ_INT(run(&f, "idle", idle, 0), 0);
+    row r;
+    int n;
+    CHECK(csv_row(&f, "push", &r, &n));
+    check_row(&r, "push", "push", 1000, "");
+    CHECK_EQ_INT((int)num(&r, 9), 64);
+    CHECK(csv_row(&f, "wait", &r, &n));
+    check_row(&r, "wait", "wait", 20, "fetched");
+    CHECK(csv_row(&f, "idle", &r, &n));
+    CHECK_EQ_STR(text(&r, 4), "idle");
+    CHECK_EQ_INT((int)num(&r, 8), 20);
+    /* Every run deleted the consumers it made. */
+    rift_stream_info info;
+    CHECK_OK(rift_stream_get_info(f.mem, &info, NULL));
+    CHECK_EQ_INT((int)info.consumer_count, 0);
+    rift_stream_info_free(&info);
+    fix_down(&f);
+}
+
 /* ---- Exit statuses ---- */
 
 RIFT_TEST(lost_messages_exit_3_with_a_row) {

@@ -232,7 +232,7 @@ RIFT_TEST(probe_answers_ext_info) {
     CHECK_OK(rift_frame_decode_ext_info(b + 1, len - 1, &ei, NULL));
     CHECK_EQ_INT(ei.version, 1);
     /* Without a stream administration, stream info only (E.2). */
-    static const char features[] = RIFT_EXT_FEATURES " stream-info";
+    static const char features[] = RIFT_EXT_FEATURES " stream-info push";
     CHECK_EQ_MEM(ei.features, ei.features_len, features, strlen(features));
     CHECK(rc_expect_end(st, 5000));
     /* Trailing bytes after the probe, and the opcodes still unknown:

@@ -169,7 +169,8 @@ int rift_cmd_bench(int argc, char **argv) {
         [BENCH_PUB] = bench_run_pub,         [BENCH_SUB] = bench_run_sub,
         [BENCH_PUBSUB] = bench_run_pubsub,   [BENCH_REQ] = bench_run_req,
         [BENCH_REPLY] = bench_run_reply,     [BENCH_STREAM] = bench_run_stream,
-        [BENCH_CONSUME] = bench_run_consume,
+        [BENCH_CONSUME] = bench_run_consume, [BENCH_PUSH] = bench_run_push,
+        [BENCH_WAIT] = bench_run_wait,       [BENCH_IDLE] = bench_run_idle,
     };
     /* The configuration holds the connection flags' buffers (~8 KiB). */
     bench_cfg *cfg = calloc(1, sizeof(*cfg));

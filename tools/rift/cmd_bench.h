@@ -8,6 +8,7 @@
  *   cmd_bench_pubsub.c   pub, sub, pubsub
  *   cmd_bench_req.c      req, reply
  *   cmd_bench_stream.c   stream, consume
+ *   cmd_bench_push.c     push, wait, idle (push and waiting consumers)
  *   cmd_bench_report.c   percentiles, per-client figures, CPU, the report
  *   cmd_bench_csv.c      the CSV row
  *   cmd_bench_progress.c the progress bar
@@ -48,6 +49,9 @@ typedef enum bench_scenario {
     BENCH_REPLY,
     BENCH_STREAM,
     BENCH_CONSUME,
+    BENCH_PUSH,
+    BENCH_WAIT,
+    BENCH_IDLE,
 } bench_scenario;
 
 typedef enum bench_progress_mode {
@@ -199,6 +203,22 @@ unsigned bench_subs_column(const bench_cfg *cfg);
 /* Prints the human report. */
 void bench_report_print(FILE *out, const bench_cfg *cfg,
                         const bench_result *res);
+
+/* ---- cmd_bench_stream.c, for cmd_bench_push.c ---- */
+
+/* Prefills |cfg->msgs| records; *first is the lowest sequence stored.
+ * 0 or -1 after printing why. */
+int bench_stream_prefill(const bench_cfg *cfg, uint64_t *first);
+/* Opens the run's consumer from sequence |first| (cfg->consumer or a
+ * fresh name, into name[len]). 0 or -1 after printing why. */
+int bench_consumer_open(const bench_cfg *cfg, rift_client *c, uint64_t first,
+                        char *name, size_t len);
+
+/* ---- cmd_bench_push.c ---- */
+
+int bench_run_push(const bench_cfg *cfg, bench_result *res);
+int bench_run_wait(const bench_cfg *cfg, bench_result *res);
+int bench_run_idle(const bench_cfg *cfg, bench_result *res);
 
 /* ---- cmd_bench_csv.c ---- */
 

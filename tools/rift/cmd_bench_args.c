@@ -38,6 +38,14 @@ static const struct {
     {"consume", BENCH_CONSUME,
      "durable consumer: prefill --msgs, then fetch --batch (<=256) + ack "
      "each"},
+    {"push", BENCH_PUSH,
+     "push consumer: prefill --msgs, then push with max_in_flight --batch "
+     "(1024), ack each from the callback"},
+    {"wait", BENCH_WAIT,
+     "--subs waiting fetchers (1), each its own consumer: --msgs records "
+     "published one at a time, latency publish -> fetched (and -> pushed)"},
+    {"idle", BENCH_IDLE,
+     "--subs waiting fetchers (1000) parked for 5 s: the CPU they cost"},
 };
 
 static void usage(FILE *out) {
@@ -326,6 +334,13 @@ static int check(bench_cfg *cfg, const char *const *v) {
     }
     if (cfg->scenario == BENCH_CONSUME && cfg->batch == 0) {
         cfg->batch = BENCH_FETCH_MAX;
+    }
+    if (cfg->scenario == BENCH_PUSH &&
+        (cfg->batch == 0 || cfg->batch > 65535)) {
+        cfg->batch = cfg->batch == 0 ? 1024 : 65535;
+    }
+    if (cfg->scenario == BENCH_IDLE && v[OPT_SUBS] == NULL) {
+        cfg->subs = 1000;
     }
     if (cfg->scenario == BENCH_STREAM && cfg->batch == 0) {
         cfg->batch = 1;

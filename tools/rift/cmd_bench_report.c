@@ -138,7 +138,11 @@ unsigned bench_subs_column(const bench_cfg *cfg) {
     case BENCH_REQ:
     case BENCH_REPLY:
     case BENCH_CONSUME:
+    case BENCH_PUSH:
         return 1;
+    case BENCH_WAIT:
+    case BENCH_IDLE:
+        return cfg->subs;
     default:
         return 0;
     }
@@ -192,6 +196,10 @@ void bench_report_print(FILE *out, const bench_cfg *cfg,
                 "  cpu: client %.2f s, server %.2f s = %.2f s per million "
                 "msgs\n",
                 ccpu, scpu, (ccpu + scpu) / (double)res->msgs * 1e6);
+    } else if (res->cpu0.server >= 0 && res->cpu1.server >= 0) {
+        /* Nothing counted (idle): the seconds alone. */
+        fprintf(out, "  cpu: client %.3f s, server %.3f s over %.1f s\n", ccpu,
+                res->cpu1.server - res->cpu0.server, res->seconds);
     } else {
         fprintf(out, "  cpu: client %.2f s\n", ccpu);
     }

@@ -397,8 +397,7 @@ static void ack_drain(ackq *q) {
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Prefills |cfg->msgs| records; *first is the lowest sequence stored. */
-static int prefill(const bench_cfg *cfg, uint64_t *first) {
+int bench_stream_prefill(const bench_cfg *cfg, uint64_t *first) {
     srun r;
     int rc = -1;
     if (stream_probe(cfg) != 0) {
@@ -421,9 +420,8 @@ done:
     return rc;
 }
 
-/* Opens the consumer the run fetches from into name[len]. */
-static int open_consumer(const bench_cfg *cfg, rift_client *c, uint64_t first,
-                         char *name, size_t len) {
+int bench_consumer_open(const bench_cfg *cfg, rift_client *c, uint64_t first,
+                        char *name, size_t len) {
     if (cfg->consumer != NULL) {
         snprintf(name, len, "%s", cfg->consumer);
     } else {
@@ -536,8 +534,8 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
     pthread_mutex_init(&q.mu, NULL);
     pthread_cond_init(&q.cv, NULL);
     char name[96];
-    if (prefill(cfg, &first) != 0 || bench_connect(cfg, &c) != 0 ||
-        open_consumer(cfg, c, first, name, sizeof(name)) != 0) {
+    if (bench_stream_prefill(cfg, &first) != 0 || bench_connect(cfg, &c) != 0 ||
+        bench_consumer_open(cfg, c, first, name, sizeof(name)) != 0) {
         goto done;
     }
     q.cfg = cfg;

@@ -1,6 +1,7 @@
 /*
- * cmd_consumer.c — `rift consumer open|fetch|ack|info|delete` (tools
- * layer): durable pull consumers of a retained stream. open (with a
+ * cmd_consumer.c — `rift consumer open|fetch|push|ack|info|delete` (tools
+ * layer): durable consumers of a retained stream (push:
+ * cmd_consumer_push.c). open (with a
  * sequence start), fetch and ack are protocol v1 opcodes 12, 13 and 15;
  * ls (CONSUMER_LIST), next (the waiting fetch), nak and term are
  * extensions any principal may use for its own consumers; the other start
@@ -11,6 +12,7 @@
  */
 #include "args.h"
 #include "cmd.h"
+#include "cmd_consumer_push.h"
 #include "conn_options.h"
 #include "control_request.h"
 #include "io.h"
@@ -42,6 +44,9 @@ static void usage(FILE *out) {
         "[--ack]\n"
         "                     [--raw [--sep SEP]]\n"
         "       rift consumer ls STREAM [--json]\n"
+        "       rift consumer push STREAM NAME [--max-in-flight N] [--count "
+        "N]\n"
+        "                     [--ack-wait MS] [--raw]\n"
         "       rift consumer ack STREAM NAME SEQ...\n"
         "       rift consumer nak STREAM NAME SEQ [--delay DURATION]\n"
         "       rift consumer term STREAM NAME SEQ\n"
@@ -73,6 +78,14 @@ static void usage(FILE *out) {
         "ls      lists your consumers of STREAM: name, filter, next "
         "sequence, pending\n"
         "        acks, ack wait, max deliver (--json: one array).\n"
+        "push    prints the records the server pushes (as fetch does), at "
+        "most N\n"
+        "        unacknowledged (--max-in-flight, default 1024), and "
+        "acknowledges each once\n"
+        "        printed; stops after --count records, or at Ctrl-C. "
+        "--ack-wait MS\n"
+        "        redelivers what is not acknowledged after MS (default: "
+        "the consumer's).\n"
         "ack     acknowledges delivered records.\n"
         "nak     gives a delivery back: redelivered at once, or after "
         "--delay (e.g. 30s, \n"
@@ -94,7 +107,7 @@ typedef struct consumer_args {
     const char *pos[64];
     int npos;
     const char *filter, *start, *ack_wait, *max_pending, *identity, *count;
-    const char *wait, *sep_s, *max_deliver, *delay;
+    const char *wait, *sep_s, *max_deliver, *delay, *max_in_flight;
     bool ack, raw, json;
 } consumer_args;
 
@@ -110,6 +123,7 @@ static int parse(consumer_args *a, int argc, char **argv) {
         {.name = "--sep", .value = &a->sep_s},
         {.name = "--max-deliver", .value = &a->max_deliver},
         {.name = "--delay", .value = &a->delay},
+        {.name = "--max-in-flight", .value = &a->max_in_flight},
         {.name = "--ack", .flag = &a->ack},
         {.name = "--raw", .flag = &a->raw},
         {.name = "--json", .flag = &a->json},
@@ -774,7 +788,7 @@ int rift_cmd_consumer(int argc, char **argv) {
     }
     static const char *const subs[] = {"open",   "fetch", "ack",  "info",
                                        "delete", "nak",   "term", "next",
-                                       "ls",     "rm"};
+                                       "ls",     "rm",    "push"};
     const char *sub = argv[1];
     size_t k = 0;
     while (k < sizeof(subs) / sizeof(subs[0]) && strcmp(sub, subs[k]) != 0) {
@@ -813,6 +827,9 @@ int rift_cmd_consumer(int argc, char **argv) {
         rc = cmd_next(&a, c);
     } else if (ls) {
         rc = cmd_ls(&a, c);
+    } else if (strcmp(sub, "push") == 0) {
+        rc = rift_cli_consumer_push(c, a.pos[0], a.pos[1], a.max_in_flight,
+                                    a.count, a.ack_wait, a.raw);
     } else if (is_ack) {
         rc = cmd_ack(&a, c);
     } else if (settle) {
