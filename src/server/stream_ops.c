@@ -685,7 +685,8 @@ static void complete(srv_store_op *op) {
 /* CONSUMER_OPEN's answer, OK, after labelling the consumer with the
  * client's name (stored, so CONSUMER_LIST can name it back). */
 static void open_answer(srv_stream *ss, srv_store_op *op) {
-    (void)rift_consumer_set_label(op->consumer, op->name, op->name_len, NULL);
+    (void)rift_consumer_set_label(op->consumer, op->names->name,
+                                  op->names->name_len, NULL);
     (void)rift_srv_write_ok(ss, false);
 }
 
@@ -833,8 +834,14 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     op->quota_consumer = counted;
     op->quota_slot = slot;
     op->answer = open_answer;
-    memcpy(op->name, f.name, f.name_len);
-    op->name_len = f.name_len;
+    srv_op_names *nm = rift_srv_op_names(op);
+    if (nm == NULL) {
+        op->status = RIFT_ERR_NOMEM; /* op_free gives pin and quota back */
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory"); /* frees op */
+        return;
+    }
+    memcpy(nm->name, f.name, f.name_len);
+    nm->name_len = f.name_len;
     atomic_fetch_add_explicit(&op->srv->store_inflight, 1,
                               memory_order_relaxed);
     bool completed = false;

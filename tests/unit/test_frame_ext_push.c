@@ -63,7 +63,9 @@ RIFT_TEST(push_opcodes_are_client_extensions_with_names) {
     CHECK(rift_ext_opcode_client(RIFT_OP_PUSH_OPEN));
     CHECK(rift_ext_opcode_client(RIFT_OP_PUSH_ACK));
     CHECK(!rift_ext_opcode_client(36));
-    CHECK(!rift_ext_opcode_client(26));
+    CHECK(rift_ext_opcode_client(RIFT_OP_CONSUMER_LIST));
+    CHECK(!rift_ext_opcode_client(RIFT_OP_CONSUMER_LIST_RESULT)); /* server's */
+    CHECK_EQ_STR(rift_ext_opcode_name(RIFT_OP_CONSUMER_LIST), "CONSUMER_LIST");
     CHECK_EQ_STR(rift_ext_opcode_name(RIFT_OP_PUSH_OPEN), "PUSH_OPEN");
     CHECK_EQ_STR(rift_ext_opcode_name(RIFT_OP_PUSH_ACK), "PUSH_ACK");
 }
