@@ -686,6 +686,22 @@ rift_client_call *rift_client_call_async_new(rift_client *c,
     return call;
 }
 
+int rift_client_call_submit_ok(rift_client *c, const uint8_t *hdr, rift_ssize n,
+                               rift_client_done_cb cb, void *arg,
+                               rift_error *err) {
+    if (n < 0) {
+        return (int)n;
+    }
+    rift_client_call *call = rift_client_call_async_new(
+        c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
+    if (call == NULL) {
+        return RIFT_ERR_NOMEM;
+    }
+    call->fn.done = cb;
+    call->fn_arg = arg;
+    return rift_client_call_submit(call, err);
+}
+
 int rift_client_stream_publish_async(rift_client *c, const char *stream,
                                      size_t stream_len, const char *subject,
                                      size_t subject_len, const char *reply,
@@ -718,17 +734,7 @@ int rift_client_ack_async(rift_client *c, const char *stream, size_t stream_len,
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =
         encode_ack(hdr, stream, stream_len, name, name_len, sequence, err);
-    if (n < 0) {
-        return (int)n;
-    }
-    rift_client_call *call = rift_client_call_async_new(
-        c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
-    if (call == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    call->fn.done = done;
-    call->fn_arg = arg;
-    return rift_client_call_submit(call, err);
+    return rift_client_call_submit_ok(c, hdr, n, done, arg, err);
 }
 
 int rift_client_fetch_async(rift_client *c, const char *stream,

@@ -407,17 +407,7 @@ int rift_client_consumer_delete_async(rift_client *c, const char *stream,
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n = encode_ref(hdr, RIFT_OP_CONSUMER_DELETE, stream, stream_len,
                               name, name_len, err);
-    if (n < 0) {
-        return (int)n;
-    }
-    rift_client_call *call = rift_client_call_async_new(
-        c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
-    if (call == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    call->fn.done = cb;
-    call->fn_arg = arg;
-    return rift_client_call_submit(call, err);
+    return rift_client_call_submit_ok(c, hdr, n, cb, arg, err);
 }
 
 int rift_client_fetch_wait_async(rift_client *c, const char *stream,

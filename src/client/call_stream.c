@@ -193,21 +193,6 @@ static int submit_info(rift_client *c, const uint8_t *hdr, rift_ssize n,
     return rift_client_call_submit(call, err);
 }
 
-static int submit_ok(rift_client *c, const uint8_t *hdr, rift_ssize n,
-                     rift_client_done_cb cb, void *arg, rift_error *err) {
-    if (n < 0) {
-        return (int)n;
-    }
-    rift_client_call *call = rift_client_call_async_new(
-        c, RIFT_CALL_ACK, 0, hdr, (size_t)n, NULL, 0, err);
-    if (call == NULL) {
-        return RIFT_ERR_NOMEM;
-    }
-    call->fn.done = cb;
-    call->fn_arg = arg;
-    return rift_client_call_submit(call, err);
-}
-
 int rift_client_stream_get_info_async(rift_client *c, const char *stream,
                                       size_t stream_len,
                                       rift_client_stream_info_cb cb, void *arg,
@@ -246,7 +231,7 @@ int rift_client_stream_purge_async(rift_client *c, const char *stream,
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =
         encode_ref(hdr, RIFT_OP_STREAM_PURGE, stream, stream_len, err);
-    return submit_ok(c, hdr, n, cb, arg, err);
+    return rift_client_call_submit_ok(c, hdr, n, cb, arg, err);
 }
 
 int rift_client_stream_delete_async(rift_client *c, const char *stream,
@@ -255,5 +240,5 @@ int rift_client_stream_delete_async(rift_client *c, const char *stream,
     uint8_t hdr[RIFT_FRAME_HEADER_MAX];
     rift_ssize n =
         encode_ref(hdr, RIFT_OP_STREAM_DELETE, stream, stream_len, err);
-    return submit_ok(c, hdr, n, cb, arg, err);
+    return rift_client_call_submit_ok(c, hdr, n, cb, arg, err);
 }

@@ -287,6 +287,11 @@ rift_client_call *rift_client_call_async_new(rift_client *c,
                                              const uint8_t *payload,
                                              size_t payload_len,
                                              rift_error *err);
+/* Submits the frame |hdr| (|n| bytes, or a negative encoder error returned
+ * as is) as a call answered by a bare OK, completed through |cb|. */
+int rift_client_call_submit_ok(rift_client *c, const uint8_t *hdr, rift_ssize n,
+                               rift_client_done_cb cb, void *arg,
+                               rift_error *err);
 /* Client thread: stream events of a call's stream. */
 void rift_client_call_frame(rift_client_stream *cs, const rift_frame_body *b);
 /* Client thread: completes |call| with |rc| (|e| may be NULL when rc is
