@@ -16,15 +16,24 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
-#define NREC       2000
-#define BATCH      32
-#define KILL_AFTER 800 /* settle calls answered OK before the kill */
-#define STREAM     "orders"
-#define CONSUMER   "billing"
+#define NREC  2000
+#define BATCH 32
+/* The kill comes once this many settle calls were answered OK: at the
+ * first answer of a batch (the rest of it in flight, most of it answered
+ * by the same sync) or right after a batch was sent (none answered). */
+#define KILL_AFTER 800
+
+typedef enum kill_at {
+    KILL_AT_ANSWER,
+    KILL_AT_SEND
+} kill_at;
+#define STREAM   "orders"
+#define CONSUMER "billing"
 
 static const char config[] =
     "return {\n"
@@ -78,13 +87,18 @@ typedef struct settle_op {
  * callbacks write it under |mu|; the test reads it after the join. */
 typedef struct before_kill {
     rift_client *c;
+    kill_at when;
+    pid_t riftd;
+    atomic_bool killed;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_bool stop, done;
     atomic_int settled_ok; /* settle calls answered OK */
     int outstanding;       /* callbacks of the current batch still due */
+    int answered;          /* ... and those that came */
     int failed;            /* failed calls */
-    char why[sizeof(((rift_error *)0)->text)];
+    int failed_early;      /* ... before the kill, and the first one's why */
+    char why[sizeof(((rift_error *)0)->text) + 16];
     settle_op ops[BATCH];
     uint32_t seen[NREC + 1];   /* highest delivery count received */
     bool final_sent[NREC + 1]; /* an ack or TERM went out */
@@ -93,11 +107,12 @@ typedef struct before_kill {
     int term_sent, term_ok, nak_count, nak_later_count, progress_count;
 } before_kill;
 
-static before_kill bk = {.mu = PTHREAD_MUTEX_INITIALIZER,
-                         .cv = PTHREAD_COND_INITIALIZER};
+static before_kill bk;
 
+/* A failed call; those before the kill fail the test. */
 static void note_failure(const char *what, const rift_error *err) {
-    if (bk.failed++ == 0) {
+    bk.failed++;
+    if (!atomic_load(&bk.killed) && bk.failed_early++ == 0) {
         snprintf(bk.why, sizeof(bk.why), "%s: %s", what, err->text);
     }
 }
@@ -129,8 +144,13 @@ static void on_settled(void *arg, int status, const rift_error *err) {
             bk.progress_count++;
             break;
         }
-        atomic_fetch_add(&bk.settled_ok, 1);
+        int ok = atomic_fetch_add(&bk.settled_ok, 1) + 1;
+        if (bk.when == KILL_AT_ANSWER && ok > KILL_AFTER && bk.answered == 0 &&
+            !atomic_exchange(&bk.killed, true)) {
+            kill(bk.riftd, SIGKILL); /* the test reaps it */
+        }
     }
+    bk.answered++;
     bk.outstanding--;
     pthread_cond_broadcast(&bk.cv);
     pthread_mutex_unlock(&bk.mu);
@@ -187,6 +207,7 @@ static void *settle_main(void *arg) {
                 snprintf(bk.why, sizeof(bk.why), "fetch: sequence %llu",
                          (unsigned long long)seq);
                 bk.failed++;
+                bk.failed_early++;
                 continue;
             }
             if (count > bk.seen[seq]) {
@@ -201,6 +222,7 @@ static void *settle_main(void *arg) {
             }
         }
         bk.outstanding = (int)nops;
+        bk.answered = 0;
         pthread_mutex_unlock(&bk.mu);
         /* Submitted unlocked: the callbacks, on the client thread, may
          * run before submit returns. */
@@ -211,6 +233,11 @@ static void *settle_main(void *arg) {
                 note_failure("submit", &err);
                 pthread_mutex_unlock(&bk.mu);
             }
+        }
+        if (bk.when == KILL_AT_SEND && nops > 0 &&
+            atomic_load(&bk.settled_ok) >= KILL_AFTER &&
+            !atomic_exchange(&bk.killed, true)) {
+            kill(bk.riftd, SIGKILL);
         }
         pthread_mutex_lock(&bk.mu);
         while (bk.outstanding > 0) {
@@ -228,7 +255,7 @@ static void *settle_main(void *arg) {
 
 static bool kill_point(void *arg) {
     (void)arg;
-    return atomic_load(&bk.settled_ok) >= KILL_AFTER || atomic_load(&bk.done);
+    return atomic_load(&bk.killed) || atomic_load(&bk.done);
 }
 
 /* A client whose calls give up after 15 s: the one riftd's kill leaves
@@ -300,14 +327,28 @@ static void print_log(riftd_fix *f) {
     free(log);
 }
 
-static window pubs = {.mu = PTHREAD_MUTEX_INITIALIZER,
-                      .cv = PTHREAD_COND_INITIALIZER};
-static window acks = {.mu = PTHREAD_MUTEX_INITIALIZER,
-                      .cv = PTHREAD_COND_INITIALIZER};
+static window pubs, acks;
 static int got[NREC + 1];            /* deliveries after the restart */
 static uint32_t got_count[NREC + 1]; /* their delivery count */
 
-RIFT_TEST(kill9_while_settling_keeps_what_was_not_settled_for_good) {
+/* A fresh state for each run (tests may run in one process). */
+static void reset(kill_at when) {
+    memset(&bk, 0, sizeof(bk));
+    pthread_mutex_init(&bk.mu, NULL);
+    pthread_cond_init(&bk.cv, NULL);
+    bk.when = when;
+    window *w[] = {&pubs, &acks};
+    for (int i = 0; i < 2; i++) {
+        memset(w[i], 0, sizeof(*w[i]));
+        pthread_mutex_init(&w[i]->mu, NULL);
+        pthread_cond_init(&w[i]->cv, NULL);
+    }
+    memset(got, 0, sizeof(got));
+    memset(got_count, 0, sizeof(got_count));
+}
+
+static void crash_run(kill_at when) {
+    reset(when);
     riftd_fix f;
     CHECK(riftd_fix_init(&f, config));
     CHECK(riftd_fix_start(&f, NULL));
@@ -348,21 +389,18 @@ RIFT_TEST(kill9_while_settling_keeps_what_was_not_settled_for_good) {
     CHECK(info.created);
 
     bk.c = c;
+    bk.riftd = f.p.pid;
     pthread_t t;
     CHECK(pthread_create(&t, NULL, settle_main, NULL) == 0);
-    bool reached = rift_test_wait_until(kill_point, NULL, 240000);
-    pthread_mutex_lock(&bk.mu);
-    int failed_before = bk.failed;
-    char why_before[sizeof(bk.why)];
-    memcpy(why_before, bk.why, sizeof(why_before));
-    pthread_mutex_unlock(&bk.mu);
-    rift_proc_kill(&f.p); /* SIGKILL, with calls in flight */
+    rift_test_wait_until(kill_point, NULL, 240000);
+    bool killed = atomic_exchange(&bk.killed, true);
+    rift_proc_kill(&f.p); /* reaped (killed by the callback, or now) */
     f.running = false;
     atomic_store(&bk.stop, true);
-    pthread_join(t, NULL);
+    pthread_join(t, NULL); /* every call has come back */
     rift_client_del(c);
-    CHECK_MSG(failed_before == 0, "before the kill: %s", why_before);
-    CHECK_MSG(reached, "only %d settled in 240 s", atomic_load(&bk.settled_ok));
+    CHECK_MSG(bk.failed_early == 0, "before the kill: %s", bk.why);
+    CHECK_MSG(killed, "only %d settled in 240 s", atomic_load(&bk.settled_ok));
 
     /* The same directory: the stream and its consumer recover. */
     CHECK(riftd_fix_start(&f, NULL));
@@ -462,4 +500,12 @@ RIFT_TEST(kill9_while_settling_keeps_what_was_not_settled_for_good) {
     rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
+}
+
+RIFT_TEST(kill9_at_an_answer_keeps_what_was_not_settled_for_good) {
+    crash_run(KILL_AT_ANSWER);
+}
+
+RIFT_TEST(kill9_after_sending_keeps_what_was_not_settled_for_good) {
+    crash_run(KILL_AT_SEND);
 }

@@ -54,7 +54,7 @@ static void usage(FILE *out) {
         "       rift consumer term STREAM NAME SEQ\n"
         "       rift consumer progress STREAM NAME SEQ...\n"
         "       rift consumer info STREAM NAME [--identity ID] [--json]\n"
-        "       rift consumer delete|rm STREAM NAME [--identity ID]\n"
+        "       rift consumer delete|rm STREAM NAME [--identity ID] [--json]\n"
         "       (each takes the connection flags)\n\n"
         "open    creates the durable consumer NAME (or reopens it with the "
         "same settings).\n"
