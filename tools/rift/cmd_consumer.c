@@ -1,9 +1,8 @@
 /*
  * cmd_consumer.c — `rift consumer open|fetch|next|push|ack|nak|term|
- * progress|ls|info|delete` (tools
- * layer): durable consumers of a retained stream (push:
- * cmd_consumer_push.c). open (with a
- * sequence start), fetch and ack are protocol v1 opcodes 12, 13 and 15;
+ * progress|ls|info|delete` (tools layer): durable consumers of a retained
+ * stream (push: cmd_consumer_push.c). open (with a sequence start), fetch
+ * and ack are protocol v1 opcodes 12, 13 and 15;
  * ls (CONSUMER_LIST), next (the waiting fetch), nak, term, progress and
  * delete (alias rm, CONSUMER_DELETE) are extensions any principal may use
  * for its own consumers; the other start positions (NATS Streaming's
@@ -102,8 +101,8 @@ static void usage(FILE *out) {
         "        then riftd drops it and publishes rift.events.consumer.\n"
         "Consumers are scoped by identity: NAME is yours, as on the wire. "
         "Start positions\nother than seq:N (without --max-deliver), info "
-        "and --identity use riftd's control\ncommands (control = true and a "
-        "publish grant on rift.control.>); --identity\nacts on another "
+        "and --identity use riftd's\ncontrol commands (control = true and a "
+        "publish grant on rift.control.>);\n--identity acts on another "
         "identity's consumer.\n\n");
     rift_cli_conn_usage(out);
 }
