@@ -387,8 +387,7 @@ RIFT_TEST(consumer_commands_and_start_positions) {
                   !strstr(o3, "p3");
     bool ok_differs = e2 && strstr(e2, "consumer already exists with "
                                        "different settings");
-    bool ok_deleted =
-        o4 && strstr(o4, "consumer last on events (identity dev): deleted");
+    bool ok_deleted = o4 && strstr(o4, "consumer last on events: deleted");
     bool ok_gone = e3 && strstr(e3, "consumer does not exist");
     bool ok_fresh = o5 && strstr(o5, "start           first (sequence 1)");
     bool ok_identity = e4 && strstr(e4, "unknown identity \"nobody\"");

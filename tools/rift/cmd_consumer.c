@@ -1,14 +1,15 @@
 /*
- * cmd_consumer.c — `rift consumer open|fetch|push|ack|info|delete` (tools
- * layer): durable consumers of a retained stream (push:
- * cmd_consumer_push.c). open (with a
- * sequence start), fetch and ack are protocol v1 opcodes 12, 13 and 15;
- * ls (CONSUMER_LIST), next (the waiting fetch), nak and term are
- * extensions any principal may use for its own consumers; the other start
- * positions (NATS Streaming's first, last received, new only, by time),
- * info and delete (alias rm) go through riftd's control commands, which
- * act on the consumer of the identity the CLI authenticated as (or
- * --identity).
+ * cmd_consumer.c — `rift consumer open|fetch|next|push|ack|nak|term|
+ * progress|ls|info|delete` (tools layer): durable consumers of a retained
+ * stream (push: cmd_consumer_push.c). open (with a sequence start), fetch
+ * and ack are protocol v1 opcodes 12, 13 and 15;
+ * ls (CONSUMER_LIST), next (the waiting fetch), nak, term, progress and
+ * delete (alias rm, CONSUMER_DELETE) are extensions any principal may use
+ * for its own consumers; the other start positions (NATS Streaming's
+ * first, last received, new only, by time), info, and delete with
+ * --identity or on a server without the extensions go through riftd's
+ * control commands, which act on the consumer of the identity the CLI
+ * authenticated as (or --identity).
  */
 #include "args.h"
 #include "cmd.h"
@@ -50,8 +51,9 @@ static void usage(FILE *out) {
         "       rift consumer ack STREAM NAME SEQ...\n"
         "       rift consumer nak STREAM NAME SEQ [--delay DURATION]\n"
         "       rift consumer term STREAM NAME SEQ\n"
+        "       rift consumer progress STREAM NAME SEQ...\n"
         "       rift consumer info STREAM NAME [--identity ID] [--json]\n"
-        "       rift consumer delete|rm STREAM NAME [--identity ID]\n"
+        "       rift consumer delete|rm STREAM NAME [--identity ID] [--json]\n"
         "       (each takes the connection flags)\n\n"
         "open    creates the durable consumer NAME (or reopens it with the "
         "same settings).\n"
@@ -91,14 +93,17 @@ static void usage(FILE *out) {
         "--delay (e.g. 30s, \n"
         "        at most 1h). term ends a delivery for good (never "
         "redelivered).\n"
+        "progress restarts the ack wait of deliveries you are still working "
+        "on.\n"
+        "delete  (rm) removes your consumer and its state.\n"
         "--max-deliver N (open): a record is delivered at most N times "
         "(0 = unlimited);\n"
         "        then riftd drops it and publishes rift.events.consumer.\n"
         "Consumers are scoped by identity: NAME is yours, as on the wire. "
-        "Start positions\nother than seq:N, info and delete use riftd's "
-        "control commands (control = true\nand a publish grant on "
-        "rift.control.>); --identity acts on another identity's\n"
-        "consumer.\n\n");
+        "Start positions\nother than seq:N (without --max-deliver), info "
+        "and --identity use riftd's\ncontrol commands (control = true and a "
+        "publish grant on rift.control.>);\n--identity acts on another "
+        "identity's consumer.\n\n");
     rift_cli_conn_usage(out);
 }
 
@@ -642,18 +647,30 @@ static int cmd_next(consumer_args *a, rift_client *c) {
     return rc;
 }
 
-static int cmd_ack(consumer_args *a, rift_client *c) {
+/* ack STREAM NAME SEQ... and progress STREAM NAME SEQ...: each sequence
+ * in turn (acknowledged, or its ack wait restarted with the extension
+ * CONSUMER_PROGRESS); the first failure ends the command. */
+static int cmd_ack(consumer_args *a, rift_client *c, bool progress) {
     const char *stream = a->pos[0], *name = a->pos[1];
     for (int i = 2; i < a->npos; i++) {
         uint64_t seq;
-        rift_error err;
         if (!rift_cli_parse_u64("consumer", "SEQ", a->pos[i], &seq)) {
             return 2;
         }
-        if (rift_client_ack(c, stream, strlen(stream), name, strlen(name), seq,
-                            &err) != 0) {
-            fprintf(stderr, "rift consumer: ack %llu: %s\n",
-                    (unsigned long long)seq, err.text);
+    }
+    for (int i = 2; i < a->npos; i++) {
+        uint64_t seq;
+        rift_error err;
+        rift_cli_parse_u64("consumer", "SEQ", a->pos[i], &seq);
+        int rc = progress
+                     ? rift_client_in_progress(c, stream, strlen(stream), name,
+                                               strlen(name), seq, &err)
+                     : rift_client_ack(c, stream, strlen(stream), name,
+                                       strlen(name), seq, &err);
+        if (rc != 0) {
+            fprintf(stderr, "rift consumer: %s %llu: %s\n",
+                    progress ? "progress" : "ack", (unsigned long long)seq,
+                    err.text);
             return 1;
         }
     }
@@ -780,6 +797,61 @@ static int cmd_control(consumer_args *a, rift_client *c, const char *command) {
     return 0;
 }
 
+/* Whether the space-separated |features| of EXT_INFO name |want|. */
+static bool has_feature(const char *features, const char *want) {
+    size_t n = strlen(want);
+    for (const char *p = features; (p = strstr(p, want)) != NULL; p += n) {
+        if ((p == features || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* delete (rm) of your own consumer: the extension CONSUMER_DELETE when
+ * the server speaks it, so a principal without control rights removes
+ * its own consumer; --identity, or a server without it (the original's),
+ * takes the control command consumer.delete. Returns -1 for the latter. */
+static int cmd_delete_ext(consumer_args *a, rift_client *c) {
+    char features[4096];
+    bool ext = false;
+    rift_error err;
+    if (a->identity != NULL) {
+        return -1;
+    }
+    if (rift_client_extensions(c, &ext, features, sizeof(features), &err) !=
+        0) {
+        fprintf(stderr, "rift consumer: %s\n", err.text);
+        return 1;
+    }
+    if (!ext || !has_feature(features, "consumer-delete")) {
+        return -1;
+    }
+    const char *stream = a->pos[0], *name = a->pos[1];
+    if (rift_client_consumer_delete(c, stream, strlen(stream), name,
+                                    strlen(name), &err) != 0) {
+        if (strcmp(err.text, "unknown stream") == 0) {
+            fprintf(stderr,
+                    "rift consumer: unknown stream \"%s\"; rift stream "
+                    "info lists the streams\n",
+                    stream);
+        } else {
+            fprintf(stderr, "rift consumer: %s\n", err.text);
+        }
+        return 1;
+    }
+    if (a->json) {
+        json_t *d = json_pack("{s:s,s:s,s:b}", "stream", stream, "name", name,
+                              "deleted", 1);
+        rift_cli_json_print(stdout, d);
+        json_decref(d);
+    } else {
+        /* The wire does not tell the client its identity: yours. */
+        printf("consumer %s on %s: deleted\n", name, stream);
+    }
+    return 0;
+}
+
 int rift_cmd_consumer(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
@@ -788,7 +860,7 @@ int rift_cmd_consumer(int argc, char **argv) {
     }
     static const char *const subs[] = {"open",   "fetch", "ack",  "info",
                                        "delete", "nak",   "term", "next",
-                                       "ls",     "rm",    "push"};
+                                       "ls",     "rm",    "push", "progress"};
     const char *sub = argv[1];
     size_t k = 0;
     while (k < sizeof(subs) / sizeof(subs[0]) && strcmp(sub, subs[k]) != 0) {
@@ -806,7 +878,8 @@ int rift_cmd_consumer(int argc, char **argv) {
     if (rc >= 0) {
         return rc;
     }
-    bool is_ack = strcmp(sub, "ack") == 0;
+    bool progress = strcmp(sub, "progress") == 0;
+    bool is_ack = strcmp(sub, "ack") == 0 || progress;
     bool settle = strcmp(sub, "nak") == 0 || strcmp(sub, "term") == 0;
     bool ls = strcmp(sub, "ls") == 0;
     if (ls ? a.npos != 1
@@ -831,13 +904,17 @@ int rift_cmd_consumer(int argc, char **argv) {
         rc = rift_cli_consumer_push(c, a.pos[0], a.pos[1], a.max_in_flight,
                                     a.count, a.ack_wait, a.raw);
     } else if (is_ack) {
-        rc = cmd_ack(&a, c);
+        rc = cmd_ack(&a, c, progress);
     } else if (settle) {
         rc = cmd_settle(&a, c, sub[0] == 'n');
+    } else if (sub[0] == 'i') {
+        rc = cmd_control(&a, c, "consumer.info");
     } else {
         /* rm is delete's short name. */
-        rc = cmd_control(&a, c,
-                         sub[0] == 'i' ? "consumer.info" : "consumer.delete");
+        rc = cmd_delete_ext(&a, c);
+        if (rc < 0) {
+            rc = cmd_control(&a, c, "consumer.delete");
+        }
     }
     rift_client_del(c);
     return rc;
