@@ -109,7 +109,7 @@ ROWS=(
     # runs.log beside it) and the CPU of 1,000 idle ones over 5 s.
     "js-push-1024|18|nosync|200000|push --size 64 --batch 1024|push consumer, max in flight 1,024 + ack each (unsynced stream)"
     "wait-1|18|nosync|2000|wait --size 64 --subs 1|waiting fetch, 1 fetcher: publish -> fetched"
-    "wait-100|18|nosync|200|wait --size 64 --subs 100|waiting fetch, 100 fetchers (each its own consumer): publish -> fetched"
+    "wait-100|18|nosync|200|wait --size 64 --subs 100|waiting fetch, 100 fetchers on one consumer: publish -> fetched"
     "idle-1000|18|nosync|100|idle --subs 1000|1,000 idle waiting fetchers for 5 s (CPU only)"
     # NATS Streaming: riftd-stan (stan-load, STAN_ARGS below) against
     # JetStream (nats-load with these arguments) on the synced servers.

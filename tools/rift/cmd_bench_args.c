@@ -42,7 +42,7 @@ static const struct {
      "push consumer: prefill --msgs, then push with max_in_flight --batch "
      "(1024), ack each from the callback"},
     {"wait", BENCH_WAIT,
-     "--subs waiting fetchers (1), each its own consumer: --msgs records "
+     "--subs waiting fetchers (1) on one shared consumer: --msgs records "
      "published one at a time, latency publish -> fetched (and -> pushed)"},
     {"idle", BENCH_IDLE,
      "--subs waiting fetchers (1000) parked for 5 s: the CPU they cost"},
