@@ -154,7 +154,7 @@ static int cli_as(riftd_fix *f, const char *token, char **out, char **err,
 #define AS(f, token, out, err, ...)                                            \
  cli_as((f), (token), (out), (err), (const char *const[]){__VA_ARGS__, NULL})
 
-RIFT_TEST(progress_and_rm_without_control) {
+RIFT_TEST(progress_info_and_rm_without_control) {
     riftd_fix f;
     CHECK(riftd_fix_init(&f, plain_config));
     CHECK(riftd_fix_start(&f, NULL));
@@ -174,6 +174,8 @@ RIFT_TEST(progress_and_rm_without_control) {
     int p3 = AS(&f, w, NULL, &err[3], "consumer", "progress", "orders", "w",
                 "1", "x");
     int p4 = AS(&f, w, NULL, NULL, "consumer", "progress", "orders", "w");
+    int i1 = AS(&f, w, &out[7], &err[8], "consumer", "info", "orders", "w");
+    int i2 = AS(&f, w, NULL, &err[9], "consumer", "info", "orders", "nope");
     /* Another identity's --identity needs control rights. */
     int r0 = AS(&f, w, NULL, &err[4], "consumer", "rm", "orders", "w",
                 "--identity", "other");
@@ -188,6 +190,15 @@ RIFT_TEST(progress_and_rm_without_control) {
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
     CHECK_EQ_INT(pub, 0);
+    /* info of one's own consumer without control rights (the extension). */
+    CHECK_MSG(i1 == 0, "%s", err[8] ? err[8] : "");
+    CHECK_MSG(out[7] && strstr(out[7], "consumer w on orders\n") &&
+                  strstr(out[7], "filter          orders.>") &&
+                  strstr(out[7], "ack wait        60000 ms") &&
+                  strstr(out[7], "pending acks    1"),
+              "%s", out[7] ? out[7] : "");
+    CHECK_EQ_INT(i2, 1);
+    CHECK_EQ_STR(err[9], "rift consumer: consumer does not exist\n");
     CHECK_MSG(ow == 0, "%s", err[0] ? err[0] : "");
     CHECK_EQ_INT(oo, 0);
     CHECK_EQ_INT(fw, 0);

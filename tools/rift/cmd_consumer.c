@@ -185,8 +185,12 @@ static bool parse_start(const char *pos, json_t *args, uint64_t *wire_seq) {
 }
 
 static void print_consumer(const json_t *d) {
-    printf("consumer %s on %s (identity %s)\n", rift_cli_json_str(d, "name"),
-           rift_cli_json_str(d, "stream"), rift_cli_json_str(d, "identity"));
+    printf("consumer %s on %s", rift_cli_json_str(d, "name"),
+           rift_cli_json_str(d, "stream"));
+    if (json_object_get(d, "identity") != NULL) {
+        printf(" (identity %s)", rift_cli_json_str(d, "identity"));
+    }
+    printf("\n");
     printf("  filter          %s\n", rift_cli_json_str(d, "filter"));
     printf("  start           %s", rift_cli_json_str(d, "start"));
     if (json_object_get(d, "start_time_ms") != NULL) {
@@ -202,6 +206,10 @@ static void print_consumer(const json_t *d) {
     printf("  pending acks    %lld\n", rift_cli_json_int(d, "pending"));
     printf("  ack wait        %lld ms\n", rift_cli_json_int(d, "ack_wait_ms"));
     printf("  max pending     %lld\n", rift_cli_json_int(d, "max_ack_pending"));
+    if (json_object_get(d, "max_deliver") != NULL) {
+        printf("  max deliver     %lld\n", rift_cli_json_int(d, "max_deliver"));
+        printf("  terminated      %lld\n", rift_cli_json_int(d, "terminated"));
+    }
 }
 
 /* The stream's subjects from stream.info: the CLI checks --filter
@@ -773,6 +781,92 @@ static int cmd_ls(consumer_args *a, rift_client *c) {
 
 /* ---- info, delete ---- */
 
+/* Whether the space-separated |features| of EXT_INFO name |want|. */
+static bool has_feature(const char *features, const char *want) {
+    size_t n = strlen(want);
+    for (const char *p = features; (p = strstr(p, want)) != NULL; p += n) {
+        if ((p == features || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether this call of your own consumer takes the extension: no
+ * --identity, and a server whose EXT_INFO lists |feature|. 1 = yes,
+ * 0 = use the control command, -1 = the probe failed (printed). */
+static int use_ext(consumer_args *a, rift_client *c, const char *feature) {
+    char features[4096];
+    bool ext = false;
+    rift_error err;
+    if (a->identity != NULL) {
+        return 0;
+    }
+    if (rift_client_extensions(c, &ext, features, sizeof(features), &err) !=
+        0) {
+        fprintf(stderr, "rift consumer: %s\n", err.text);
+        return -1;
+    }
+    return ext && has_feature(features, feature) ? 1 : 0;
+}
+
+static void print_ext_error(const char *stream, const rift_error *err) {
+    if (strcmp(err->text, "unknown stream") == 0) {
+        fprintf(stderr,
+                "rift consumer: unknown stream \"%s\"; rift stream info "
+                "lists the streams\n",
+                stream);
+    } else {
+        fprintf(stderr, "rift consumer: %s\n", err->text);
+    }
+}
+
+/* info of your own consumer over CONSUMER_INFO_GET, so that a principal
+ * without control rights reads it too; the fields and layout of the
+ * control command's answer, without the identity (the wire does not tell
+ * the client its own). */
+static int cmd_info_ext(consumer_args *a, rift_client *c) {
+    static const char *const starts[] = {"sequence", "first", "last",
+                                         "new",      "time",  "since"};
+    const char *stream = a->pos[0], *name = a->pos[1];
+    rift_client_consumer_info in;
+    rift_error err;
+    if (rift_client_consumer_get_info(c, stream, strlen(stream), name,
+                                      strlen(name), &in, &err) != 0) {
+        print_ext_error(stream, &err);
+        return 1;
+    }
+    unsigned s = (unsigned)in.config.start;
+    json_t *d = json_pack(
+        "{s:s,s:s,s:s%,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "name", name,
+        "stream", stream, "filter", in.config.filter, in.config.filter_len,
+        "start", s < 6 ? starts[s] : "?", "start_sequence",
+        (json_int_t)in.start_sequence, "next_sequence",
+        (json_int_t)in.next_sequence, "pending", (json_int_t)in.pending,
+        "ack_wait_ms", (json_int_t)in.config.ack_wait_ms, "max_ack_pending",
+        (json_int_t)in.config.max_ack_pending, "max_deliver",
+        (json_int_t)in.config.max_deliver, "terminated",
+        (json_int_t)in.terminated);
+    if (d == NULL) {
+        fprintf(stderr, "rift consumer: out of memory\n");
+        return 1;
+    }
+    if (in.config.start == RIFT_START_TIME) {
+        json_object_set_new(d, "start_time_ms",
+                            json_integer((json_int_t)in.config.start_time_ms));
+    } else if (in.config.start == RIFT_START_TIME_DELTA) {
+        json_object_set_new(d, "since_ms",
+                            json_integer((json_int_t)in.config.start_time_ms));
+    }
+    if (a->json) {
+        rift_cli_json_print(stdout, d);
+    } else {
+        print_consumer(d);
+    }
+    json_decref(d);
+    return 0;
+}
+
 static int cmd_control(consumer_args *a, rift_client *c, const char *command) {
     json_t *args =
         json_pack("{s:s,s:s}", "stream", a->pos[0], "name", a->pos[1]);
@@ -797,47 +891,15 @@ static int cmd_control(consumer_args *a, rift_client *c, const char *command) {
     return 0;
 }
 
-/* Whether the space-separated |features| of EXT_INFO name |want|. */
-static bool has_feature(const char *features, const char *want) {
-    size_t n = strlen(want);
-    for (const char *p = features; (p = strstr(p, want)) != NULL; p += n) {
-        if ((p == features || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* delete (rm) of your own consumer: the extension CONSUMER_DELETE when
- * the server speaks it, so a principal without control rights removes
- * its own consumer; --identity, or a server without it (the original's),
- * takes the control command consumer.delete. Returns -1 for the latter. */
+/* delete (rm) of your own consumer over CONSUMER_DELETE, so a principal
+ * without control rights removes its own consumer (use_ext decides:
+ * --identity, or a server without it, takes consumer.delete). */
 static int cmd_delete_ext(consumer_args *a, rift_client *c) {
-    char features[4096];
-    bool ext = false;
-    rift_error err;
-    if (a->identity != NULL) {
-        return -1;
-    }
-    if (rift_client_extensions(c, &ext, features, sizeof(features), &err) !=
-        0) {
-        fprintf(stderr, "rift consumer: %s\n", err.text);
-        return 1;
-    }
-    if (!ext || !has_feature(features, "consumer-delete")) {
-        return -1;
-    }
     const char *stream = a->pos[0], *name = a->pos[1];
+    rift_error err;
     if (rift_client_consumer_delete(c, stream, strlen(stream), name,
                                     strlen(name), &err) != 0) {
-        if (strcmp(err.text, "unknown stream") == 0) {
-            fprintf(stderr,
-                    "rift consumer: unknown stream \"%s\"; rift stream "
-                    "info lists the streams\n",
-                    stream);
-        } else {
-            fprintf(stderr, "rift consumer: %s\n", err.text);
-        }
+        print_ext_error(stream, &err);
         return 1;
     }
     if (a->json) {
@@ -907,13 +969,17 @@ int rift_cmd_consumer(int argc, char **argv) {
         rc = cmd_ack(&a, c, progress);
     } else if (settle) {
         rc = cmd_settle(&a, c, sub[0] == 'n');
-    } else if (sub[0] == 'i') {
-        rc = cmd_control(&a, c, "consumer.info");
     } else {
-        /* rm is delete's short name. */
-        rc = cmd_delete_ext(&a, c);
-        if (rc < 0) {
-            rc = cmd_control(&a, c, "consumer.delete");
+        /* info and delete (rm is its short name) of your own consumer go
+         * over the extension when the server has it. */
+        bool info = sub[0] == 'i';
+        int ext = use_ext(&a, c, info ? "consumer-info" : "consumer-delete");
+        if (ext < 0) {
+            rc = 1;
+        } else if (ext > 0) {
+            rc = info ? cmd_info_ext(&a, c) : cmd_delete_ext(&a, c);
+        } else {
+            rc = cmd_control(&a, c, info ? "consumer.info" : "consumer.delete");
         }
     }
     rift_client_del(c);
