@@ -176,6 +176,10 @@ RIFT_TEST(progress_info_and_rm_without_control) {
     int p4 = AS(&f, w, NULL, NULL, "consumer", "progress", "orders", "w");
     int i1 = AS(&f, w, &out[7], &err[8], "consumer", "info", "orders", "w");
     int i2 = AS(&f, w, NULL, &err[9], "consumer", "info", "orders", "nope");
+    char *so = NULL, *se = NULL;
+    int s1 = AS(&f, w, &so, &se, "consumer", "open", "orders", "last1",
+                "--start", "last", "--filter", "orders.>");
+    int s2 = AS(&f, w, NULL, NULL, "consumer", "rm", "orders", "last1");
     /* Another identity's --identity needs control rights. */
     int r0 = AS(&f, w, NULL, &err[4], "consumer", "rm", "orders", "w",
                 "--identity", "other");
@@ -198,6 +202,14 @@ RIFT_TEST(progress_info_and_rm_without_control) {
                   strstr(out[7], "pending acks    1"),
               "%s", out[7] ? out[7] : "");
     CHECK_EQ_INT(i2, 1);
+    /* Any start position for a principal without control rights. */
+    CHECK_MSG(s1 == 0, "%s", se ? se : "");
+    CHECK_MSG(so && strstr(so, "consumer last1 on orders: open (filter "
+                               "orders.>, next sequence 1"),
+              "%s", so ? so : "");
+    CHECK_EQ_INT(s2, 0);
+    free(so);
+    free(se);
     CHECK_EQ_STR(err[9], "rift consumer: consumer does not exist\n");
     CHECK_MSG(ow == 0, "%s", err[0] ? err[0] : "");
     CHECK_EQ_INT(oo, 0);

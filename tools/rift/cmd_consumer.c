@@ -418,14 +418,24 @@ static int open_ext(consumer_args *a, rift_client *c, json_t *args,
     return 0;
 }
 
+static int use_ext(consumer_args *a, rift_client *c, const char *feature);
+
 /* Opens through the consumer.open control call, the path for any other
- * start and for an identity; drops args. */
-static int open_control(consumer_args *a, rift_client *c, json_t *args) {
+ * start and for an identity; a principal without control rights opening
+ * its own consumer takes CONSUMER_OPEN_EXT instead (the control answer's
+ * layout is kept for those who may use it). Drops args. */
+static int open_control(consumer_args *a, rift_client *c, json_t *args,
+                        const char *filter, uint64_t ack_wait,
+                        uint64_t pending) {
     json_t *data;
     char why[RIFT_ERROR_TEXT_MAX + 1];
     if (rift_cli_control_quiet(c, "consumer", "consumer.open",
                                json_incref(args), &data, why,
                                sizeof(why)) != 0) {
+        if (strcmp(why, "publication not permitted") == 0 &&
+            use_ext(a, c, "consumer-open") > 0) {
+            return open_ext(a, c, args, filter, ack_wait, pending, 0);
+        }
         rift_cli_control_error("consumer", why);
         if (differs(why)) {
             explain_differs(c, a, args);
@@ -493,7 +503,7 @@ static int cmd_open(consumer_args *a, rift_client *c) {
         /* A sequence start is the wire's own CONSUMER_OPEN. */
         return open_wire(a, c, args, filter, seq, ack_wait, pending);
     }
-    return open_control(a, c, args);
+    return open_control(a, c, args, filter, ack_wait, pending);
 }
 
 /* ---- fetch, ack ---- */
