@@ -581,12 +581,26 @@ static int print_deliveries(const consumer_args *a, rift_client *c,
     return rc;
 }
 
+/* --count of fetch and next: 1..FETCH_MAX records (printed when not). */
+static bool parse_count(const consumer_args *a, uint64_t *count) {
+    if (a->count != NULL &&
+        (!rift_cli_parse_u64("consumer", "--count", a->count, count) ||
+         *count == 0 || *count > FETCH_MAX)) {
+        fprintf(stderr, "rift consumer: --count expects 1..%d\n", FETCH_MAX);
+        return false;
+    }
+    return true;
+}
+
+/* --sep of fetch and next (rift_cli_parse_sep prints what is wrong). */
+static bool parse_sep(const consumer_args *a, char *sep, size_t *sep_len) {
+    return a->sep_s == NULL ||
+           rift_cli_parse_sep("consumer", a->sep_s, sep, sep_len);
+}
+
 static int cmd_fetch(consumer_args *a, rift_client *c) {
     uint64_t count = 1, wait = 0;
-    if (a->count != NULL &&
-        (!rift_cli_parse_u64("consumer", "--count", a->count, &count) ||
-         count == 0 || count > FETCH_MAX)) {
-        fprintf(stderr, "rift consumer: --count expects 1..%d\n", FETCH_MAX);
+    if (!parse_count(a, &count)) {
         return 2;
     }
     if (a->wait != NULL && !rift_cli_duration_parse(a->wait, &wait)) {
@@ -596,8 +610,7 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
     }
     char sep[RIFT_CLI_SEP_MAX];
     size_t sep_len = 0;
-    if (a->sep_s != NULL &&
-        !rift_cli_parse_sep("consumer", a->sep_s, sep, &sep_len)) {
+    if (!parse_sep(a, sep, &sep_len)) {
         return 2;
     }
     rift_client_delivery d[FETCH_MAX];
@@ -629,10 +642,7 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
 /* next: the waiting fetch (CONSUMER_FETCH_WAIT), --wait 1 ms..2 min. */
 static int cmd_next(consumer_args *a, rift_client *c) {
     uint64_t count = 1, wait = 5000;
-    if (a->count != NULL &&
-        (!rift_cli_parse_u64("consumer", "--count", a->count, &count) ||
-         count == 0 || count > FETCH_MAX)) {
-        fprintf(stderr, "rift consumer: --count expects 1..%d\n", FETCH_MAX);
+    if (!parse_count(a, &count)) {
         return 2;
     }
     if (a->wait != NULL && (!rift_cli_duration_parse(a->wait, &wait) ||
@@ -643,8 +653,7 @@ static int cmd_next(consumer_args *a, rift_client *c) {
     }
     char sep[RIFT_CLI_SEP_MAX];
     size_t sep_len = 0;
-    if (a->sep_s != NULL &&
-        !rift_cli_parse_sep("consumer", a->sep_s, sep, &sep_len)) {
+    if (!parse_sep(a, sep, &sep_len)) {
         return 2;
     }
     rift_client_delivery d[FETCH_MAX];
