@@ -390,6 +390,10 @@ int rift_client_call_run(rift_client_call *call, rift_error *err) {
     if (pthread_cond_init(&call->cond, NULL) != 0) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
+    /* rift_client_del from another thread ends this wait ("client
+     * closed"); the reference keeps the client, its mutex above all,
+     * alive until this thread is done with it. */
+    rift_client_ref(c);
     /* Only sets fields: the client thread starts the timer. */
     rift_timer_init(c->loop, &call->timer, call_timeout, call);
     int rc;
@@ -411,6 +415,7 @@ int rift_client_call_run(rift_client_call *call, rift_error *err) {
     }
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&call->cond);
+    rift_client_unref(c);
     return rc;
 }
 
