@@ -40,6 +40,14 @@ int rift_daemon_streams_open(rift_daemon_streams **ps, const rift_config *cfg,
  * |broker|, which must outlive the streams. */
 void rift_daemon_streams_advise(rift_daemon_streams *s, rift_broker *broker);
 
+/* rift_daemon_advise_max_deliver publishes |a| (a record of |stream|
+ * dropped after max_deliver) on rift.events.consumer of |broker|, naming
+ * the consumer by its label (a remote consumer's client-side name) when
+ * it has one: the one spelling of the advisory for configured and
+ * run-time streams. */
+void rift_daemon_advise_max_deliver(rift_broker *broker, const char *stream,
+                                    const rift_consumer_advisory *a);
+
 /* rift_daemon_streams_close checkpoints file streams (consumer-state
  * snapshot, sync) and closes every stream. NULL is a no-op. */
 void rift_daemon_streams_close(rift_daemon_streams *s);

@@ -180,7 +180,8 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
         goto fail;
     }
     rift_daemon_streams_advise(d->streams, d->broker);
-    if ((rc = rift_runtime_streams_open(&d->runtime, &d->cfg, err)) != 0 ||
+    if ((rc = rift_runtime_streams_open(&d->runtime, &d->cfg, d->broker,
+                                        err)) != 0 ||
         (rc = rift_daemon_stan_start(&d->stan, d->broker, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quota_new(&d->quota, &d->cfg, err)) != 0 ||
         (rc = rift_daemon_quic_start(&d->quic, d->broker, d->streams,

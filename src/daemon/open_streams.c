@@ -88,15 +88,20 @@ int rift_daemon_streams_open(rift_daemon_streams **ps, const rift_config *cfg,
     return 0;
 }
 
-/* A record dropped after max_deliver deliveries, on the fetching thread:
- * the consumer's label (the client's name of a remote consumer) when it
+/* The consumer's label (the client's name of a remote consumer) when it
  * has one, else its stored name. */
-static void advise(void *arg, const rift_consumer_advisory *a) {
-    daemon_stream *ds = arg;
+void rift_daemon_advise_max_deliver(rift_broker *broker, const char *stream,
+                                    const rift_consumer_advisory *a) {
     const char *name = a->label != NULL ? a->label : a->consumer;
     size_t len = a->label != NULL ? a->label_len : a->consumer_len;
-    (void)rift_events_max_deliver(ds->broker, ds->name, name, len, a->sequence,
+    (void)rift_events_max_deliver(broker, stream, name, len, a->sequence,
                                   a->deliveries);
+}
+
+/* A record dropped after max_deliver deliveries, on the fetching thread. */
+static void advise(void *arg, const rift_consumer_advisory *a) {
+    daemon_stream *ds = arg;
+    rift_daemon_advise_max_deliver(ds->broker, ds->name, a);
 }
 
 void rift_daemon_streams_advise(rift_daemon_streams *s, rift_broker *broker) {

@@ -35,7 +35,8 @@ typedef struct rt_def {
 
 typedef struct rt_stream {
     rt_def def;
-    rift_stream *st; /* NULL: a configured stream has the name */
+    rift_stream *st;     /* NULL: a configured stream has the name */
+    rift_broker *broker; /* its max_deliver advisories' broker, or NULL */
     size_t pins;
     bool doomed; /* deleted while pinned: closed at the last release */
     char *dir;   /* file storage: <data_dir>/streams/<name> */
@@ -49,8 +50,9 @@ typedef struct rt_grant {
 
 struct rift_runtime_streams {
     pthread_mutex_t lock;
-    char *data_dir; /* NULL: creation refused */
-    rt_stream **v;  /* sorted by name; shadowed ones included */
+    rift_broker *broker; /* max_deliver advisories (NULL: none) */
+    char *data_dir;      /* NULL: creation refused */
+    rt_stream **v;       /* sorted by name; shadowed ones included */
     size_t n;
     char **configured; /* names of messaging.streams */
     size_t n_configured;
@@ -127,10 +129,23 @@ static void settings_of(const rt_stream *s, rift_stream_settings *out) {
     out->storage_path = d->file ? s->dir : NULL;
 }
 
-static int open_stream(rt_stream *s, rift_error *err) {
+/* A record dropped after max_deliver deliveries, on the fetching thread;
+ * the stream's name stays put while the stream is open (reopen closes it
+ * before it changes the definition). */
+static void advise(void *arg, const rift_consumer_advisory *a) {
+    rt_stream *s = arg;
+    rift_daemon_advise_max_deliver(s->broker, s->def.name, a);
+}
+
+static int open_stream(rift_runtime_streams *rt, rt_stream *s,
+                       rift_error *err) {
     rift_stream_settings set;
     settings_of(s, &set);
     int rc = rift_stream_new(&s->st, &set, err);
+    if (rc == 0 && rt->broker != NULL) {
+        s->broker = rt->broker;
+        rift_stream_set_advisory_watch(s->st, advise, s);
+    }
     if (rc != 0 && rc != RIFT_ERR_INVALID_CONFIG &&
         rc != RIFT_ERR_INVALID_SUBJECT && rc != RIFT_ERR_NOMEM) {
         /* Storage texts name files: they stay in the log, the client
@@ -383,7 +398,7 @@ static int load(rift_runtime_streams *rt, rift_error *err) {
             return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
         }
         rift_error why = {0};
-        if ((rc = open_stream(s, &why)) != 0) {
+        if ((rc = open_stream(rt, s, &why)) != 0) {
             return rift_error_set(err, rc, "run-time stream %s: %s",
                                   s->def.name, why.text);
         }
@@ -394,12 +409,14 @@ static int load(rift_runtime_streams *rt, rift_error *err) {
 }
 
 int rift_runtime_streams_open(rift_runtime_streams **prt,
-                              const rift_config *cfg, rift_error *err) {
+                              const rift_config *cfg, rift_broker *broker,
+                              rift_error *err) {
     *prt = NULL;
     rift_runtime_streams *rt = rift_calloc(NULL, 1, sizeof(*rt));
     if (rt == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
+    rt->broker = broker;
     pthread_mutex_init(&rt->lock, NULL);
     const rift_config_messaging *m = &cfg->messaging;
     int rc = 0;
@@ -600,7 +617,7 @@ static int create(rift_runtime_streams *rt,
     if (s->dir != NULL) {
         remove_tree(s->dir); /* a leftover of a delete cut short */
     }
-    if ((rc = open_stream(s, err)) != 0) {
+    if ((rc = open_stream(rt, s, err)) != 0) {
         finish_delete(s);
         return rc;
     }
@@ -649,12 +666,12 @@ static int reopen(rift_runtime_streams *rt, rt_stream *s,
         remove_tree(s->dir);
     }
     s->def = d;
-    int rc = open_stream(s, err);
+    int rc = open_stream(rt, s, err);
     if (rc != 0 && next != NULL) {
         def_free(&s->def);
         s->def = old;
         rift_error why = {0};
-        if (open_stream(s, &why) != 0) {
+        if (open_stream(rt, s, &why) != 0) {
             rift_log(RIFT_LOG_ERROR, "rift: run-time stream %s: %s", old.name,
                      why.text);
         }

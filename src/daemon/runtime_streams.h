@@ -15,6 +15,7 @@
 #define RIFT_DAEMON_RUNTIME_STREAMS_H
 
 #include "config/config.h"
+#include "rift/broker.h"
 #include "rift/server.h"
 #include "rift/stream.h"
 
@@ -28,10 +29,14 @@ typedef struct rift_runtime_streams rift_runtime_streams;
  * the configuration wins, which is logged, and the definition is kept.
  * Without a data_dir there are none and creating one is refused. A file
  * that does not parse is "data_dir: streams.json is corrupt: ..." and
- * nothing is opened or removed. Copies what it needs of |cfg|.
+ * nothing is opened or removed. Copies what it needs of |cfg|. Records
+ * its streams drop after max_deliver are advised on rift.events.consumer
+ * of |broker| (rift_daemon_advise_max_deliver; NULL: not advised), which
+ * must outlive the streams.
  */
 int rift_runtime_streams_open(rift_runtime_streams **prt,
-                              const rift_config *cfg, rift_error *err);
+                              const rift_config *cfg, rift_broker *broker,
+                              rift_error *err);
 
 /* Closes every stream (consumer-state snapshot first). NULL is a no-op. */
 void rift_runtime_streams_close(rift_runtime_streams *rt);

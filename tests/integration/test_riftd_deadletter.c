@@ -4,7 +4,8 @@
  * principal without control rights gives up on a record, riftd publishes
  * the advisory on rift.events.consumer (the client's consumer name, the
  * stream, the sequence, the deliveries), and the example plugin
- * examples/plugins/deadletter stores it in the stream "deadletter".
+ * examples/plugins/deadletter stores it in the stream "deadletter". The
+ * same advisory for a stream made at run time (STREAM_CREATE_EXT).
  */
 // labels: threads
 #include "riftd_fix.h"
@@ -34,20 +35,30 @@ static const char config_fmt[] =
     "deadletter' } },\n"
     "}\n";
 
-RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
-    const char *src = getenv("RIFT_SOURCE_DIR");
-    CHECK(src != NULL);
-    char config[4096];
-    snprintf(config, sizeof(config), config_fmt, src);
-    riftd_fix f;
-    CHECK(riftd_fix_init(&f, config));
-    CHECK(riftd_fix_start(&f, NULL));
-    rift_client *c;
-    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
+/* No configured stream: the principal makes "orders" at run time. */
+static const char runtime_config[] =
+    "return {\n"
+    "  data_dir = 'data',\n"
+    "  messaging = {\n"
+    "    listen = '127.0.0.1:0',\n"
+    "    certificate = 'tls/server.pem',\n"
+    "    private_key = 'tls/server.key',\n"
+    "    principals = {\n"
+    "      { name = 'plugin', token_env = 'RIFT_TEST_TOKEN',\n"
+    "        publish = { 'orders.>', '_INBOX.>' },\n"
+    "        subscribe = { 'orders.>', 'rift.events.>', '_INBOX.>' },\n"
+    "        streams = { 'orders' } },\n"
+    "    },\n"
+    "  },\n"
+    "}\n";
+
+/* Opens consumer "billing" on "orders" (max_deliver 2, ack wait 1 ms),
+ * publishes one record and fetches without acking until the consumer
+ * gives it up; |*adv| is the advisory |sub| received (malloc'd), or NULL. */
+static void give_up_one_record(riftd_fix *f, rift_client *c,
+                               rift_client_sub *sub, char **adv) {
+    *adv = NULL;
     rift_error err;
-    rift_client_sub *sub;
-    CHECK_OK(rift_client_subscribe(c, "rift.events.consumer", 20, NULL, 0, &sub,
-                                   &err));
     rift_consumer_config cfg;
     rift_consumer_config_default(&cfg);
     cfg.filter = "orders.>";
@@ -61,7 +72,6 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     CHECK_OK(rift_client_stream_publish(c, "orders", 6, "orders.new", 10, NULL,
                                         0, (const uint8_t *)"{}", 2, &st,
                                         &err));
-    /* Fetch without acking until the consumer gives the record up. */
     rift_client_consumer_info info = {0};
     int deliveries = 0;
     for (int i = 0; i < 2000 && info.max_delivered == 0; i++) {
@@ -81,15 +91,36 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     CHECK_EQ_U64(info.max_delivered, 1);
     CHECK_EQ_INT(deliveries, 2);
     CHECK_EQ_INT(info.pending, 0);
-    char *adv = riftd_fix_next(sub);
-    if (adv == NULL) {
-        char *log = rift_proc_read(f.p.err);
+    *adv = riftd_fix_next(sub);
+    if (*adv == NULL) {
+        char *log = rift_proc_read(f->p.err);
         fprintf(stderr, "  riftd's log:\n%s\n", log ? log : "(none)");
         free(log);
     }
+}
+
+static const char advisory[] =
+    "{\"advisory\":\"max_deliver\",\"consumer\":\"billing\","
+    "\"deliveries\":2,\"sequence\":1,\"stream\":\"orders\"}";
+
+RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
+    const char *src = getenv("RIFT_SOURCE_DIR");
+    CHECK(src != NULL);
+    char config[4096];
+    snprintf(config, sizeof(config), config_fmt, src);
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, config));
+    CHECK(riftd_fix_start(&f, NULL));
+    rift_client *c;
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
+    rift_error err;
+    rift_client_sub *sub;
+    CHECK_OK(rift_client_subscribe(c, "rift.events.consumer", 20, NULL, 0, &sub,
+                                   &err));
+    char *adv;
+    give_up_one_record(&f, c, sub, &adv);
     CHECK(adv != NULL);
-    CHECK_EQ_STR(adv, "{\"advisory\":\"max_deliver\",\"consumer\":\"billing\","
-                      "\"deliveries\":2,\"sequence\":1,\"stream\":\"orders\"}");
+    CHECK_EQ_STR(adv, advisory);
     /* The plugin stored it. */
     rift_consumer_config first;
     rift_consumer_config_default(&first);
@@ -110,6 +141,31 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     const uint8_t *p = rift_msg_payload(d[0].msg, &len);
     CHECK_EQ_MEM(p, len, adv, strlen(adv));
     rift_msg_unref(d[0].msg);
+    free(adv);
+    rift_client_sub_close(sub);
+    rift_client_del(c);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+    riftd_fix_free(&f);
+}
+
+RIFT_TEST(max_deliver_advisory_for_a_stream_made_at_run_time) {
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, runtime_config));
+    CHECK(riftd_fix_start(&f, NULL));
+    rift_client *c;
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
+    rift_error err;
+    rift_client_sub *sub;
+    CHECK_OK(rift_client_subscribe(c, "rift.events.consumer", 20, NULL, 0, &sub,
+                                   &err));
+    const char *subjects[] = {"orders.>"};
+    rift_client_stream_spec spec = {.subjects = subjects, .subjects_count = 1};
+    CHECK_MSG(rift_client_stream_create(c, "orders", 6, &spec, NULL, &err) == 0,
+              "%s", err.text);
+    char *adv;
+    give_up_one_record(&f, c, sub, &adv);
+    CHECK(adv != NULL);
+    CHECK_EQ_STR(adv, advisory);
     free(adv);
     rift_client_sub_close(sub);
     rift_client_del(c);
