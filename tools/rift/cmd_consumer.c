@@ -68,10 +68,10 @@ static void usage(FILE *out) {
         "(delivery K) TIME\n"
         "        SUBJECT: PAYLOAD\"; --ack acknowledges each once printed. "
         "--wait D (e.g.\n"
-        "        500ms, 10s) asks again until a record arrives or D has "
-        "passed (the CLI\n"
-        "        retries with a growing pause up to 1 s; protocol v1 has no "
-        "waiting fetch).\n"
+        "        500ms, 10s) waits until a record arrives or D has passed "
+        "(on the server\n"
+        "        when it offers the waiting fetch, else retrying with a "
+        "growing pause).\n"
         "        --raw writes payloads only, each followed by SEP with "
         "--sep.\n"
         "next    as fetch, but the server waits for a record (--wait, "
@@ -536,8 +536,8 @@ static void explain_empty(rift_client *c, const consumer_args *a) {
     json_decref(d);
 }
 
-/* Pauses between the fetches of --wait: 50 ms, doubling up to 1 s, never
- * past the deadline. */
+/* Pauses between the fetches of --wait against a server without the
+ * waiting fetch: 50 ms, doubling up to 1 s, never past the deadline. */
 static void pause_ms(uint64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -598,6 +598,17 @@ static bool parse_sep(const consumer_args *a, char *sep, size_t *sep_len) {
            rift_cli_parse_sep("consumer", a->sep_s, sep, sep_len);
 }
 
+/* Whether the server has the waiting fetch (EXT_HELLO's "fetch-wait"):
+ * fetch --wait then waits on the server; a v1 server is polled. */
+static bool offers_fetch_wait(rift_client *c) {
+    bool ext = false;
+    char features[512];
+    rift_error err;
+    return rift_client_extensions(c, &ext, features, sizeof(features), &err) ==
+               0 &&
+           ext && strstr(features, "fetch-wait") != NULL;
+}
+
 static int cmd_fetch(consumer_args *a, rift_client *c) {
     uint64_t count = 1, wait = 0;
     if (!parse_count(a, &count)) {
@@ -618,10 +629,21 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
     rift_error err;
     const char *stream = a->pos[0], *name = a->pos[1];
     uint64_t deadline = now_ms() + wait, backoff = 50;
+    bool waits = wait > 0 && offers_fetch_wait(c);
     rift_cli_catch_signals();
     for (;;) {
-        if (rift_client_fetch(c, stream, strlen(stream), name, strlen(name),
-                              (uint32_t)count, d, &n, &err) != 0) {
+        uint64_t left = deadline - now_ms();
+        /* The waiting fetch in slices of at most 1 s, so that Ctrl-C ends
+         * the wait within one; a record wakes it at once either way. */
+        int rc =
+            waits && (int64_t)left > 0
+                ? rift_client_fetch_wait(c, stream, strlen(stream), name,
+                                         strlen(name), (uint32_t)count,
+                                         left < 1000 ? (uint32_t)left : 1000u,
+                                         d, &n, &err)
+                : rift_client_fetch(c, stream, strlen(stream), name,
+                                    strlen(name), (uint32_t)count, d, &n, &err);
+        if (rc != 0) {
             fprintf(stderr, "rift consumer: %s\n", err.text);
             return 1;
         }
@@ -629,8 +651,10 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
         if (n > 0 || now >= deadline || rift_cli_stop_requested()) {
             break;
         }
-        pause_ms(backoff < deadline - now ? backoff : deadline - now);
-        backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+        if (!waits) {
+            pause_ms(backoff < deadline - now ? backoff : deadline - now);
+            backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+        }
     }
     int rc = print_deliveries(a, c, d, n, sep, sep_len);
     if (n == 0 && !a->raw) {
