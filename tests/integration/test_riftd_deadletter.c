@@ -52,6 +52,19 @@ static const char runtime_config[] =
     "  },\n"
     "}\n";
 
+/* Starts riftd on |config| and a client subscribed to
+ * rift.events.consumer; |*sub| stays NULL on a failure. */
+static void start_watching(riftd_fix *f, const char *config, rift_client **c,
+                           rift_client_sub **sub) {
+    *sub = NULL;
+    CHECK(riftd_fix_init(f, config));
+    CHECK(riftd_fix_start(f, NULL));
+    CHECK(riftd_fix_connect(f, RIFTD_FIX_TOKEN, c));
+    rift_error err;
+    CHECK_OK(rift_client_subscribe(*c, "rift.events.consumer", 20, NULL, 0, sub,
+                                   &err));
+}
+
 /* Opens consumer "billing" on "orders" (max_deliver 2, ack wait 1 ms),
  * publishes one record and fetches without acking until the consumer
  * gives it up; |*adv| is the advisory |sub| received (malloc'd), or NULL. */
@@ -109,14 +122,11 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
     char config[4096];
     snprintf(config, sizeof(config), config_fmt, src);
     riftd_fix f;
-    CHECK(riftd_fix_init(&f, config));
-    CHECK(riftd_fix_start(&f, NULL));
     rift_client *c;
-    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
-    rift_error err;
     rift_client_sub *sub;
-    CHECK_OK(rift_client_subscribe(c, "rift.events.consumer", 20, NULL, 0, &sub,
-                                   &err));
+    start_watching(&f, config, &c, &sub);
+    CHECK(sub != NULL);
+    rift_error err;
     char *adv;
     give_up_one_record(&f, c, sub, &adv);
     CHECK(adv != NULL);
@@ -150,14 +160,11 @@ RIFT_TEST(max_deliver_advisory_lands_in_the_deadletter_stream) {
 
 RIFT_TEST(max_deliver_advisory_for_a_stream_made_at_run_time) {
     riftd_fix f;
-    CHECK(riftd_fix_init(&f, runtime_config));
-    CHECK(riftd_fix_start(&f, NULL));
     rift_client *c;
-    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
-    rift_error err;
     rift_client_sub *sub;
-    CHECK_OK(rift_client_subscribe(c, "rift.events.consumer", 20, NULL, 0, &sub,
-                                   &err));
+    start_watching(&f, runtime_config, &c, &sub);
+    CHECK(sub != NULL);
+    rift_error err;
     const char *subjects[] = {"orders.>"};
     rift_client_stream_spec spec = {.subjects = subjects, .subjects_count = 1};
     CHECK_MSG(rift_client_stream_create(c, "orders", 6, &spec, NULL, &err) == 0,
