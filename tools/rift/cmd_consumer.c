@@ -598,15 +598,26 @@ static bool parse_sep(const consumer_args *a, char *sep, size_t *sep_len) {
            rift_cli_parse_sep("consumer", a->sep_s, sep, sep_len);
 }
 
+/* Whether the space-separated |features| of EXT_INFO name |want|. */
+static bool has_feature(const char *features, const char *want) {
+    size_t n = strlen(want);
+    for (const char *p = features; (p = strstr(p, want)) != NULL; p += n) {
+        if ((p == features || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Whether the server has the waiting fetch (EXT_HELLO's "fetch-wait"):
  * fetch --wait then waits on the server; a v1 server is polled. */
 static bool offers_fetch_wait(rift_client *c) {
     bool ext = false;
-    char features[512];
+    char features[4096];
     rift_error err;
     return rift_client_extensions(c, &ext, features, sizeof(features), &err) ==
                0 &&
-           ext && strstr(features, "fetch-wait") != NULL;
+           ext && has_feature(features, "fetch-wait");
 }
 
 static int cmd_fetch(consumer_args *a, rift_client *c) {
@@ -632,11 +643,12 @@ static int cmd_fetch(consumer_args *a, rift_client *c) {
     bool waits = wait > 0 && offers_fetch_wait(c);
     rift_cli_catch_signals();
     for (;;) {
-        uint64_t left = deadline - now_ms();
+        uint64_t start = now_ms();
+        uint64_t left = start < deadline ? deadline - start : 0;
         /* The waiting fetch in slices of at most 1 s, so that Ctrl-C ends
          * the wait within one; a record wakes it at once either way. */
         int rc =
-            waits && (int64_t)left > 0
+            waits && left > 0
                 ? rift_client_fetch_wait(c, stream, strlen(stream), name,
                                          strlen(name), (uint32_t)count,
                                          left < 1000 ? (uint32_t)left : 1000u,
@@ -823,17 +835,6 @@ static int cmd_ls(consumer_args *a, rift_client *c) {
 }
 
 /* ---- info, delete ---- */
-
-/* Whether the space-separated |features| of EXT_INFO name |want|. */
-static bool has_feature(const char *features, const char *want) {
-    size_t n = strlen(want);
-    for (const char *p = features; (p = strstr(p, want)) != NULL; p += n) {
-        if ((p == features || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
-            return true;
-        }
-    }
-    return false;
-}
 
 /* Whether this call of your own consumer takes the extension: no
  * --identity, and a server whose EXT_INFO lists |feature|. 1 = yes,
