@@ -95,8 +95,9 @@ RIFT_EXTERN int rift_client_stream_update(rift_client *c, const char *stream,
                                           rift_error *err);
 
 /**
- * rift_client_stream_purge drops every record and consumer of a run-time
- * stream (sequences start again at 1); rift_client_stream_delete removes
+ * rift_client_stream_purge drops every record of a run-time stream and
+ * keeps its consumers (moved past the dropped records) and its sequence
+ * (the next publish gets the next one); rift_client_stream_delete removes
  * the stream with its consumers and data. Errors: as
  * rift_client_stream_create.
  */

@@ -314,6 +314,20 @@ RIFT_EXTERN void rift_stream_info_free(rift_stream_info *info);
 RIFT_EXTERN int rift_stream_checkpoint(rift_stream *stream, rift_error *err);
 
 /**
+ * rift_stream_purge drops every retained record and keeps everything else:
+ * the next publish gets the next sequence (none is reused), consumers stay
+ * with their cursors moved past the dropped records and their pending
+ * deliveries of them forgotten. File storage: durable when it returns (the
+ * new first sequence is synced; recovery never brings purged records
+ * back). |purged| (may be NULL) receives the number of records dropped.
+ *
+ * Errors: RIFT_ERR_STORAGE, RIFT_ERR_IO, RIFT_ERR_NOMEM,
+ * RIFT_ERR_INVALID_ARGUMENT (called from a callback).
+ */
+RIFT_EXTERN int rift_stream_purge(rift_stream *stream, uint64_t *purged,
+                                  rift_error *err);
+
+/**
  * rift_stream_reopen (file storage) gets a stream that a failed write or
  * sync poisoned going again without closing it: it cuts the files back to
  * what was acknowledged, reads the directory again as an open would

@@ -640,34 +640,27 @@ static int create(rift_runtime_streams *rt,
     return 0;
 }
 
-/* Reopens |s| with |next| (UPDATE) or empty (PURGE: |next| NULL); on a
- * failure the old definition is reopened. */
+/* Reopens |s| with the limits of |next| (UPDATE); on a failure the old
+ * definition is reopened. */
 static int reopen(rift_runtime_streams *rt, rt_stream *s,
                   const rift_server_stream_request *next, rift_error *err) {
-    (void)rt;
     if (s->pins > 0) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "stream is in use; try again");
     }
     rt_def old = s->def;
     rt_def d = old;
-    if (next != NULL) {
-        d.subjects =
-            dup_strv((const char *const *)old.subjects, old.n_subjects);
-        d.name = dup_str(old.name);
-        if (d.subjects == NULL || d.name == NULL || def_set(&d, next) != 0) {
-            rift_free(NULL, d.name);
-            free_strv(d.subjects, d.n_subjects);
-            return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-        }
+    d.subjects = dup_strv((const char *const *)old.subjects, old.n_subjects);
+    d.name = dup_str(old.name);
+    if (d.subjects == NULL || d.name == NULL || def_set(&d, next) != 0) {
+        rift_free(NULL, d.name);
+        free_strv(d.subjects, d.n_subjects);
+        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
     close_stream(s);
-    if (next == NULL && s->dir != NULL) {
-        remove_tree(s->dir);
-    }
     s->def = d;
     int rc = open_stream(rt, s, err);
-    if (rc != 0 && next != NULL) {
+    if (rc != 0) {
         def_free(&s->def);
         s->def = old;
         rift_error why = {0};
@@ -677,14 +670,8 @@ static int reopen(rift_runtime_streams *rt, rt_stream *s,
         }
         return rc;
     }
-    if (rc != 0) {
-        return rc;
-    }
-    if (next != NULL) {
-        def_free(&old);
-        return save(rt, err);
-    }
-    return 0;
+    def_free(&old);
+    return save(rt, err);
 }
 
 static int delete (rift_runtime_streams *rt, size_t i, rift_error *err) {
@@ -732,6 +719,7 @@ int rift_runtime_streams_admin(rift_runtime_streams *rt,
         return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM, "unknown stream");
     }
     rt_stream *s = rt->v[i];
+    uint64_t purged = 0;
     switch (req->verb) {
     case RIFT_SERVER_STREAM_UPDATE:
         rc = req->file != s->def.file
@@ -740,19 +728,23 @@ int rift_runtime_streams_admin(rift_runtime_streams *rt,
                  : reopen(rt, s, req, err);
         break;
     case RIFT_SERVER_STREAM_PURGE:
-        rc = reopen(rt, s, NULL, err);
+        /* In place, pinned or not: sequences and consumers carry on. */
+        rc = s->st != NULL ? rift_stream_purge(s->st, &purged, err)
+                           : rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM,
+                                            "unknown stream");
         break;
     default:
         rc = delete (rt, i, err);
         break;
     }
     pthread_mutex_unlock(&rt->lock);
-    if (rc == 0) {
-        rift_log(RIFT_LOG_INFO, "rift: %s: stream %s %s", req->identity,
-                 req->name,
-                 req->verb == RIFT_SERVER_STREAM_UPDATE  ? "updated"
-                 : req->verb == RIFT_SERVER_STREAM_PURGE ? "purged"
-                                                         : "deleted");
+    if (rc == 0 && req->verb == RIFT_SERVER_STREAM_PURGE) {
+        rift_log(RIFT_LOG_INFO, "rift: %s: stream %s purged (%llu records)",
+                 req->identity, req->name, (unsigned long long)purged);
+    } else if (rc == 0) {
+        rift_log(
+            RIFT_LOG_INFO, "rift: %s: stream %s %s", req->identity, req->name,
+            req->verb == RIFT_SERVER_STREAM_UPDATE ? "updated" : "deleted");
     }
     return rc;
 }

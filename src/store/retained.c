@@ -190,11 +190,13 @@ static bool front_expired(rift_stream *st, uint64_t now) {
     return now >= st->front_ts && now - st->front_ts >= max_age;
 }
 
-void rift_stream_retain(rift_stream *st, uint64_t now) {
+/* Evicts from the front what retention no longer allows, or every
+ * record (|all|: a purge); consumers and segments follow either way. */
+static void evict(rift_stream *st, uint64_t now, bool all) {
     uint64_t before = st->first_seq;
     while (st->ents.len > 0) {
         rift_ent *e = rift_ring_at(&st->ents, 0);
-        if (st->ents.len <= st->cfg.max_messages &&
+        if (!all && st->ents.len <= st->cfg.max_messages &&
             st->bytes <= st->cfg.max_bytes && !front_expired(st, now)) {
             break;
         }
@@ -226,6 +228,14 @@ void rift_stream_retain(rift_stream *st, uint64_t now) {
     if (st->file && st->mode == RIFT_OPEN_NORMAL) {
         rift_stage_drop_segments(st);
     }
+}
+
+void rift_stream_retain(rift_stream *st, uint64_t now) {
+    evict(st, now, false);
+}
+
+void rift_stream_evict_all(rift_stream *st) {
+    evict(st, 0, true);
 }
 
 /* ---- Reading records back ---- */

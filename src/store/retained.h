@@ -28,6 +28,9 @@ int rift_stream_add_hole(rift_stream *st, uint64_t from, uint64_t to);
 /* Evicts by count, bytes and age; raises consumers and hands emptied
  * segments to the stage. Under lock. */
 void rift_stream_retain(rift_stream *st, uint64_t now);
+/* Evicts every retained record (a purge) with the same consequences;
+ * first_seq becomes last_seq + 1. Under lock. */
+void rift_stream_evict_all(rift_stream *st);
 /* Drops cached records already in the OS beyond the cache budget. */
 void rift_stream_cache_trim(rift_stream *st);
 /* The timestamp of retained record |seq| (cache or trailer); false when

@@ -732,7 +732,11 @@ void rift_stream_info_free(rift_stream_info *info) {
     info->consumer_count = 0;
 }
 
-int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
+/* A checkpoint, after dropping every record first when |purge|: the
+ * snapshot carries the new first sequence (FIRST_SEQ), so recovery does
+ * not bring back purged records still in the active segment. */
+static int checkpoint(rift_stream *st, bool purge, uint64_t *purged,
+                      rift_error *err) {
     if (rift_writer_is_self(st)) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "blocking stream call from its own completion "
@@ -742,6 +746,12 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
     pthread_mutex_lock(&st->lock);
     uint64_t ticket = 0;
     int rc = rift_stream_check_usable(st, err);
+    if (rc == 0 && purge) {
+        if (purged != NULL) {
+            *purged = st->ents.len;
+        }
+        rift_stream_evict_all(st);
+    }
     if (rc == 0 && st->file) {
         rift_stream_retain(st, rift_stream_now(st));
         rift_stage_drop_segments(st);
@@ -759,6 +769,14 @@ int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
         rc = rift_writer_wait(st, ticket, err);
     }
     return rc;
+}
+
+int rift_stream_checkpoint(rift_stream *st, rift_error *err) {
+    return checkpoint(st, false, NULL, err);
+}
+
+int rift_stream_purge(rift_stream *st, uint64_t *purged, rift_error *err) {
+    return checkpoint(st, true, purged, err);
 }
 
 void rift_stream_get_settings(const rift_stream *st,

@@ -192,17 +192,16 @@ RIFT_TEST(granted_identity_creates_updates_purges_and_deletes) {
           RIFT_ERR_REMOTE);
     CHECK_EQ_STR(err.text, "stream storage cannot change");
 
-    /* Consumers are kept by update; purge drops records and consumers. */
+    /* Consumers are kept by update and by purge (its own test below). */
     CHECK_OK(open_consumer(c, "orders", "w", "orders.>"));
     CHECK_OK(rift_client_stream_get_info(c, "orders", 6, &info, &err));
     CHECK_EQ_U64(info.consumers, 1);
     CHECK_OK(rift_client_stream_purge(c, "orders", 6, &err));
     CHECK_OK(rift_client_stream_get_info(c, "orders", 6, &info, &err));
     CHECK_EQ_U64(info.messages, 0);
-    CHECK_EQ_U64(info.consumers, 0);
+    CHECK_EQ_U64(info.consumers, 1);
 
     /* Delete takes the consumers with it. */
-    CHECK_OK(open_consumer(c, "orders", "w", "orders.>"));
     CHECK_OK(rift_client_stream_delete(c, "orders", 6, &err));
     CHECK(rift_client_stream_get_info(c, "orders", 6, &info, &err) ==
           RIFT_ERR_REMOTE);
@@ -434,6 +433,82 @@ RIFT_TEST(streams_and_records_survive_a_restart) {
                               RIFT_PROC_WAIT_MS));
     CHECK_OK(rift_client_stream_get_info(c, "audit.eu", 8, &info, &err));
     CHECK_EQ_U64(info.messages, 2);
+    rift_client_del(c);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+    riftd_fix_free(&f);
+}
+
+/* Stores a record in |stream|: its sequence, 0 on a failure. */
+static uint64_t stored_seq(rift_client *c, const char *stream,
+                           const char *subject) {
+    rift_error err = {0};
+    rift_stored st = {0};
+    if (rift_client_stream_publish(c, stream, strlen(stream), subject,
+                                   strlen(subject), NULL, 0,
+                                   (const uint8_t *)"p", 1, &st, &err) != 0) {
+        return 0;
+    }
+    return st.sequence;
+}
+
+/* Fetches one record of consumer "w": its sequence, 0 when none came. */
+static uint64_t fetch_one(rift_client *c, const char *stream) {
+    rift_error err = {0};
+    rift_client_delivery d;
+    size_t n = 0;
+    if (rift_client_fetch(c, stream, strlen(stream), "w", 1, 1, &d, &n, &err) !=
+            0 ||
+        n == 0) {
+        return 0;
+    }
+    rift_msg_unref(d.msg);
+    return d.sequence;
+}
+
+/*
+ * Purge as JetStream's: the records go, the sequence carries on and the
+ * consumer stays (past them, its unacknowledged delivery of a purged
+ * record forgotten) — also after kill -9, which must not bring a purged
+ * record back. A purge does not wait for readers to let go.
+ */
+RIFT_TEST(purge_keeps_sequences_and_consumers) {
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, config));
+    CHECK(riftd_fix_start(&f, NULL));
+    rift_client *c;
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &c));
+    rift_error err = {0};
+    rift_client_stream_spec spec = spec_of(orders_subjects, 1, true);
+    CHECK_OK(rift_client_stream_create(c, "orders", 6, &spec, NULL, &err));
+    for (uint64_t i = 1; i <= 3; i++) {
+        CHECK_EQ_U64(stored_seq(c, "orders", "orders.new"), i);
+    }
+    CHECK_OK(open_consumer(c, "orders", "w", "orders.>"));
+    CHECK_EQ_U64(fetch_one(c, "orders"), 1); /* pending, never acked */
+
+    CHECK_OK(rift_client_stream_purge(c, "orders", 6, &err));
+    rift_client_stream_info info;
+    CHECK_OK(rift_client_stream_get_info(c, "orders", 6, &info, &err));
+    CHECK_EQ_U64(info.messages, 0);
+    CHECK_EQ_U64(info.first_sequence, 4);
+    CHECK_EQ_U64(info.last_sequence, 3);
+    CHECK_EQ_U64(info.consumers, 1);
+    CHECK_EQ_U64(fetch_one(c, "orders"), 0);
+    CHECK_EQ_U64(stored_seq(c, "orders", "orders.new"), 4);
+    CHECK_EQ_U64(fetch_one(c, "orders"), 4);
+    CHECK_OK(rift_client_ack(c, "orders", 6, "w", 1, 4, &err));
+    CHECK_OK(rift_client_stream_purge(c, "orders", 6, &err));
+    rift_client_del(c);
+
+    rift_proc_kill(&f.p); /* SIGKILL: only what was synced counts */
+    f.running = false;
+    CHECK(riftd_fix_start(&f, NULL));
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &c));
+    CHECK_OK(rift_client_stream_get_info(c, "orders", 6, &info, &err));
+    CHECK_EQ_U64(info.messages, 0);
+    CHECK_EQ_U64(info.consumers, 1);
+    CHECK_EQ_U64(stored_seq(c, "orders", "orders.new"), 5);
+    CHECK_EQ_U64(fetch_one(c, "orders"), 5);
     rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
     riftd_fix_free(&f);
