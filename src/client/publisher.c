@@ -64,7 +64,7 @@ static rift_publisher *pub_new(rift_client *c, bool shared) {
         rift_free(c->mem, p);
         return NULL;
     }
-    if (pthread_cond_init(&p->done, NULL) != 0) {
+    if (rift_client_cond_init(&p->done) != 0) {
         pthread_cond_destroy(&p->room);
         rift_free(c->mem, p);
         return NULL;
@@ -253,6 +253,18 @@ static size_t chain_take(rift_publisher *p, rift_quic_chunk *ch, size_t max,
     return n;
 }
 
+/* Client thread: starts the deadline timer for the oldest waiter if it
+ * is not running. */
+static void arm_waiters(rift_publisher *p) {
+    if (atomic_load(&p->nwaiters) > 0 && !rift_timer_active(&p->timer)) {
+        pthread_mutex_lock(&p->mu);
+        if (!p->failed && p->wq_head != NULL) {
+            arm_locked(p);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
 /* Hands everything committed so far to the stream. */
 static void flush_cb(void *arg, int status) {
     rift_publisher *p = arg;
@@ -288,6 +300,12 @@ static void flush_cb(void *arg, int status) {
         }
     }
     if (dead) {
+        if (cs != NULL && status == 0 && !c->dead && p->stopped) {
+            /* Nothing more is written, and the server's ERROR and FIN
+             * may never come: a frame queued after STOP_SENDING still
+             * needs its waiter's deadline. */
+            arm_waiters(p);
+        }
         rift_client_pub_unref(p);
         return;
     }
@@ -299,13 +317,7 @@ static void flush_cb(void *arg, int status) {
         }
     } else {
         atomic_store(&p->inflight, rift_quic_stream_unacked(cs->qs));
-        if (atomic_load(&p->nwaiters) > 0 && !rift_timer_active(&p->timer)) {
-            pthread_mutex_lock(&p->mu);
-            if (!p->failed && p->wq_head != NULL) {
-                arm_locked(p);
-            }
-            pthread_mutex_unlock(&p->mu);
-        }
+        arm_waiters(p);
     }
     rift_client_pub_unref(p); /* the post's reference */
 }
@@ -558,8 +570,20 @@ static int enqueue(rift_publisher *p, uint8_t opcode, const char *subject,
         rc = kick_locked(p, w, err);
     }
     if (w != NULL) {
+        /* The client thread's timer ends the wait at the deadline; this
+         * bound, a second later, only keeps the call's promise when that
+         * thread cannot get to it (a callback that blocks it). */
+        struct timespec ts;
+        rift_client_deadline_ts(&ts, c->op_timeout_ns + (uint64_t)RIFT_SEC);
         while (!w->done) {
-            pthread_cond_wait(&p->done, &p->mu);
+            if (pthread_cond_timedwait(&p->done, &p->mu, &ts) == ETIMEDOUT &&
+                !w->done && !p->failed) {
+                rift_error e;
+                rift_error_set(&e, RIFT_ERR_TIMEOUT, "%s",
+                               RIFT_CLIENT_ERR_TIMEOUT);
+                fail_locked(p, &e); /* completes |w| */
+                post_reset = true;
+            }
         }
         rc = w->rc;
         if (rc != 0) {

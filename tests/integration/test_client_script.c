@@ -47,6 +47,8 @@ typedef struct script_srv {
     size_t reply_len;
     bool fin;
     bool silent;
+    bool stop_next; /* STOP_SENDING the next operation stream, no answer */
+    int stops_sent;
     int streams; /* operation streams seen */
     int resets;  /* RESET_STREAM received */
     int stops;   /* streams closed with a code (stop or reset) */
@@ -141,7 +143,11 @@ static void srv_data(rift_quic_stream *s, const uint8_t *data, size_t len,
     pthread_mutex_lock(&srv->mu);
     srv->streams++;
     bool silent = srv->silent;
-    if (!silent) {
+    if (srv->stop_next) {
+        srv->stop_next = false;
+        srv->stops_sent++;
+        rift_quic_stream_shutdown_read(s, 0);
+    } else if (!silent) {
         write_bytes(s, srv->reply, srv->reply_len, srv->fin);
     }
     pthread_mutex_unlock(&srv->mu);
@@ -207,6 +213,12 @@ static void srv_script(script_srv *srv, const uint8_t *b, size_t n, bool fin) {
 static void srv_silent(script_srv *srv) {
     pthread_mutex_lock(&srv->mu);
     srv->silent = true;
+    pthread_mutex_unlock(&srv->mu);
+}
+
+static void srv_stop_next(script_srv *srv) {
+    pthread_mutex_lock(&srv->mu);
+    srv->stop_next = true;
     pthread_mutex_unlock(&srv->mu);
 }
 
@@ -673,6 +685,55 @@ RIFT_TEST(publisher_deadline_makes_it_unusable) {
     CHECK_EQ_STR(err.text, "QUIC operation timed out");
     CHECK_EQ_INT(rift_publisher_flush(p, &err), RIFT_ERR_UNUSABLE);
     CHECK(rift_test_wait_until(stream_reset_seen, &srv, 5000));
+    rift_publisher_close(p);
+    rift_client_del(c);
+    srv_stop(&srv);
+}
+
+static bool stop_sent(void *arg) {
+    script_srv *srv = arg;
+    return srv_get(srv, &srv->stops_sent) > 0;
+}
+
+/* A confirmed publish on a new publisher (its stream answered OK). */
+static bool round_trip(script_srv *srv, rift_client *c) {
+    bytes o = {0};
+    add_ok(&o);
+    script_bytes(srv, &o, false);
+    rift_publisher *p;
+    rift_error err;
+    bool ok = rift_client_publisher_open(c, &p, &err) == 0;
+    ok = ok && rift_publisher_publish_confirmed(p, S("a.b"), NULL, 0, NULL, 0,
+                                                &err) == 0;
+    if (ok) {
+        rift_publisher_close(p);
+    }
+    return ok;
+}
+
+/* A server that stops reading a publisher's stream (STOP_SENDING) and
+ * never sends ERROR or FIN: a confirmed publish queued after that is
+ * written nowhere, and must still end at its deadline (it used to wait
+ * for good: the deadline timer was armed only after a write). */
+RIFT_TEST(publisher_stopped_without_error_keeps_the_deadline) {
+    SETUP(srv, c, 200);
+    srv_stop_next(&srv);
+    rift_publisher *p;
+    CHECK_OK(rift_client_publisher_open(c, &p, &err));
+    CHECK_OK(rift_publisher_publish(p, S("a.b"), NULL, 0, NULL, 0, &err));
+    CHECK(rift_test_wait_until(stop_sent, &srv, 5000));
+    /* A round trip on another stream: its answer was sent after the
+     * STOP_SENDING, so the client has it by the time the call returns. */
+    CHECK(round_trip(&srv, c));
+    /* A publish nobody waits for finds the stream stopped when it is
+     * written (the client learns of STOP_SENDING by writing); after a
+     * second round trip that write has been tried. */
+    CHECK_OK(rift_publisher_publish(p, S("a.b"), NULL, 0, NULL, 0, &err));
+    CHECK(round_trip(&srv, c));
+    CHECK_EQ_INT(
+        rift_publisher_publish_confirmed(p, S("a.b"), NULL, 0, NULL, 0, &err),
+        RIFT_ERR_TIMEOUT);
+    CHECK_EQ_INT(rift_publisher_flush(p, &err), RIFT_ERR_UNUSABLE);
     rift_publisher_close(p);
     rift_client_del(c);
     srv_stop(&srv);
