@@ -259,8 +259,7 @@ static int decode(uint8_t op, const uint8_t *p, size_t len, view *x,
     case RIFT_OP_CONSUMER_NAK:
     case RIFT_OP_CONSUMER_TERM:
     case RIFT_OP_CONSUMER_PROGRESS:
-        return rift_frame_decode_consumer_settle(op, p, len, &x->u.settle,
-                                                 err);
+        return rift_frame_decode_consumer_settle(op, p, len, &x->u.settle, err);
     case RIFT_OP_CONSUMER_LIST:
         return rift_frame_decode_consumer_list(p, len, &x->u.list, err);
     case RIFT_OP_CONSUMER_LIST_RESULT:
@@ -302,9 +301,9 @@ static rift_ssize encode(uint8_t op, const view *x, uint8_t *buf, size_t cap) {
         return rift_frame_encode_consumer_info(buf, cap, &x->u.cinfo);
     case RIFT_OP_CONSUMER_INFO_GET:
     case RIFT_OP_CONSUMER_DELETE:
-        return rift_frame_encode_consumer_ref(
-            buf, cap, op, x->u.ref.stream, x->u.ref.stream_len, x->u.ref.name,
-            x->u.ref.name_len);
+        return rift_frame_encode_consumer_ref(buf, cap, op, x->u.ref.stream,
+                                              x->u.ref.stream_len,
+                                              x->u.ref.name, x->u.ref.name_len);
     case RIFT_OP_CONSUMER_FETCH_WAIT:
         return rift_frame_encode_fetch_wait(buf, cap, &x->u.wait);
     case RIFT_OP_CONSUMER_NAK:
