@@ -7,7 +7,9 @@
 # ratio rift/NATS and CPU seconds per million messages, plus the loopback
 # UDP and fdatasync ceilings. The stan-* rows put riftd's NATS Streaming
 # service (bench/stan-load, nats.c's STAN API; file store, sync_on_write)
-# beside JetStream (nats-load, file storage) in the same run.
+# beside JetStream (nats-load, file storage) in the same run. The cluster-*
+# rows cross a three-node nats-server cluster, directly and through three
+# riftd bridged to it (run_cluster).
 # docs/performance.md explains every row.
 #
 #   bench/compare.sh [--rounds N] [--scale F] [--rows a,b,..] [--report]
@@ -117,6 +119,11 @@ ROWS=(
     "stan-sync-1|S2|sync|1000|stream --size 64 --pubs 1 --batch 1|STAN publish, synced, 1 publisher"
     "stan-sync-64|S3|sync|5000|stream --size 64 --pubs 64 --batch 1|STAN publish, synced, 64 publishers"
     "stan-sub-1024|S4|sync|50000|push --size 64 --batch 1024|STAN subscribe, maxInFlight 1,024 + manual acks"
+    # Issue 19: three riftd bridged to a three-node nats-server cluster
+    # (riftd-nats TCP column) against that cluster driven directly (NATS
+    # TCP column), node 1 -> node 3; run_cluster.
+    "cluster-1to1|19|-|500000|pubsub --size 64 --subs 1|cross-node 1 pub (node 1) -> 1 sub (node 3), 64 B, 3-node cluster"
+    "cluster-req|19|-|5000|req --size 64|cross-node request/reply, requester node 1, responder node 3, 64 B"
 )
 # stan-load's arguments for the stan-* rows (the JetStream peer takes the
 # row's own, which mean the same: --batch is the window or the bound).
@@ -127,7 +134,7 @@ declare -A STAN_ARGS=(
     [stan-sub-1024]="sub --size 64 --max-inflight 1024"
 )
 # Rows whose latency percentiles get their own lines in the table.
-LAT_ROWS="req js-sync-1 js-nosync-1 stan-sync-1 wait-1 wait-100"
+LAT_ROWS="req js-sync-1 js-nosync-1 stan-sync-1 wait-1 wait-100 cluster-req"
 # Rows nats-load has no scenario for: rift alone.
 RIFT_ONLY=" wait-1 wait-100 idle-1000 "
 
@@ -618,6 +625,124 @@ run_riftd_stan() {
         --csv "$results" --label "$id"
 }
 
+# ---- cluster rows (issue 19) -----------------------------------------------
+# Three nats-servers in one cluster and three riftd bridged to them (a
+# `cluster` table each, with its NATS listener), all on this machine. The
+# peer is the same nats-server cluster driven directly. Both sides run
+# nats-load with the publisher (requester) on node 1 and the subscriber
+# (responder) on node 3; server CPU is summed over every server process of
+# the side (three nats-servers, or those and the three riftd), so its ratio
+# is the cost of going through riftd. Started only for cluster-* rows.
+declare -a cl_port cl_route cl_nats_url cl_nats_pid cl_riftd_url cl_riftd_pid
+cluster_status=""
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start_cluster() {
+    local i j d routes addr
+    for i in 0 1 2; do
+        cl_port[i]=$(free_port)
+        cl_route[i]=$(free_port)
+    done
+    for i in 0 1 2; do
+        d="$tmp/cluster-nats-$i"
+        mkdir -p "$d"
+        routes=""
+        for j in 0 1 2; do
+            [ "$j" = "$i" ] && continue
+            routes="$routes${routes:+, }nats-route://127.0.0.1:${cl_route[j]}"
+        done
+        cat >"$d/nats.conf" <<EOF
+server_name: bench-n$i
+host: 127.0.0.1
+port: ${cl_port[i]}
+write_deadline: "10s"
+cluster { name: rift-bench, host: 127.0.0.1, port: ${cl_route[i]}, routes: [$routes] }
+EOF
+        "${server_pin[@]}" nats-server -c "$d/nats.conf" -l "$d/nats.log" &
+        cl_nats_pid[i]=$!
+        pids+=("${cl_nats_pid[i]}")
+        cl_nats_url[i]="nats://127.0.0.1:${cl_port[i]}"
+    done
+    for i in 0 1 2; do
+        wait_log "$tmp/cluster-nats-$i/nats.log" 'Server is ready' >/dev/null || {
+            cluster_status="nats-server cluster node $i did not start"
+            return 1
+        }
+    done
+    for i in 0 1 2; do
+        d="$tmp/cluster-riftd-$i"
+        mkdir -p "$d"
+        cat >"$d/rift.lua" <<EOF
+-- written by bench/compare.sh
+return {
+  messaging = {
+    listen = "127.0.0.1:0",
+    certificate = "$tmp/tls/server-cert.pem",
+    private_key = "$tmp/tls/server-key.pem",
+    subscription_capacity = 1000000,
+    principals = {
+      { name = "bench", token_env = "RIFT_BENCH_TOKEN",
+        publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
+    },
+  },
+  nats = { listen = "127.0.0.1:0", allow_plaintext = true,
+           anonymous = "bench", write_deadline = 10 },
+  cluster = { node = "bench-r$i",
+              nats = { servers = { "${cl_nats_url[i]}" } } },
+}
+EOF
+        (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
+            >"$d/riftd.log" 2>&1) &
+        cl_riftd_pid[i]=$!
+        pids+=("${cl_riftd_pid[i]}")
+    done
+    for i in 0 1 2; do
+        addr=$(wait_log "$tmp/cluster-riftd-$i/riftd.log" \
+            'rift: NATS on [0-9.]+:[0-9]+' | sed 's/.* on //') || {
+            cluster_status="cluster riftd $i did not start: $(tail -3 "$tmp/cluster-riftd-$i/riftd.log" | tr '\n' ' ')"
+            return 1
+        }
+        cl_riftd_url[i]="nats://$addr"
+    done
+    cluster_status=ok
+}
+
+# run_cluster direct|riftd ROWSPEC MSGS — one cross-node measurement; the
+# riftd side's CSV rows are relabelled riftd-nats (as run_riftd_nats's).
+run_cluster() {
+    local side="$1" spec="$2" msgs="$3" id args part="$tmp/cluster.csv"
+    local from to serverpids extra=() rc=0
+    id=$(row_field "$spec" 1)
+    args=$(row_field "$spec" 5)
+    serverpids=$(IFS=,; echo "${cl_nats_pid[*]}")
+    if [ "$side" = direct ]; then
+        from=${cl_nats_url[0]} to=${cl_nats_url[2]}
+    else
+        from=${cl_riftd_url[0]} to=${cl_riftd_url[2]}
+        serverpids="$serverpids,$(IFS=,; echo "${cl_riftd_pid[*]}")"
+    fi
+    case "$args" in
+    req*) extra=(--responder-url "$to") ;;
+    *) extra=(--sub-url "$to") ;;
+    esac
+    rm -f "$part"
+    # shellcheck disable=SC2086
+    timeout 600 "${client_pin[@]}" "$gobin/nats-load" $args --msgs "$msgs" \
+        --url "$from" --server-pid "$serverpids" --csv "$part" \
+        --label "$id" --progress off "${extra[@]}" || rc=$?
+    if [ -f "$part" ]; then
+        if [ "$side" = direct ]; then
+            grep -v '^impl,' "$part" >>"$results"
+        else
+            grep -v '^impl,' "$part" | sed 's/^nats,/riftd-nats,/' >>"$results"
+        fi
+    fi
+    return "$rc"
+}
+
 # ---- Ceilings -----------------------------------------------------------------
 run_ceilings() {
     local m
@@ -649,6 +774,13 @@ write_env() {
         fi
         echo "nats-server: ${nats_version:-not run}"
         echo "NATS synced rows: $nats_sync"
+        if [ -n "$cluster_status" ]; then
+            if [ "$cluster_status" = ok ]; then
+                echo "cluster rows: 3 nats-servers (one cluster) and 3 riftd bridged to them, node 1 -> node 3; server CPU summed over all server processes of a side"
+            else
+                echo "cluster rows: $cluster_status"
+            fi
+        fi
         echo "nats.go: $(dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null)"
         echo "go: $(go version | awk '{print $3}')"
         echo "rift: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown) ($rift_status)"
@@ -685,6 +817,14 @@ measure() {
             start_riftd_stan && rnats+=(riftd-stan)
         fi
     fi
+    if selected_rows | grep '^cluster-' >/dev/null; then
+        if [ "$rift_status" != ok ] || [ "$want_nats" != 1 ]; then
+            cluster_status="needs both sides (riftd and nats-server)"
+        else
+            start_cluster || true
+        fi
+        echo "compare.sh: cluster rows: $cluster_status"
+    fi
     write_env
 
     local contenders=()
@@ -709,9 +849,14 @@ measure() {
                 if [[ "$c" == riftd-nats-* ]] && [ "$(row_field "$spec" 3)" != "-" ]; then
                     continue
                 fi
+                # cluster-* rows: the riftd-nats-tcp and nats-tcp columns,
+                # on the cluster (run_cluster).
+                if [[ "$id" == cluster-* ]]; then
+                    [ "$cluster_status" = ok ] || continue
+                    [ "$c" = riftd-nats-tcp ] || [ "$c" = nats-tcp ] || continue
                 # stan-* rows: riftd-stan against JetStream over TCP only;
                 # riftd-stan runs nothing else.
-                if [[ "$id" == stan-* ]]; then
+                elif [[ "$id" == stan-* ]]; then
                     [ "$c" = riftd-stan ] || [ "$c" = nats-tcp ] || continue
                 elif [ "$c" = riftd-stan ]; then
                     continue
@@ -726,13 +871,15 @@ measure() {
                 } >>"$runlog"
                 local rc=0
                 hog_start
-                case "$c" in
-                rift) run_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
-                nats-tcp) run_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
-                nats-tls) run_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
-                riftd-nats-tcp) run_riftd_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
-                riftd-nats-tls) run_riftd_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
-                riftd-stan) run_riftd_stan "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                case "$id:$c" in
+                cluster-*:riftd-nats-tcp) run_cluster riftd "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                cluster-*:nats-tcp) run_cluster direct "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                *:rift) run_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                *:nats-tcp) run_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                *:nats-tls) run_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                *:riftd-nats-tcp) run_riftd_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                *:riftd-nats-tls) run_riftd_nats tls "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                *:riftd-stan) run_riftd_stan "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 esac
                 hog_stop
                 if [ "$rc" != 0 ]; then

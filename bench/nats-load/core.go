@@ -139,12 +139,12 @@ func runPub(c *config) (*result, error) {
 			r.clientRates[i] = float64(counts[i]) / time.Since(t).Seconds()
 		}(i, nc)
 	}
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	r.elapsed = time.Since(t0)
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	r.errors = failed
 	r.msgs = int64(c.msgs) - failed
 	return r, nil
@@ -285,7 +285,11 @@ func collect(r *result, states []*subState, t0 time.Time, firstAsStart bool) {
 }
 
 func runPubSub(c *config) (*result, error) {
-	subConns, err := connectN(c, "sub", c.subs)
+	sc := *c
+	if c.subURL != "" {
+		sc.url = c.subURL
+	}
+	subConns, err := connectN(&sc, "sub", c.subs)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +302,11 @@ func runPubSub(c *config) (*result, error) {
 	states, err := subscribeAll(c, subConns, int64(c.msgs), int64(c.batch))
 	if err != nil {
 		return nil, err
+	}
+	if c.subURL != "" {
+		if err := awaitInterest(c, pubConns[0], subConns); err != nil {
+			return nil, err
+		}
 	}
 	atomic.StoreInt64(&progressTotal, int64(c.msgs)*int64(c.subs))
 	counts := split(c.msgs, c.pubs)
@@ -340,7 +349,7 @@ func runPubSub(c *config) (*result, error) {
 			}
 		}(i, nc)
 	}
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
@@ -350,7 +359,7 @@ func runPubSub(c *config) (*result, error) {
 	if !waitAll(c, states) {
 		fmt.Fprintf(os.Stderr, "nats-load: subscribers stalled; counting what arrived\n")
 	}
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	collect(r, states, t0, false)
 	return r, nil
 }
@@ -372,12 +381,12 @@ func runSub(c *config) (*result, error) {
 		time.Sleep(time.Millisecond)
 	}
 	r := &result{latWhat: "e2e"}
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Unix(0, atomic.LoadInt64(&states[0].first))
 	if !waitAll(c, states) {
 		fmt.Fprintf(os.Stderr, "nats-load: publisher stopped early; counting what arrived\n")
 	}
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	collect(r, states, t0, true)
 	return r, nil
 }
@@ -409,6 +418,36 @@ func echoResponder(c *config, nc *nats.Conn, expect int64) (*subState, error) {
 	return st, nc.FlushTimeout(c.timeout)
 }
 
+// awaitInterest waits until interest made on |subConns| (on another node)
+// has reached the publishers' node: each subscriber connection answers
+// SUBJECT.ready.<i>, subscribed after its real subscription on the same
+// connection, so an answer means the earlier interest crossed the routes
+// too (a cluster forwards one connection's interest in order).
+func awaitInterest(c *config, pub *nats.Conn, subConns []*nats.Conn) error {
+	for i, nc := range subConns {
+		subj := fmt.Sprintf("%s.ready.%d", c.subject, i)
+		sub, err := nc.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond(nil) })
+		if err != nil {
+			return err
+		}
+		defer sub.Unsubscribe()
+		if err := nc.FlushTimeout(c.timeout); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(c.timeout)
+		for {
+			if _, err := pub.Request(subj, nil, 200*time.Millisecond); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("interest on %s did not reach the publishing node within %v", subj, c.timeout)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
 func runReq(c *config) (*result, error) {
 	rc := *c
 	if c.responderURL != "" {
@@ -427,6 +466,11 @@ func runReq(c *config) (*result, error) {
 		return nil, err
 	}
 	defer closeAll(conns)
+	if c.responderURL != "" {
+		if err := awaitInterest(c, conns[0], []*nats.Conn{respConn}); err != nil {
+			return nil, err
+		}
+	}
 	atomic.StoreInt64(&progressTotal, int64(c.msgs))
 	counts := split(c.msgs, c.pubs)
 	r := &result{latWhat: "rtt", clientRates: make([]float64, c.pubs)}
@@ -472,12 +516,12 @@ func runReq(c *config) (*result, error) {
 		}(i, nc)
 	}
 	warm.Wait()
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	r.elapsed = time.Since(t0)
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	for _, l := range lats {
 		r.lat = append(r.lat, l...)
 		r.msgs += int64(len(l))
@@ -502,12 +546,12 @@ func runReply(c *config) (*result, error) {
 		time.Sleep(time.Millisecond)
 	}
 	r := &result{}
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Unix(0, atomic.LoadInt64(&st.first))
 	if !waitAll(c, []*subState{st}) {
 		fmt.Fprintf(os.Stderr, "nats-load: requesters stopped early\n")
 	}
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	collect(r, []*subState{st}, t0, true)
 	return r, nil
 }

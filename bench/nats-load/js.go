@@ -159,12 +159,12 @@ func runStream(c *config) (*result, error) {
 			r.clientRates[i] = float64(ok) / time.Since(t).Seconds()
 		}(i, ctxs[i])
 	}
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	r.elapsed = time.Since(t0)
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	for _, l := range lats {
 		r.lat = append(r.lat, l...)
 	}
@@ -237,7 +237,7 @@ func runConsume(c *config) (*result, error) {
 	atomic.StoreInt64(&progressTotal, int64(c.msgs))
 	r := &result{latWhat: "fetch"}
 	got := 0
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Now()
 	for got < c.msgs {
 		want := c.batch
@@ -266,7 +266,7 @@ func runConsume(c *config) (*result, error) {
 		return nil, err
 	}
 	r.elapsed = time.Since(t0)
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	r.msgs = int64(got)
 	r.errors += int64(c.msgs - got)
 	r.clientRates = []float64{r.rate()}
@@ -303,7 +303,7 @@ func runPush(c *config) (*result, error) {
 	var fresh, dups int64
 	done := make(chan struct{})
 	r := &result{}
-	r.cpu0 = markCPU(c.serverPID)
+	r.cpu0 = markCPU(c.serverPIDs)
 	t0 := time.Now()
 	sub, err := js.Subscribe(c.subject, func(m *nats.Msg) {
 		// One callback at a time per subscription: seen needs no lock.
@@ -334,7 +334,7 @@ func runPush(c *config) (*result, error) {
 			atomic.LoadInt64(&fresh), c.msgs, c.timeout)
 	}
 	r.elapsed = time.Since(t0)
-	r.cpu1 = markCPU(c.serverPID)
+	r.cpu1 = markCPU(c.serverPIDs)
 	_ = sub.Unsubscribe()
 	r.msgs = atomic.LoadInt64(&fresh)
 	r.errors = int64(c.msgs) - r.msgs + atomic.LoadInt64(&dups)

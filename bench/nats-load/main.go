@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +28,7 @@ type config struct {
 	scenario      string
 	url           string
 	responderURL  string
+	subURL        string
 	ca            string
 	msgs          int
 	size          int
@@ -39,7 +41,7 @@ type config struct {
 	maxAckPending int
 	csv           string
 	label         string
-	serverPID     int
+	serverPIDs    []int
 	timeout       time.Duration
 	progress      string
 }
@@ -69,6 +71,7 @@ func parseArgs(args []string) (*config, error) {
 	fs := flag.CommandLine
 	fs.StringVar(&c.url, "url", "nats://127.0.0.1:4222", "server URL (nats:// plain TCP, tls:// TLS)")
 	fs.StringVar(&c.responderURL, "responder-url", "", "req: connect the echo responder here instead of --url (another node of a cluster)")
+	fs.StringVar(&c.subURL, "sub-url", "", "pubsub: connect the subscribers here instead of --url (another node of a cluster)")
 	fs.StringVar(&c.ca, "ca", "", "PEM file of the CA that signed the server certificate (TLS)")
 	fs.IntVar(&c.msgs, "msgs", 100000, "messages (or requests) to measure, in total")
 	fs.IntVar(&c.size, "size", 64, "payload bytes")
@@ -81,7 +84,8 @@ func parseArgs(args []string) (*config, error) {
 	fs.IntVar(&c.maxAckPending, "max-ack-pending", 65536, "consume: consumer max_ack_pending")
 	fs.StringVar(&c.csv, "csv", "", "append one CSV row to FILE (header written when FILE is new)")
 	fs.StringVar(&c.label, "label", "", "free tag copied into the CSV label column")
-	fs.IntVar(&c.serverPID, "server-pid", 0, "measure this local server process's CPU over the measured window")
+	var pids string
+	fs.StringVar(&pids, "server-pid", "", "measure these local server processes' CPU over the measured window (PID[,PID...], summed)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up when no progress for this long")
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar: auto (terminal only), on, off")
 	fs.Usage = usage
@@ -92,6 +96,16 @@ func parseArgs(args []string) (*config, error) {
 	c.scenario = args[0]
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
+	}
+	for _, f := range strings.Split(pids, ",") {
+		if f == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("--server-pid: %q is not a process id", f)
+		}
+		c.serverPIDs = append(c.serverPIDs, pid)
 	}
 	if fs.NArg() != 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))

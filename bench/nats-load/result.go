@@ -48,15 +48,25 @@ type cpuMark struct {
 // clockTick is USER_HZ, which Linux fixes at 100 for /proc/<pid>/stat.
 const clockTick = 100.0
 
-func markCPU(serverPID int) cpuMark {
+// markCPU reads this process's CPU and the sum over the server processes
+// (a cluster's servers are several); unknown if any cannot be read.
+func markCPU(serverPIDs []int) cpuMark {
 	var ru syscall.Rusage
 	m := cpuMark{server: -1}
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		m.self = float64(ru.Utime.Sec+ru.Stime.Sec) +
 			float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 	}
-	if serverPID > 0 {
-		m.server = procCPU(serverPID)
+	if len(serverPIDs) > 0 {
+		m.server = 0
+	}
+	for _, pid := range serverPIDs {
+		t := procCPU(pid)
+		if t < 0 {
+			m.server = -1
+			break
+		}
+		m.server += t
 	}
 	return m
 }

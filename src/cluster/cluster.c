@@ -53,6 +53,15 @@ struct rift_cluster {
     rift_broker *b;
     rift_broker_bridge bridge;
     natsConnection *nc;
+    /* SendAsap, for requests and replies: it sends them (on_forward) and
+     * holds the node inbox. libnats buffers every publish and writes it
+     * from a flusher thread that first yields for a millisecond, so a
+     * request and its reply across nodes cost 2 ms on one connection;
+     * this one writes at once. The inbox must live where requests are
+     * published: nats-server answers a request nobody subscribes to
+     * (no responders) on the publishing connection only. NULL when it
+     * could not be made: the main connection does both. */
+    natsConnection *asap;
     char node[128], prefix[256];
     char dotted[258]; /* "<prefix>." unterminated: prefix_len + 1 bytes */
     size_t node_len, prefix_len;
@@ -66,7 +75,7 @@ struct rift_cluster {
     rift_pmap subs;
     size_t nsubs, live; /* in the table; not yet completed */
     csub *inbox_sub;
-    bool connected, closing, closed;
+    bool connected, closing, closed, asap_closed;
     char server[256];
 
     atomic_uint_fast64_t msgs_out, msgs_in, echoes, errors, reconnects;
@@ -219,12 +228,14 @@ static csub *csub_find(rift_cluster *c, uint64_t h, const char *p, size_t plen,
     return NULL;
 }
 
-/* csub_open subscribes <prefix>.|subject| (mu held). */
+/* csub_open subscribes <prefix>.|subject| (mu held); the node inbox on
+ * the connection requests are published on. */
 static natsStatus csub_open(rift_cluster *c, csub *s, const char *subject) {
+    natsConnection *nc = s->inbox && c->asap != NULL ? c->asap : c->nc;
     natsStatus st =
-        s->queue ? natsConnection_QueueSubscribe(&s->ns, c->nc, subject,
-                                                 s->queue, on_msg, s)
-                 : natsConnection_Subscribe(&s->ns, c->nc, subject, on_msg, s);
+        s->queue ? natsConnection_QueueSubscribe(&s->ns, nc, subject, s->queue,
+                                                 on_msg, s)
+                 : natsConnection_Subscribe(&s->ns, nc, subject, on_msg, s);
     if (st == NATS_OK) {
         st = natsSubscription_SetOnCompleteCB(s->ns, on_complete, s);
     }
@@ -340,9 +351,13 @@ static bool on_forward(void *ud, const char *subj, size_t slen,
         return false;
     }
     rift_frame_put(buf, c->node, c->node_len, hdr, hlen, payload, plen);
+    /* A request or a reply goes out at once (docs/cluster.md, "Order"). */
+    natsConnection *nc = (rp != NULL || is_inbox(subj, slen)) && c->asap != NULL
+                             ? c->asap
+                             : c->nc;
     natsStatus st =
-        rp != NULL ? natsConnection_PublishRequest(c->nc, s, rp, buf, (int)flen)
-                   : natsConnection_Publish(c->nc, s, buf, (int)flen);
+        rp != NULL ? natsConnection_PublishRequest(nc, s, rp, buf, (int)flen)
+                   : natsConnection_Publish(nc, s, buf, (int)flen);
     if (buf != stack) {
         rift_free(NULL, buf);
     }
@@ -408,6 +423,20 @@ static void on_closed(natsConnection *nc, void *closure) {
     pthread_mutex_unlock(&c->mu);
 }
 
+static void on_asap_connected(natsConnection *nc, void *closure) {
+    (void)nc;
+    (void)closure;
+}
+
+static void on_asap_closed(natsConnection *nc, void *closure) {
+    (void)nc;
+    rift_cluster *c = closure;
+    pthread_mutex_lock(&c->mu);
+    c->asap_closed = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
                      void *closure) {
     (void)nc;
@@ -421,10 +450,13 @@ static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
     }
 }
 
+/* The options of the main connection, or (|asap|) of the one for
+ * requests and replies: written at once; the node's state follows the
+ * main one only. */
 static natsStatus set_options(natsOptions *o, const rift_cluster_settings *s,
-                              rift_cluster *c) {
+                              rift_cluster *c, bool asap) {
     char name[160];
-    snprintf(name, sizeof name, "riftd %s", c->node);
+    snprintf(name, sizeof name, "riftd %s%s", c->node, asap ? " (asap)" : "");
     bool tls = s->ca_file != NULL;
     for (size_t i = 0; i < s->n_servers; i++) {
         tls = tls || strncmp(s->servers[i], "tls://", 6) == 0;
@@ -441,18 +473,28 @@ static natsStatus set_options(natsOptions *o, const rift_cluster_settings *s,
         st = natsOptions_SetReconnectWait(o, RECONNECT_WAIT_MS);
     if (st == NATS_OK)
         st = natsOptions_SetReconnectBufSize(o, RECONNECT_BUF);
+    if (st == NATS_OK && asap) {
+        st = natsOptions_SetSendAsap(o, true);
+        /* With a callback: without one, Connect would block until a
+         * server answers. */
+        if (st == NATS_OK)
+            st = natsOptions_SetRetryOnFailedConnect(o, true, on_asap_connected,
+                                                     c);
+        if (st == NATS_OK)
+            st = natsOptions_SetClosedCB(o, on_asap_closed, c);
+    }
     if (st == NATS_OK)
         st = natsOptions_UseGlobalMessageDelivery(o, true);
-    if (st == NATS_OK) {
+    if (st == NATS_OK && !asap) {
         st = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, c);
     }
-    if (st == NATS_OK) {
+    if (st == NATS_OK && !asap) {
         st = natsOptions_SetDisconnectedCB(o, on_disconnected, c);
     }
-    if (st == NATS_OK) {
+    if (st == NATS_OK && !asap) {
         st = natsOptions_SetReconnectedCB(o, on_reconnected, c);
     }
-    if (st == NATS_OK)
+    if (st == NATS_OK && !asap)
         st = natsOptions_SetClosedCB(o, on_closed, c);
     if (st == NATS_OK)
         st = natsOptions_SetErrorHandler(o, on_error, c);
@@ -494,6 +536,10 @@ static bool conn_done(rift_cluster *c) {
     return c->closed;
 }
 
+static bool asap_done(rift_cluster *c) {
+    return c->asap_closed;
+}
+
 void rift_cluster_stop(rift_cluster *c) {
     if (c == NULL) {
         return;
@@ -521,6 +567,13 @@ void rift_cluster_stop(rift_cluster *c) {
     if (!wait_until(c, subs_done)) {
         rift_log(RIFT_LOG_WARN, "cluster: subscriptions still busy at stop");
     }
+    if (c->asap != NULL) {
+        natsConnection_Close(c->asap);
+        if (!wait_until(c, asap_done)) {
+            rift_log(RIFT_LOG_WARN, "cluster: backbone close timed out");
+        }
+        natsConnection_Destroy(c->asap);
+    }
     if (c->nc != NULL) {
         (void)natsConnection_FlushTimeout(c->nc, 1000);
         natsConnection_Close(c->nc);
@@ -532,6 +585,28 @@ void rift_cluster_stop(rift_cluster *c) {
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     rift_free(NULL, c);
+}
+
+/* Opens the connection for requests and replies; without it they take
+ * the main one (2 ms slower a round trip, nothing else changes). */
+static void connect_asap(rift_cluster *c, const rift_cluster_settings *s) {
+    natsOptions *o = NULL;
+    natsStatus st = natsOptions_Create(&o);
+    if (st == NATS_OK) {
+        st = set_options(o, s, c, true);
+    }
+    if (st == NATS_OK) {
+        st = natsConnection_Connect(&c->asap, o);
+    }
+    natsOptions_Destroy(o);
+    if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
+        rift_log(RIFT_LOG_WARN,
+                 "cluster: node %s: no second backbone connection for "
+                 "requests and replies (%s); they share the main one",
+                 c->node, natsStatus_GetText(st));
+        natsConnection_Destroy(c->asap);
+        c->asap = NULL;
+    }
 }
 
 int rift_cluster_start(rift_cluster **pc, rift_broker *b,
@@ -565,12 +640,15 @@ int rift_cluster_start(rift_cluster **pc, rift_broker *b,
     natsOptions *o = NULL;
     natsStatus st = natsOptions_Create(&o);
     if (st == NATS_OK) {
-        st = set_options(o, s, c);
+        st = set_options(o, s, c, false);
     }
     if (st == NATS_OK) {
         st = natsConnection_Connect(&c->nc, o);
     }
     natsOptions_Destroy(o);
+    if (st == NATS_OK || st == NATS_NOT_YET_CONNECTED) {
+        connect_asap(c, s);
+    }
     bool later = st == NATS_NOT_YET_CONNECTED;
     if (st != NATS_OK && !later) {
         /* natsStatus_GetText only: libnats' last error may quote a URL. */
