@@ -201,7 +201,7 @@ RIFT_TEST(run_time_stream_used_then_deleted_under_the_plugin) {
     /* Deleted while a fetch waits on it: gone from the namespace at once,
      * its files once the fetch lets go of its pin, and the fetch resumes
      * (at its deadline) with the error. */
-    CHECK_OK(send_msg(c, "plugin.wait", "2000"));
+    CHECK_OK(send_msg(c, "plugin.wait", "3000"));
     CHECK(rift_test_wait_until(plugin_waits, c, 10000));
     CHECK_OK(rift_client_stream_delete(c, "orders", 6, &err));
     rift_client_stream_info info;
