@@ -6,9 +6,11 @@
  * remote publish) and acknowledges; the same stream deleted while the
  * plugin holds handles on it and while a fetch of it waits (no crash, the
  * next calls raise "<method>: unknown stream", the stream's files go once
- * the waiting fetch lets go); and a NATS Streaming channel, whose STAN
- * subscriber receives what the plugin published (docs/lua.md "Which
- * streams a plugin sees").
+ * the waiting fetch lets go); a NATS Streaming channel, whose STAN
+ * subscriber receives what the plugin published and whose STAN publish
+ * wakes the plugin's waiting fetch; and a channel removed by
+ * max_inactivity under the plugin's handle (docs/lua.md "Which streams a
+ * plugin sees").
  */
 // labels: threads
 #define NATS_HAS_STREAMING 1
@@ -69,6 +71,12 @@ static const char plugin_src[] =
     "    try(c.fetch, c, 1), try(c.ack, c, 1), try(c.nak, c, 1),\n"
     "    try(c.info, c), try(rift.stream, 'orders'),\n"
     "    try(rift.consumer, 'orders', 'x') }, '|'))\n"
+    "end)\n"
+    "rift.subscribe('plugin.drop', function()\n"
+    "  out('dropped:' .. try(c.delete, c))\n"
+    "end)\n"
+    "rift.subscribe('plugin.probe', function()\n"
+    "  out(try(s.info, s))\n"
     "end)\n"
     "rift.subscribe('plugin.again', function()\n"
     "  local r = s:publish('orders.new', 'again')\n"
@@ -312,11 +320,10 @@ static bool got_two(void *arg) {
     return ok;
 }
 
-RIFT_TEST(stan_channel_published_to_and_fetched_from) {
-    int port = free_tcp_port();
-    CHECK(port > 0);
-    char cfg[2048];
-    snprintf(cfg, sizeof cfg,
+/* riftd with a QUIC principal that may drive the plugin and read status,
+ * and a NATS Streaming service on |port| with |limits|. */
+static void stan_config(char *cfg, size_t size, int port, const char *limits) {
+    snprintf(cfg, size,
              "return {\n"
              "  data_dir = 'data',\n"
              "  messaging = {\n"
@@ -333,10 +340,17 @@ RIFT_TEST(stan_channel_published_to_and_fetched_from) {
              "        subscribe = { '_INBOX.>', '_STAN.acks.>' } } } },\n"
              "  nats = { listen = '127.0.0.1:%d', anonymous = 'stan',\n"
              "           allow_plaintext = true },\n"
-             "  streaming = { store = 'memory' },\n"
+             "  streaming = { store = 'memory', limits = { %s } },\n"
              "  plugins = { { name = 'lua', deadline_ms = 5000 } },\n"
              "}\n",
-             port);
+             port, limits);
+}
+
+RIFT_TEST(stan_channel_published_to_and_fetched_from) {
+    int port = free_tcp_port();
+    CHECK(port > 0);
+    char cfg[2048];
+    stan_config(cfg, sizeof cfg, port, "");
     riftd_fix f;
     CHECK(riftd_fix_init(&f, cfg));
     CHECK(write_plugin(f.dir));
@@ -389,6 +403,73 @@ RIFT_TEST(stan_channel_published_to_and_fetched_from) {
     CHECK(stanConnection_Close(sc) == NATS_OK);
     stanConnection_Destroy(sc);
 
+    rift_client_sub_close(out);
+    rift_client_del(c);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+    riftd_fix_free(&f);
+    nats_CloseAndWait(5000); /* libnats' global state */
+}
+
+typedef struct probe {
+    riftd_fix *f;
+    rift_client *c;
+    rift_client_sub *out;
+    char last[256];
+    int probes;
+} probe;
+
+/* Asks the plugin for stream:info of its handle; true once it raises. */
+static bool channel_gone(void *arg) {
+    probe *p = arg;
+    p->probes++;
+    if (send_msg(p->c, "plugin.probe", "") != 0) {
+        return false;
+    }
+    char *got = next_out(p->f, p->out);
+    snprintf(p->last, sizeof(p->last), "%s", got ? got : "(none)");
+    free(got);
+    return strncmp(p->last, "err:", 4) == 0;
+}
+
+RIFT_TEST(stan_channel_removed_under_the_plugin) {
+    int port = free_tcp_port();
+    CHECK(port > 0);
+    char cfg[2048];
+    stan_config(cfg, sizeof cfg, port, "max_inactivity_ms = 300");
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, cfg));
+    CHECK(write_plugin(f.dir));
+    CHECK(riftd_fix_start(&f, NULL));
+    rift_client *c;
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
+    rift_error err = {0};
+    rift_client_sub *out;
+    CHECK_OK(rift_client_subscribe(c, "plugin.out", 10, NULL, 0, &out, &err));
+    stanConnection *sc = stan_connect(port, "lua-gone");
+    CHECK(sc != NULL);
+    CHECK(stanConnection_Publish(sc, "brief", "x", 1) == NATS_OK);
+    CHECK(stanConnection_Close(sc) == NATS_OK);
+    stanConnection_Destroy(sc);
+    /* The plugin's consumer keeps the channel (an offline durable would);
+     * deleting it leaves the channel to max_inactivity. A channel removed
+     * before the open is possible on a slow machine: then the open itself
+     * reports it, and the test has nothing left to show. */
+    CHECK_OK(send_msg(c, "plugin.open", "brief"));
+    char *got = next_out(&f, out);
+    CHECK(got != NULL);
+    bool opened = strcmp(got, "opened") == 0;
+    free(got);
+    if (opened) {
+        CHECK_OK(send_msg(c, "plugin.drop", ""));
+        CHECK_OUT(&f, out, "dropped:ok");
+        probe p = {&f, c, out, "", 0};
+        CHECK_MSG(rift_test_wait_until(channel_gone, &p, 20000), "%s", p.last);
+        CHECK_MSG(strstr(p.last, "stream:info: unknown stream") != NULL, "%s",
+                  p.last);
+        printf("channel removed under the plugin after %d probes\n", p.probes);
+    } else {
+        printf("channel removed before the plugin opened it\n");
+    }
     rift_client_sub_close(out);
     rift_client_del(c);
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
