@@ -227,11 +227,14 @@ typedef struct rift_daemon_lua rift_daemon_lua;
  * rift_daemon_lua_start starts the plugin host over |broker|: loads the
  * configured plugins and the configuration's own message handlers and
  * subscribes messaging.subscriptions, before riftd reports ready.
- * |streams| serves rift.stream/rift.consumer.
+ * rift.stream/rift.consumer find |streams| (configured), then |source|'s
+ * (run-time streams and channels, pinned per Lua operation); both must
+ * outlive the host.
  */
 int rift_daemon_lua_start(rift_daemon_lua **pl, rift_broker *broker,
-                          rift_daemon_streams *streams, const rift_config *cfg,
-                          rift_error *err);
+                          rift_daemon_streams *streams,
+                          rift_server_stream_source source,
+                          const rift_config *cfg, rift_error *err);
 
 /* Applies a reloaded configuration (Lua sources; subscriptions stay). On
  * failure the running plugins are untouched. */

@@ -191,7 +191,8 @@ int rift_daemon_start(rift_daemon **pd, const rift_daemon_options *opts,
                                      &d->cfg, d->quota, err)) != 0 ||
         (rc = rift_daemon_nats_start(&d->nats, d->broker, &d->cfg, d->quota,
                                      err)) != 0 ||
-        (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams, &d->cfg,
+        (rc = rift_daemon_lua_start(&d->lua, d->broker, d->streams,
+                                    rift_daemon_stream_source(d), &d->cfg,
                                     err)) != 0) {
         goto fail;
     }

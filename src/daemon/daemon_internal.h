@@ -83,7 +83,11 @@ typedef struct rift_daemon_stream_ref {
 } rift_daemon_stream_ref;
 
 /* The QUIC server's stream source (run-time streams, then channels) and
- * stream administration over |d| (stream_lookup.c). */
+ * stream administration over |d| (stream_lookup.c). The Lua host uses the
+ * same source from its worker threads (plugins.c): acquire and release
+ * are thread-safe (a run-time stream's under its registry lock, a
+ * channel's under reg_lock / atomic plus the service's wake fd), and a
+ * release may close a deleted run-time stream on the releasing thread. */
 rift_server_stream_source rift_daemon_stream_source(rift_daemon *d);
 rift_server_stream_admin rift_daemon_stream_admin(rift_daemon *d);
 

@@ -3,7 +3,11 @@
  * configuration's `plugins` and its own message handlers (on_message,
  * rift.on("message") with messaging.subscriptions) handed to the plugin
  * host of src/lua at start-up and again, all or nothing, at every reload.
- * See components.h and docs/lua.md ("For riftd: the host API").
+ * rift.stream and rift.consumer see riftd's one namespace of streams:
+ * the configured ones, then the stream source (run-time streams, then
+ * NATS Streaming channels, stream_lookup.c), which the host pins for each
+ * Lua operation. See components.h and docs/lua.md ("For riftd: the host
+ * API").
  */
 #include "daemon/components.h"
 
@@ -13,10 +17,35 @@
 
 struct rift_daemon_lua {
     rift_plugin_host *host;
+    rift_daemon_streams *streams;
+    rift_server_stream_source source;
 };
 
-static rift_stream *lookup(void *ud, const char *name) {
-    return rift_daemon_streams_find(ud, name);
+/* The token of a configured stream, which needs no pin (it stays open
+ * until the host is gone). */
+static char configured_token;
+
+/* Worker threads: the configured streams are fixed, the source's acquire
+ * and release take their own locks (a channel's release is atomic plus an
+ * eventfd write, a run-time stream's may close a deleted stream). */
+static rift_stream *acquire(void *ud, const char *name, void **token) {
+    rift_daemon_lua *l = ud;
+    rift_stream *st = rift_daemon_streams_find(l->streams, name);
+    *token = &configured_token;
+    if (st == NULL) {
+        *token = NULL;
+        st = l->source.acquire != NULL
+                 ? l->source.acquire(l->source.ud, name, strlen(name), token)
+                 : NULL;
+    }
+    return st;
+}
+
+static void release(void *ud, void *token, bool appended) {
+    rift_daemon_lua *l = ud;
+    if (token != &configured_token) {
+        l->source.release(l->source.ud, token, appended);
+    }
 }
 
 /* The host's view of |cfg| (pointers into it, valid for the call). */
@@ -71,16 +100,20 @@ static int apply(rift_daemon_lua *l, const rift_config *cfg, rift_error *err) {
 }
 
 int rift_daemon_lua_start(rift_daemon_lua **pl, rift_broker *broker,
-                          rift_daemon_streams *streams, const rift_config *cfg,
-                          rift_error *err) {
+                          rift_daemon_streams *streams,
+                          rift_server_stream_source source,
+                          const rift_config *cfg, rift_error *err) {
     rift_daemon_lua *l = rift_calloc(NULL, 1, sizeof(*l));
     if (l == NULL) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
     }
+    l->streams = streams;
+    l->source = source;
     rift_plugin_host_settings s;
     rift_plugin_host_settings_default(&s);
-    s.stream_lookup = lookup;
-    s.stream_ud = streams;
+    s.stream_acquire = acquire;
+    s.stream_release = release;
+    s.stream_ud = l;
     int rc = rift_plugin_host_new(&l->host, broker, &s, err);
     if (rc == 0) {
         rc = apply(l, cfg, err);

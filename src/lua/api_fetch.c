@@ -17,6 +17,12 @@
  * and disabling free the parked fetch with the state (vm.c), and its
  * watch is unhooked before its timer goes.
  *
+ * Each step looks the stream up by name and pins it (api_stream.c); a
+ * parked fetch keeps its pin until it resumes, as the QUIC server's
+ * waiting fetch does, so the stream it watches stays the one in the
+ * namespace (a run-time stream deleted meanwhile is closed at that
+ * release, and the resumed fetch raises "consumer:fetch: unknown stream").
+ *
  * Batches are boxed in a userdata with a finalizer while they are turned
  * into Lua tables, so a memory error leaks nothing.
  */
@@ -38,16 +44,13 @@ static int batch_gc(lua_State *L) {
     return 0;
 }
 
-/* Fetches up to |n| into a boxed batch left on the stack (its finalizer
- * frees it, also after an error). Never raises after the box exists:
- * returns the store's status. [-0, +1, m] */
-static int fetch_boxed(lua_State *L, rift_consumer *c, size_t n,
-                       rift_batch **pb, rift_error *err) {
+/* An empty batch boxed at the top of the stack (its finalizer frees it,
+ * also after an error). [-0, +1, m] */
+static rift_batch *new_box(lua_State *L) {
     rift_batch *b = lua_newuserdatauv(L, sizeof(*b), 0);
     memset(b, 0, sizeof(*b));
     luaL_setmetatable(L, BATCH_MT);
-    *pb = b;
-    return rift_consumer_fetch(c, n, b, err);
+    return b;
 }
 
 /* Replaces the boxed batch at the top with the records' table.
@@ -96,38 +99,38 @@ static void on_append(void *arg) {
 }
 
 void rift_lua_fetch_wait_release(rift_lua_request *r) {
-    if (r->fetch_stream == NULL) {
+    if (r->fetch_pin.stream == NULL) {
         return;
     }
     /* Unhooked first: once this returns on_append cannot run, so the
      * timer it touches may go. */
-    rift_stream_watch_remove(r->fetch_stream, &r->fetch_watch);
+    rift_stream_watch_remove(r->fetch_pin.stream, &r->fetch_watch);
     rift_consumer_close(r->fetch_hold);
     r->fetch_hold = NULL;
-    r->fetch_stream = NULL;
+    rift_lua_stream_unpin(r->vm, &r->fetch_pin, false);
 }
 
-/* Parks a fetch of |c| (on |s|) until |deadline|: the vm owns the request
- * from now on (freed by the resume, or with the state). NULL when out of
- * memory. Never raises. */
-static rift_lua_request *park(rift_lua_vm *vm, rift_stream *s, rift_consumer *c,
+/* Parks the fetch of |op| until |deadline|, taking over its pin and its
+ * store handle: the vm owns the request from now on (freed by the
+ * resume, or with the state). NULL when out of memory (|op| untouched).
+ * Never raises. */
+static rift_lua_request *park(rift_lua_vm *vm, rift_lua_consumer_op *op,
                               rift_tstamp deadline) {
     rift_lua_request *r = rift_calloc(vm->mem, 1, sizeof(*r));
     rift_lua_timer *t = rift_calloc(vm->mem, 1, sizeof(*t));
-    rift_consumer_info info;
-    rift_consumer *hold = NULL;
-    if (r == NULL || t == NULL || rift_consumer_get_info(c, &info, NULL) != 0 ||
-        rift_stream_consumer_get(s, info.name, info.name_len, &hold, NULL) !=
-            0) {
+    if (r == NULL || t == NULL) {
         rift_free(vm->mem, r);
         rift_free(vm->mem, t);
         return NULL;
     }
+    rift_stream *s = op->pin.stream;
     r->vm = vm;
     r->co_ref = LUA_NOREF;
     r->timer = t;
-    r->fetch_hold = hold;
-    r->fetch_stream = s;
+    r->fetch_hold = *op->box;
+    *op->box = NULL;
+    r->fetch_pin = op->pin;
+    op->pin = (rift_lua_pin){NULL, NULL};
     r->fetch_watch.fn = on_append;
     r->fetch_watch.arg = r;
     RIFT_DLIST_PUSH(vm->requests, r, prev, next);
@@ -152,28 +155,32 @@ static int fetch_k(lua_State *L, int status, lua_KContext ctx);
  * between the first fetch and the hook is not missed.
  */
 static int fetch_step(lua_State *L) {
-    rift_stream *s;
-    rift_consumer *c = rift_lua_check_consumer(L, &s);
+    rift_lua_consumer_op op;
+    rift_lua_consumer_prepare(L, &op); /* the store handle's box */
     rift_lua_vm *vm = rift_lua_vm_of(L);
     size_t n = (size_t)lua_tointeger(L, 2);
     rift_tstamp deadline = (rift_tstamp)lua_tointeger(L, 3);
-    rift_batch *b;
+    rift_batch *b = new_box(L); /* at the top, above the handle's box */
+    rift_lua_consumer_begin(L, &op, "consumer:fetch");
     rift_error err;
-    if (fetch_boxed(L, c, n, &b, &err) != 0) {
-        return luaL_error(L, "%s", err.text);
-    }
-    if (b->count > 0 || deadline == 0 || rift_now_ns() >= deadline) {
+    int rc = rift_consumer_fetch(*op.box, n, b, &err);
+    if (rc != 0 || b->count > 0 || deadline == 0 || rift_now_ns() >= deadline) {
+        rift_lua_consumer_end(L, &op);
+        if (rc != 0) {
+            return luaL_error(L, "%s", err.text);
+        }
         push_records(L, vm, b);
         return 1;
     }
-    rift_lua_request *r = park(vm, s, c, deadline);
+    rift_lua_request *r = park(vm, &op, deadline);
     if (r == NULL) {
+        rift_lua_consumer_end(L, &op);
         return luaL_error(L, "consumer:fetch: out of memory");
     }
     rift_batch_free(b);
-    int rc = rift_consumer_fetch(c, n, b, &err);
+    rc = rift_consumer_fetch(r->fetch_hold, n, b, &err);
     if (rc != 0 || b->count > 0) {
-        rift_lua_request_free(r, false);
+        rift_lua_request_free(r, false); /* and its pin */
         if (rc != 0) {
             return luaL_error(L, "%s", err.text);
         }
@@ -197,7 +204,9 @@ static int fetch_k(lua_State *L, int status, lua_KContext ctx) {
  * reply=, timestamp_ms=, delivery_count=}, ... } (n: 1..=65536, default
  * 1; wait: 0..=120000, default 0 = answer at once) [-0, +1, e] */
 int rift_lua_consumer_fetch(lua_State *L) {
-    rift_lua_check_consumer(L, NULL);
+    rift_lua_consumer_op op;
+    rift_lua_consumer_prepare(L, &op); /* raises when closed */
+    lua_pop(L, 1);                     /* its empty box */
     lua_Integer n = luaL_optinteger(L, 2, 1);
     luaL_argcheck(L, n >= 1 && n <= 65536, 2, "fetch limit must be 1..=65536");
     lua_Integer wait = 0;

@@ -2,12 +2,22 @@
  * api_stream.c — durable streams for plugins (lua layer): rift.stream(name)
  * with :publish and :info, and rift.consumer(stream, name, config) with
  * :ack, :nak, :term, :in_progress, :info, :delete and :close (its :fetch
- * is api_fetch.c), over the
- * store of include/rift/stream.h. The streams are riftd's configured
- * ones, found through the host's lookup callback. config.start takes the
- * CLI's spellings (rift_consumer_start_parse), and reopening follows the
- * wire's resume rule: the start is ignored, every other setting must be
- * equal, and the one that differs is named.
+ * is api_fetch.c), over the store of include/rift/stream.h. The streams
+ * are riftd's one namespace (configured, run-time, NATS Streaming
+ * channels), found through the host's stream_acquire callback. Run-time
+ * streams and channels can be deleted or replaced at any time, so a
+ * handle keeps only names: every operation looks its stream up again,
+ * pins it, operates and releases it (a waiting fetch keeps the pin while
+ * it waits). A stream gone meanwhile makes the next call raise "<method>:
+ * unknown stream". config.start takes the CLI's spellings
+ * (rift_consumer_start_parse), and reopening follows the wire's resume
+ * rule: the start is ignored, every other setting must be equal, and the
+ * one that differs is named.
+ *
+ * Between a pin and its release nothing may raise (a Lua error would leak
+ * the pin): what a method needs from Lua is read or allocated first, the
+ * store is called, the pin dropped, and only then are results built or
+ * errors raised.
  *
  * The store calls block until the operation is durable (group-committed
  * fdatasync with sync_on_write): they hold the worker running the plugin,
@@ -28,47 +38,75 @@
 
 #define STREAM_MT   "rift.stream"
 #define CONSUMER_MT "rift.consumer"
+#define HOLD_MT     "rift.consumer_hold"
 
+/* A stream handle: its name is user value 1. */
 typedef struct stream_ud {
-    rift_stream *stream;
+    char unused;
 } stream_ud;
 
+/* A consumer handle. User values: 1 the name the plugin gave (info()
+ * shows it), 2 the stream's name, 3 the store's name (scoped for a
+ * restricted plugin). */
 typedef struct consumer_ud {
-    rift_consumer *consumer;
-    rift_stream *stream; /* kept alive by |consumer| */
+    bool closed;
 } consumer_ud;
 
-/* ---- Lookup ---- */
+/* ---- Pins ---- */
 
-static rift_stream *lookup(lua_State *L, const char *fn, int idx) {
-    rift_lua_vm *vm = rift_lua_vm_of(L);
-    const char *name = luaL_checkstring(L, idx);
-    rift_plugin_host *h = vm->host;
-    rift_stream *s =
-        h->settings.stream_lookup != NULL
-            ? h->settings.stream_lookup(h->settings.stream_ud, name)
-            : NULL;
-    if (s == NULL) {
-        luaL_error(L, "%s: unknown stream", fn);
+bool rift_lua_stream_pin(rift_lua_vm *vm, const char *name, rift_lua_pin *pin) {
+    const rift_plugin_host_settings *hs = &vm->host->settings;
+    *pin = (rift_lua_pin){NULL, NULL};
+    if (hs->stream_acquire != NULL) {
+        pin->stream = hs->stream_acquire(hs->stream_ud, name, &pin->token);
+    } else if (hs->stream_lookup != NULL) {
+        pin->stream = hs->stream_lookup(hs->stream_ud, name);
     }
-    return s;
+    return pin->stream != NULL;
+}
+
+void rift_lua_stream_unpin(rift_lua_vm *vm, rift_lua_pin *pin, bool appended) {
+    const rift_plugin_host_settings *hs = &vm->host->settings;
+    if (pin->stream != NULL && hs->stream_acquire != NULL &&
+        hs->stream_release != NULL) {
+        hs->stream_release(hs->stream_ud, pin->token, appended);
+    }
+    *pin = (rift_lua_pin){NULL, NULL};
 }
 
 /* ---- rift.stream(name) and its methods ---- */
 
+/* The name of the stream handle at argument 1, anchored by the handle. */
+static const char *stream_name(lua_State *L) {
+    luaL_checkudata(L, 1, STREAM_MT);
+    lua_getiuservalue(L, 1, 1);
+    const char *name = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    return name;
+}
+
 /* rift.stream(name) → stream [-0, +1, e] */
 static int l_stream(lua_State *L) {
-    rift_stream *s = lookup(L, "rift.stream", 1);
-    stream_ud *u = lua_newuserdatauv(L, sizeof(*u), 1);
-    u->stream = s;
+    luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    lua_newuserdatauv(L, sizeof(stream_ud), 1);
     luaL_setmetatable(L, STREAM_MT);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    rift_lua_pin pin;
+    bool found = rift_lua_stream_pin(vm, lua_tostring(L, 1), &pin);
+    rift_lua_stream_unpin(vm, &pin, false);
+    if (!found) {
+        return luaL_error(L, "rift.stream: unknown stream");
+    }
     return 1;
 }
 
 /* stream:publish(subject, payload [, reply]) → {sequence=, timestamp_ms=}
  * [-0, +1, e] */
 static int l_stream_publish(lua_State *L) {
-    stream_ud *u = luaL_checkudata(L, 1, STREAM_MT);
+    const char *name = stream_name(L);
     rift_lua_vm *vm = rift_lua_vm_of(L);
     size_t slen, plen, rlen = 0;
     const char *subject = luaL_checklstring(L, 2, &slen);
@@ -89,9 +127,15 @@ static int l_stream_publish(lua_State *L) {
                                                    reply, rlen, &err) != 0) {
         return luaL_error(L, "%s", err.text);
     }
+    rift_lua_pin pin;
+    if (!rift_lua_stream_pin(vm, name, &pin)) {
+        return luaL_error(L, "stream:publish: unknown stream");
+    }
     rift_stored st;
-    if (rift_stream_publish(u->stream, subject, slen, reply, rlen,
-                            (const uint8_t *)payload, plen, &st, &err) != 0) {
+    int rc = rift_stream_publish(pin.stream, subject, slen, reply, rlen,
+                                 (const uint8_t *)payload, plen, &st, &err);
+    rift_lua_stream_unpin(vm, &pin, rc == 0);
+    if (rc != 0) {
         return luaL_error(L, "%s", err.text);
     }
     lua_createtable(L, 0, 2);
@@ -105,16 +149,29 @@ static int l_stream_publish(lua_State *L) {
 /* stream:info() → {messages=, bytes=, first_sequence=, last_sequence=,
  * consumers=} [-0, +1, e] */
 static int l_stream_info(lua_State *L) {
-    stream_ud *u = luaL_checkudata(L, 1, STREAM_MT);
+    const char *name = stream_name(L);
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    rift_lua_pin pin;
+    if (!rift_lua_stream_pin(vm, name, &pin)) {
+        return luaL_error(L, "stream:info: unknown stream");
+    }
     rift_stream_info info;
     rift_error err;
-    if (rift_stream_get_info(u->stream, &info, &err) != 0) {
+    int rc = rift_stream_get_info(pin.stream, &info, &err);
+    /* Copy what Lua needs, release, then build (which may raise). */
+    uint64_t v[5] = {0};
+    if (rc == 0) {
+        v[0] = info.messages;
+        v[1] = info.bytes;
+        v[2] = info.first_sequence;
+        v[3] = info.last_sequence;
+        v[4] = info.consumer_count;
+        rift_stream_info_free(&info);
+    }
+    rift_lua_stream_unpin(vm, &pin, false);
+    if (rc != 0) {
         return luaL_error(L, "%s", err.text);
     }
-    /* Copy what Lua needs, release, then build (which may raise). */
-    uint64_t v[5] = {info.messages, info.bytes, info.first_sequence,
-                     info.last_sequence, info.consumer_count};
-    rift_stream_info_free(&info);
     static const char *const keys[] = {"messages", "bytes", "first_sequence",
                                        "last_sequence", "consumers"};
     lua_createtable(L, 0, 5);
@@ -127,26 +184,52 @@ static int l_stream_info(lua_State *L) {
 
 /* ---- rift.consumer(stream, name [, config]) and its methods ---- */
 
-static int consumer_gc(lua_State *L) {
-    consumer_ud *u = luaL_checkudata(L, 1, CONSUMER_MT);
-    rift_consumer_close(u->consumer);
-    u->consumer = NULL;
+static int hold_gc(lua_State *L) {
+    rift_consumer **box = lua_touserdata(L, 1);
+    rift_consumer_close(*box);
+    *box = NULL;
     return 0;
 }
 
-rift_consumer *rift_lua_check_consumer(lua_State *L, rift_stream **stream) {
+void rift_lua_consumer_prepare(lua_State *L, rift_lua_consumer_op *op) {
     consumer_ud *u = luaL_checkudata(L, 1, CONSUMER_MT);
-    if (u->consumer == NULL) {
+    if (u->closed) {
         luaL_error(L, "consumer is closed");
     }
-    if (stream != NULL) {
-        *stream = u->stream;
-    }
-    return u->consumer;
+    luaL_checkstack(L, 4, NULL);
+    lua_getiuservalue(L, 1, 2);
+    op->stream_name = lua_tostring(L, -1);
+    lua_getiuservalue(L, 1, 3);
+    op->name = lua_tolstring(L, -1, &op->name_len);
+    lua_pop(L, 2); /* both stay anchored by the handle */
+    op->box = lua_newuserdatauv(L, sizeof(*op->box), 0);
+    *op->box = NULL;
+    luaL_setmetatable(L, HOLD_MT);
+    op->pin = (rift_lua_pin){NULL, NULL};
 }
 
-static rift_consumer *check_consumer(lua_State *L) {
-    return rift_lua_check_consumer(L, NULL);
+void rift_lua_consumer_begin(lua_State *L, rift_lua_consumer_op *op,
+                             const char *fn) {
+    rift_lua_vm *vm = rift_lua_vm_of(L);
+    if (!rift_lua_stream_pin(vm, op->stream_name, &op->pin)) {
+        luaL_error(L, "%s: unknown stream", fn);
+    }
+    rift_error err;
+    if (rift_stream_consumer_get(op->pin.stream, op->name, op->name_len,
+                                 op->box, &err) != 0) {
+        rift_lua_stream_unpin(vm, &op->pin, false);
+        luaL_error(L, "%s", err.text);
+    }
+}
+
+void rift_lua_consumer_end(lua_State *L, rift_lua_consumer_op *op) {
+    rift_lua_stream_unpin(rift_lua_vm_of(L), &op->pin, false);
+}
+
+/* Closes the boxed store handle now (rather than at collection). */
+static void op_close(rift_lua_consumer_op *op) {
+    rift_consumer_close(*op->box);
+    *op->box = NULL;
 }
 
 /* Reads an optional non-negative integer field of the table at |t|. */
@@ -240,7 +323,7 @@ static int open_resume(rift_stream *s, const char *name, size_t nlen,
 /* rift.consumer(stream, name [, {filter=, start=, ack_wait_ms=,
  * max_ack_pending=, max_deliver=}]) → consumer [-0, +1, e] */
 static int l_consumer(lua_State *L) {
-    rift_stream *s = lookup(L, "rift.consumer", 1);
+    luaL_checkstring(L, 1);
     size_t nlen, flen = 0;
     if (lua_type(L, 2) != LUA_TSTRING) {
         return luaL_error(L,
@@ -298,51 +381,46 @@ static int l_consumer(lua_State *L) {
         name = scoped;
         nlen = RIFT_SCOPED_CONSUMER_LEN;
     }
-    /* The handle exists before the consumer: a memory error here leaks
-     * nothing, and once set the finalizer owns it. Its user value is the
-     * name the plugin gave (info() shows that, not a scoped one). */
-    lua_pushvalue(L, 2);
-    consumer_ud *u = lua_newuserdatauv(L, sizeof(*u), 1);
-    u->consumer = NULL;
-    u->stream = s;
+    /* The handle is made (allocations that may raise) before the stream
+     * is pinned; it holds names only. */
+    const char *stream = lua_tostring(L, 1);
+    consumer_ud *u = lua_newuserdatauv(L, sizeof(*u), 3);
+    u->closed = false;
     luaL_setmetatable(L, CONSUMER_MT);
-    lua_rotate(L, -2, 1);
+    lua_pushvalue(L, 2);
     lua_setiuservalue(L, -2, 1);
-    if (open_resume(s, name, nlen, &cfg, &u->consumer, &err) != 0) {
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 2);
+    lua_pushlstring(L, name, nlen);
+    lua_setiuservalue(L, -2, 3);
+    rift_lua_pin pin;
+    if (!rift_lua_stream_pin(vm, stream, &pin)) {
+        return luaL_error(L, "rift.consumer: unknown stream");
+    }
+    rift_consumer *c = NULL;
+    int rc = open_resume(pin.stream, name, nlen, &cfg, &c, &err);
+    rift_consumer_close(c);
+    rift_lua_stream_unpin(vm, &pin, false);
+    if (rc != 0) {
         return luaL_error(L, "%s", err.text);
     }
     return 1;
 }
 
-/* consumer:ack(sequence) → true [-0, +1, e] */
-static int l_ack(lua_State *L) {
-    rift_consumer *c = check_consumer(L);
-    lua_Integer seq = luaL_checkinteger(L, 2);
-    rift_lua_vm *vm = rift_lua_vm_of(L);
-    if (!vm->runtime) {
-        return luaL_error(L, "consumer:ack " RIFT_LUA_TEXT_NOT_RUNTIME);
-    }
-    rift_error err;
-    if (seq < 1) {
-        return luaL_error(L, "sequence is not pending acknowledgement");
-    }
-    if (rift_consumer_ack(c, (uint64_t)seq, &err) != 0) {
-        return luaL_error(L, "%s", err.text);
-    }
-    lua_pushboolean(L, 1);
-    return 1;
-}
-
-/* consumer:nak(sequence [, delay_ms]), consumer:term(sequence),
- * consumer:in_progress(sequence) → true [-0, +1, e]; |what| is the
- * method. */
+/* consumer:ack(sequence), consumer:nak(sequence [, delay_ms]),
+ * consumer:term(sequence), consumer:in_progress(sequence) → true
+ * [-0, +1, e]; |what| is the method. */
 static int settle(lua_State *L, const char *what) {
-    rift_consumer *c = check_consumer(L);
+    rift_lua_consumer_op op;
+    lua_settop(L, 3); /* the box goes above the arguments */
+    rift_lua_consumer_prepare(L, &op);
     lua_Integer seq = luaL_checkinteger(L, 2);
-    lua_Integer delay = luaL_optinteger(L, 3, 0);
+    lua_Integer delay = what[0] == 'n' ? luaL_optinteger(L, 3, 0) : 0;
     rift_lua_vm *vm = rift_lua_vm_of(L);
+    char fn[32];
+    snprintf(fn, sizeof(fn), "consumer:%s", what);
     if (!vm->runtime) {
-        return luaL_error(L, "consumer:%s " RIFT_LUA_TEXT_NOT_RUNTIME, what);
+        return luaL_error(L, "%s " RIFT_LUA_TEXT_NOT_RUNTIME, fn);
     }
     if (what[0] == 'n' &&
         (delay < 0 || delay > (lua_Integer)RIFT_CONSUMER_MAX_NAK_DELAY_MS)) {
@@ -351,17 +429,26 @@ static int settle(lua_State *L, const char *what) {
     if (seq < 1) {
         return luaL_error(L, "sequence is not pending acknowledgement");
     }
+    rift_lua_consumer_begin(L, &op, fn);
+    rift_consumer *c = *op.box;
     rift_error err;
-    int rc = what[0] == 'n'
+    int rc = what[0] == 'a' ? rift_consumer_ack(c, (uint64_t)seq, &err)
+             : what[0] == 'n'
                  ? rift_consumer_nak(c, (uint64_t)seq, (uint64_t)delay, &err)
              : what[0] == 't'
                  ? rift_consumer_term(c, (uint64_t)seq, &err)
                  : rift_consumer_in_progress(c, (uint64_t)seq, &err);
+    op_close(&op);
+    rift_lua_consumer_end(L, &op);
     if (rc != 0) {
         return luaL_error(L, "%s", err.text);
     }
     lua_pushboolean(L, 1);
     return 1;
+}
+
+static int l_ack(lua_State *L) {
+    return settle(L, "ack");
 }
 
 static int l_nak(lua_State *L) {
@@ -380,10 +467,16 @@ static int l_in_progress(lua_State *L) {
  * max_ack_pending=, max_deliver=, start_sequence=, next_sequence=,
  * pending=, terminated=, max_delivered=} [-0, +1, e] */
 static int l_consumer_info(lua_State *L) {
-    rift_consumer *c = check_consumer(L);
+    rift_lua_consumer_op op;
+    lua_settop(L, 1);
+    rift_lua_consumer_prepare(L, &op);
+    rift_lua_consumer_begin(L, &op, "consumer:info");
     rift_consumer_info info;
     rift_error err;
-    if (rift_consumer_get_info(c, &info, &err) != 0) {
+    int rc = rift_consumer_get_info(*op.box, &info, &err);
+    /* The boxed handle keeps info's filter valid past the unpin. */
+    rift_lua_consumer_end(L, &op);
+    if (rc != 0) {
         return luaL_error(L, "%s", err.text);
     }
     /* Copied before building the table (which may raise). */
@@ -412,6 +505,7 @@ static int l_consumer_info(lua_State *L) {
         lua_pushinteger(L, (lua_Integer)v[i]);
         lua_setfield(L, -2, keys[i]);
     }
+    op_close(&op);
     return 1;
 }
 
@@ -420,35 +514,35 @@ static int l_consumer_info(lua_State *L) {
  * the plugin's own consumer can be reached: the handle came from
  * rift.consumer, scoped for a restricted plugin. [-0, +1, e] */
 static int l_consumer_delete(lua_State *L) {
-    rift_stream *s;
-    rift_consumer *c = rift_lua_check_consumer(L, &s);
+    rift_lua_consumer_op op;
+    lua_settop(L, 1);
+    rift_lua_consumer_prepare(L, &op);
     rift_lua_vm *vm = rift_lua_vm_of(L);
     if (!vm->runtime) {
         return luaL_error(L, "consumer:delete " RIFT_LUA_TEXT_NOT_RUNTIME);
     }
-    rift_consumer_info info;
+    consumer_ud *u = lua_touserdata(L, 1);
+    u->closed = true; /* the handle goes first, whatever the store says */
+    if (!rift_lua_stream_pin(vm, op.stream_name, &op.pin)) {
+        return luaL_error(L, "consumer:delete: unknown stream");
+    }
     rift_error err;
-    char name[129]; /* consumer names are 1..=128 bytes */
-    if (rift_consumer_get_info(c, &info, &err) != 0) {
-        return luaL_error(L, "%s", err.text);
-    }
-    if (info.name_len >= sizeof(name)) {
-        return luaL_error(L, "consumer:delete: invalid consumer name");
-    }
-    memcpy(name, info.name, info.name_len);
-    size_t len = info.name_len;
-    consumer_gc(L); /* the handle goes first: its name was borrowed */
-    if (rift_stream_consumer_delete(s, name, len, &err) != 0) {
+    int rc =
+        rift_stream_consumer_delete(op.pin.stream, op.name, op.name_len, &err);
+    rift_lua_consumer_end(L, &op);
+    if (rc != 0) {
         return luaL_error(L, "%s", err.text);
     }
     lua_pushboolean(L, 1);
     return 1;
 }
 
-/* consumer:close() releases the handle now (the consumer's durable state
- * stays); the collector would do it eventually. [-0, +0, -] */
+/* consumer:close() marks the handle closed (the consumer's durable state
+ * stays); it holds no store resource between calls. [-0, +0, -] */
 static int l_consumer_close(lua_State *L) {
-    return consumer_gc(L);
+    consumer_ud *u = luaL_checkudata(L, 1, CONSUMER_MT);
+    u->closed = true;
+    return 0;
 }
 
 static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
@@ -485,7 +579,11 @@ void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm) {
         {NULL, NULL},
     };
     new_class(L, STREAM_MT, stream_methods, NULL);
-    new_class(L, CONSUMER_MT, consumer_methods, consumer_gc);
+    new_class(L, CONSUMER_MT, consumer_methods, NULL);
+    luaL_newmetatable(L, HOLD_MT);
+    lua_pushcfunction(L, hold_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
     rift_lua_open_fetch(L);
     lua_pushcfunction(L, l_stream);
     lua_setfield(L, -2, "stream");

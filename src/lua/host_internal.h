@@ -118,9 +118,17 @@ struct rift_lua_timer {
     rift_lua_timer *due_next;
 };
 
+/* A stream pinned for one Lua operation (rift_lua_stream_pin): valid
+ * until rift_lua_stream_unpin. */
+typedef struct rift_lua_pin {
+    rift_stream *stream; /* NULL: nothing pinned */
+    void *token;
+} rift_lua_pin;
+
 /* A coroutine suspended in rift.request, or in a waiting consumer:fetch
- * (fetch_hold set: no inbox; the stream's append watch makes the timer
- * due at once, api_stream.c). */
+ * (fetch_pin.stream set: no inbox; the stream's append watch makes the
+ * timer due at once, api_fetch.c). The waiting fetch keeps its stream
+ * pinned for the wait, as the QUIC server's CONSUMER_FETCH_WAIT does. */
 struct rift_lua_request {
     rift_lua_vm *vm;
     rift_lua_binding *inbox;
@@ -128,8 +136,8 @@ struct rift_lua_request {
     int co_ref;
     char cb[96]; /* the callback that made the request, for logs */
     rift_lua_request *prev, *next;
-    rift_consumer *fetch_hold; /* keeps the stream alive while watched */
-    rift_stream *fetch_stream;
+    rift_lua_pin fetch_pin;
+    rift_consumer *fetch_hold;
     rift_stream_watch fetch_watch;
 };
 
@@ -369,9 +377,41 @@ void rift_lua_open_json(lua_State *L);
 /* Adds rift.stream and rift.consumer to the table at the top. */
 void rift_lua_open_streams(lua_State *L, rift_lua_vm *vm);
 
-/* The consumer handle at argument 1 (raises when closed); its stream in
- * *stream when not NULL (api_stream.c). */
-rift_consumer *rift_lua_check_consumer(lua_State *L, rift_stream **stream);
+/* Pins the stream |name| through the host's stream_acquire (or finds it
+ * with stream_lookup): false when there is none. Never raises; nothing
+ * between the pin and rift_lua_stream_unpin may raise either, or the pin
+ * would leak (api_stream.c). */
+bool rift_lua_stream_pin(rift_lua_vm *vm, const char *name, rift_lua_pin *pin);
+void rift_lua_stream_unpin(rift_lua_vm *vm, rift_lua_pin *pin, bool appended);
+
+/* One consumer operation (api_stream.c): the consumer handle at argument
+ * 1 looked up afresh by name — the handle keeps only its stream's and its
+ * consumer's names. */
+typedef struct rift_lua_consumer_op {
+    const char *stream_name;
+    const char *name; /* the store's (scoped for a restricted plugin) */
+    size_t name_len;
+    rift_consumer **box; /* boxed at the top of the stack: closed by __gc */
+    rift_lua_pin pin;
+} rift_lua_consumer_op;
+
+/* Step 1, raising: checks the handle at argument 1 ("consumer is closed")
+ * and pushes the box that will hold the store's handle at the top (set
+ * the stack to the method's arguments first, or the box takes the place
+ * of an absent optional one). [-0, +1, e] */
+void rift_lua_consumer_prepare(lua_State *L, rift_lua_consumer_op *op);
+
+/* Step 2: pins the stream and takes a handle on the consumer into the box
+ * (*op->box). On failure nothing stays pinned and it raises "<fn>: unknown
+ * stream" or the store's text ("consumer does not exist"). Call with no
+ * other pin held. [-0, +0, e] */
+void rift_lua_consumer_begin(lua_State *L, rift_lua_consumer_op *op,
+                             const char *fn);
+
+/* Drops the pin (the boxed handle stays until closed or collected: a
+ * consumer handle keeps the stream object alive, closed or not). Never
+ * raises. */
+void rift_lua_consumer_end(lua_State *L, rift_lua_consumer_op *op);
 
 /* consumer:fetch and the batch metatable it uses (api_fetch.c). */
 int rift_lua_consumer_fetch(lua_State *L);

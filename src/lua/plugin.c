@@ -127,7 +127,8 @@ static bool fire_timer(rift_lua_plugin *p, rift_lua_vm *vm, rift_lua_timer *t,
          * its deadline, it fetches again and decides. */
         return finish_request(
             p, vm, t->req, NULL,
-            t->req->fetch_stream != NULL ? NULL : "request timed out", errtext);
+            t->req->fetch_pin.stream != NULL ? NULL : "request timed out",
+            errtext);
     }
     rift_lua_call c = {.co_ref = LUA_NOREF};
     if (t->every_ns == 0) {

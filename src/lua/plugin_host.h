@@ -45,13 +45,30 @@ typedef struct rift_stream rift_stream;
 #define RIFT_PLUGIN_EVENT_SUBJECT "rift.events.plugin"
 
 /*
- * Looks a configured durable stream up by name for rift.stream() and
- * rift.consumer(); returns NULL when there is none. Called from worker
- * threads, so it must be thread-safe. The stream must stay open until
- * rift_plugin_host_del returns.
+ * Looks a durable stream up by name for rift.stream() and rift.consumer();
+ * returns NULL when there is none. Called from worker threads, so it must
+ * be thread-safe. The stream must stay open until rift_plugin_host_del
+ * returns (streams that can go at run time use stream_acquire instead).
  */
 typedef rift_stream *(*rift_plugin_stream_lookup_fn)(void *ud,
                                                      const char *name);
+
+/*
+ * Finds the stream |name| and pins it in *|token| until
+ * rift_plugin_stream_release_fn gets the token back; NULL when there is
+ * none. The host pins for one Lua operation (a publish, an info, a fetch,
+ * an ack...; a waiting fetch for its whole wait) and looks the stream up
+ * again by name at the next one, so a stream deleted or replaced at run
+ * time is never used after its release. Both are called from worker
+ * threads, release also from whichever thread frees a plugin's state
+ * (rift_plugin_host_apply, rift_plugin_host_del): they must be
+ * thread-safe. |appended|: records were stored through the pin.
+ */
+typedef rift_stream *(*rift_plugin_stream_acquire_fn)(void *ud,
+                                                      const char *name,
+                                                      void **token);
+typedef void (*rift_plugin_stream_release_fn)(void *ud, void *token,
+                                              bool appended);
 
 typedef struct rift_plugin_host_settings {
     /** Worker threads; 0 = the number of online CPUs. */
@@ -59,8 +76,12 @@ typedef struct rift_plugin_host_settings {
     /** Consecutive failing callbacks before a plugin is disabled; 0 =
      * RIFT_PLUGIN_DEFAULT_MAX_FAILURES. */
     unsigned max_failures;
-    /** Stream lookup for rift.stream/rift.consumer; NULL = no streams. */
+    /** Streams for rift.stream/rift.consumer: stream_acquire and
+     * stream_release when set (pinned per operation), otherwise
+     * stream_lookup (streams that stay open); neither = no streams. */
     rift_plugin_stream_lookup_fn stream_lookup;
+    rift_plugin_stream_acquire_fn stream_acquire;
+    rift_plugin_stream_release_fn stream_release;
     void *stream_ud;
     /** Allocator for the host's own structures and the Lua states; NULL =
      * malloc. */

@@ -1,0 +1,238 @@
+/*
+ * test_lua_stream_pins.c — the plugin host's stream_acquire/stream_release
+ * (tests layer): every Lua stream call pins its stream and releases it
+ * before it returns or raises (store errors and argument errors alike),
+ * a stream:publish that stored a record releases with |appended|, a
+ * waiting fetch keeps its pin exactly while it waits (released when it
+ * resumes and when its plugin is unloaded), and a stream the host no
+ * longer finds makes every call raise "<method>: unknown stream".
+ */
+// labels: threads
+#include "lua_test_util.h"
+
+#include "rift/broker.h"
+#include "rift/stream.h"
+
+#include <stdatomic.h>
+
+typedef struct fixture {
+    char *root;
+    rift_broker *b;
+    rift_stream *events;
+    rift_plugin_host *h;
+    rift_sub *out;
+    atomic_int pins;       /* acquired, not yet released */
+    atomic_int acquires;   /* successful acquires */
+    atomic_int appended;   /* releases with appended */
+    atomic_bool gone;      /* the stream is no longer found */
+    atomic_bool bad_token; /* a release got a token it did not hand out */
+} fixture;
+
+static rift_stream *acquire(void *ud, const char *name, void **token) {
+    fixture *fx = ud;
+    if (strcmp(name, "events") != 0 || atomic_load(&fx->gone)) {
+        return NULL;
+    }
+    atomic_fetch_add(&fx->pins, 1);
+    atomic_fetch_add(&fx->acquires, 1);
+    *token = fx->events;
+    return fx->events;
+}
+
+static void release(void *ud, void *token, bool appended) {
+    fixture *fx = ud;
+    if (token != fx->events) {
+        atomic_store(&fx->bad_token, true);
+    }
+    atomic_fetch_sub(&fx->pins, 1);
+    if (appended) {
+        atomic_fetch_add(&fx->appended, 1);
+    }
+}
+
+static bool fx_open(fixture *fx) {
+    memset(fx, 0, sizeof(*fx));
+    fx->root = rift_test_tmpdir();
+    rift_error err;
+    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
+        return false;
+    }
+    rift_stream_settings ss;
+    rift_stream_settings_default(&ss);
+    const char *subjects[] = {"events.>"};
+    ss.subjects = subjects;
+    ss.subjects_count = 1;
+    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
+        return false;
+    }
+    rift_plugin_host_settings s;
+    rift_plugin_host_settings_default(&s);
+    s.workers = 2;
+    s.stream_acquire = acquire;
+    s.stream_release = release;
+    s.stream_ud = fx;
+    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
+           rift_broker_subscribe(fx->b, "out.>", 5, NULL, &fx->out, &err) == 0;
+}
+
+static void fx_close(fixture *fx) {
+    rift_plugin_host_del(fx->h);
+    rift_stream_del(fx->events);
+    rift_sub_close(fx->out);
+    rift_broker_del(fx->b);
+    rift_test_rmdir(fx->root);
+}
+
+static const char *next_out(fixture *fx) {
+    static char buf[8192];
+    rift_msg *m;
+    if (rift_sub_recv(fx->out, 5000000000, &m, NULL) != 0) {
+        return "TIMEOUT";
+    }
+    size_t len;
+    const uint8_t *p = rift_msg_payload(m, &len);
+    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    rift_msg_unref(m);
+    return buf;
+}
+
+static int publish(fixture *fx, const char *subject) {
+    return rift_broker_publish(fx->b, subject, strlen(subject), NULL, 0,
+                               (const uint8_t *)"", 0, NULL, NULL);
+}
+
+static const char plugin_src[] =
+    "local function err(f, ...) local ok, e = pcall(f, ...) "
+    "return ok and 'ok' or (tostring(e):gsub('^.-:%d+: ', '')) end\n"
+    "local s = rift.stream('events')\n"
+    "local c = rift.consumer('events', 'w', {start = 'first', "
+    "ack_wait_ms = 60000})\n"
+    "rift.subscribe('go.all', function()\n"
+    "  rift.publish('out.r', table.concat({\n"
+    "    err(s.publish, s, 'events.a', 'x'),\n"
+    "    err(s.publish, s, 'other', 'x'),\n"
+    "    err(s.info, s),\n"
+    "    err(c.fetch, c, 5),\n"
+    "    err(c.fetch, c, 0),\n"
+    "    err(c.ack, c, 999),\n"
+    "    err(c.nak, c, 999, 5),\n"
+    "    err(c.term, c, 999),\n"
+    "    err(c.in_progress, c, 999),\n"
+    "    err(c.info, c),\n"
+    "    err(rift.consumer, 'events', 'w', {ack_wait_ms = 1}),\n"
+    "    err(rift.consumer, 'events', 'w2') }, '|'))\n"
+    "end)\n"
+    "rift.subscribe('go.wait', function()\n"
+    "  local ok, got = pcall(c.fetch, c, 1, {wait = 60000})\n"
+    "  if not ok then\n"
+    "    return rift.publish('out.r', (tostring(got):gsub('^.-:%d+: ', '')))\n"
+    "  end\n"
+    "  rift.publish('out.r', 'woke:' .. #got .. ':' .. got[1].payload)\n"
+    "end)\n"
+    "rift.subscribe('go.gone', function()\n"
+    "  rift.publish('out.r', table.concat({\n"
+    "    err(s.publish, s, 'events.a', 'x'), err(s.info, s),\n"
+    "    err(c.fetch, c, 1), err(c.ack, c, 1), err(c.term, c, 1),\n"
+    "    err(c.info, c), err(c.delete, c), err(c.fetch, c, 1),\n"
+    "    err(rift.stream, 'events') }, '|'))\n"
+    "end)\n";
+
+typedef struct pin_wait {
+    fixture *fx;
+    int pins;
+} pin_wait;
+
+static bool pins_are(void *arg) {
+    pin_wait *w = arg;
+    return atomic_load(&w->fx->pins) == w->pins;
+}
+
+static bool plugin_waits(void *arg) {
+    fixture *fx = arg;
+    return lt_get(fx->h, "p").requests == 1;
+}
+
+static int store_publish(fixture *fx, const char *payload) {
+    rift_error err;
+    return rift_stream_publish(fx->events, "events.b", 8, NULL, 0,
+                               (const uint8_t *)payload, strlen(payload), NULL,
+                               &err);
+}
+
+RIFT_TEST(every_call_releases_its_pin) {
+    fixture fx;
+    CHECK(fx_open(&fx));
+    lt_plugin(fx.root, "p", plugin_src);
+    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    spec.deadline_ms = 5000;
+    rift_error err;
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    /* Loading looked the stream up twice and let go. */
+    CHECK_EQ_INT(atomic_load(&fx.pins), 0);
+    CHECK_EQ_INT(atomic_load(&fx.acquires), 2);
+
+    CHECK_OK(publish(&fx, "go.all"));
+    CHECK_EQ_STR(next_out(&fx),
+                 "ok|subject does not match this stream|ok|ok|"
+                 "bad argument #2 to '?' (fetch limit must be 1..=65536)|"
+                 "sequence is not pending acknowledgement|"
+                 "sequence is not pending acknowledgement|"
+                 "sequence is not pending acknowledgement|"
+                 "sequence is not pending acknowledgement|ok|"
+                 "invalid messaging configuration: consumer already exists "
+                 "with different ack_wait_ms|ok");
+    CHECK_EQ_INT(atomic_load(&fx.pins), 0);
+    /* Eleven calls reached the store (the bad fetch limit raised first). */
+    CHECK_EQ_INT(atomic_load(&fx.acquires), 2 + 11);
+    CHECK_EQ_INT(atomic_load(&fx.appended), 1); /* the stored record only */
+    CHECK(!atomic_load(&fx.bad_token));
+
+    /* A waiting fetch (the record is pending now: nothing to deliver)
+     * holds one pin while it waits, and none once woken. */
+    CHECK_OK(publish(&fx, "go.wait"));
+    CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
+    CHECK_EQ_INT(atomic_load(&fx.pins), 1);
+    CHECK_OK(store_publish(&fx, "b"));
+    CHECK_EQ_STR(next_out(&fx), "woke:1:b");
+    CHECK_EQ_INT(atomic_load(&fx.pins), 0);
+
+    /* Gone while a fetch waits: the wake-up finds no stream. */
+    CHECK_OK(publish(&fx, "go.wait"));
+    CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
+    CHECK_EQ_INT(atomic_load(&fx.pins), 1);
+    atomic_store(&fx.gone, true);
+    CHECK_OK(store_publish(&fx, "c"));
+    CHECK_EQ_STR(next_out(&fx), "consumer:fetch: unknown stream");
+    CHECK_EQ_INT(atomic_load(&fx.pins), 0);
+
+    CHECK_OK(publish(&fx, "go.gone"));
+    CHECK_EQ_STR(next_out(&fx), "stream:publish: unknown stream|"
+                                "stream:info: unknown stream|"
+                                "consumer:fetch: unknown stream|"
+                                "consumer:ack: unknown stream|"
+                                "consumer:term: unknown stream|"
+                                "consumer:info: unknown stream|"
+                                "consumer:delete: unknown stream|"
+                                "consumer is closed|"
+                                "rift.stream: unknown stream");
+    CHECK_EQ_INT(atomic_load(&fx.pins), 0);
+
+    /* Back: an unload frees a waiting fetch with its pin. */
+    atomic_store(&fx.gone, false);
+    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+              err.text);
+    CHECK_OK(publish(&fx, "go.wait")); /* the record stored while gone */
+    CHECK_EQ_STR(next_out(&fx), "woke:1:c");
+    CHECK_OK(publish(&fx, "go.wait"));
+    CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
+    pin_wait one = {&fx, 1};
+    CHECK(pins_are(&one));
+    CHECK_OK(rift_plugin_host_apply(fx.h, NULL, 0, NULL, &err));
+    pin_wait none = {&fx, 0};
+    CHECK(rift_test_wait_until(pins_are, &none, 10000));
+    CHECK(!atomic_load(&fx.bad_token));
+    fx_close(&fx);
+}
