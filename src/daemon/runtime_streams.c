@@ -39,7 +39,8 @@ typedef struct rt_stream {
     rift_broker *broker; /* its max_deliver advisories' broker, or NULL */
     size_t pins;
     bool doomed; /* deleted while pinned: closed at the last release */
-    char *dir;   /* file storage: <data_dir>/streams/<name> */
+    struct rt_stream *doomed_next; /* rt->doomed, until its files are gone */
+    char *dir;                     /* file storage: <data_dir>/streams/<name> */
 } rt_stream;
 
 typedef struct rt_grant {
@@ -53,6 +54,10 @@ struct rift_runtime_streams {
     rift_broker *broker; /* max_deliver advisories (NULL: none) */
     char *data_dir;      /* NULL: creation refused */
     rt_stream **v;       /* sorted by name; shadowed ones included */
+    /* Deleted while pinned, their directories not removed yet: a name
+     * among them cannot be made again before (it would share the
+     * directory the last release removes). */
+    rt_stream *doomed;
     size_t n;
     char **configured; /* names of messaging.streams */
     size_t n_configured;
@@ -506,15 +511,27 @@ rift_stream *rift_runtime_streams_acquire(rift_runtime_streams *rt,
     return st;
 }
 
-/* A deleted stream's end: closed, its directory removed. */
-static void finish_delete(rt_stream *s) {
+/* A deleted stream's end: closed, its directory removed, then, for one
+ * deleted while pinned (called without rt->lock), its name free again. */
+static void finish_delete(rift_runtime_streams *rt, rt_stream *s) {
     char *dir = s->dir;
     s->dir = NULL;
-    entry_free(s);
+    close_stream(s);
     if (dir != NULL) {
         remove_tree(dir);
         rift_free(NULL, dir);
     }
+    if (s->doomed) {
+        pthread_mutex_lock(&rt->lock);
+        for (rt_stream **p = &rt->doomed; *p != NULL; p = &(*p)->doomed_next) {
+            if (*p == s) {
+                *p = s->doomed_next;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&rt->lock);
+    }
+    entry_free(s);
 }
 
 void rift_runtime_streams_release(rift_runtime_streams *rt, void *token) {
@@ -526,7 +543,7 @@ void rift_runtime_streams_release(rift_runtime_streams *rt, void *token) {
     bool last = --s->pins == 0 && s->doomed;
     pthread_mutex_unlock(&rt->lock);
     if (last) {
-        finish_delete(s);
+        finish_delete(rt, s); /* outside the lock: it unlinks files */
     }
 }
 
@@ -597,6 +614,13 @@ static int create(rift_runtime_streams *rt,
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "stream already exists");
     }
+    for (const rt_stream *d = rt->doomed; d != NULL; d = d->doomed_next) {
+        if (strcmp(d->def.name, req->name) == 0) {
+            /* Its last reader still has it open in the same directory. */
+            return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                  "stream is still being deleted; try again");
+        }
+    }
     rt_stream **v = rift_realloc(NULL, rt->v, (rt->n + 1) * sizeof(*v));
     rt_stream *s = rift_calloc(NULL, 1, sizeof(*s));
     if (v != NULL) {
@@ -618,7 +642,7 @@ static int create(rift_runtime_streams *rt,
         remove_tree(s->dir); /* a leftover of a delete cut short */
     }
     if ((rc = open_stream(rt, s, err)) != 0) {
-        finish_delete(s);
+        finish_delete(rt, s);
         return rc;
     }
     rt->v[rt->n++] = s;
@@ -632,7 +656,7 @@ static int create(rift_runtime_streams *rt,
             }
         }
         rt->n--;
-        finish_delete(s);
+        finish_delete(rt, s);
         return rc;
     }
     rift_log(RIFT_LOG_INFO, "rift: %s created run-time stream %s (%s)",
@@ -687,8 +711,10 @@ static int delete (rift_runtime_streams *rt, size_t i, rift_error *err) {
     }
     if (s->pins > 0) {
         s->doomed = true; /* closed and removed at the last release */
+        s->doomed_next = rt->doomed;
+        rt->doomed = s;
     } else {
-        finish_delete(s);
+        finish_delete(rt, s);
     }
     return 0;
 }

@@ -514,6 +514,78 @@ RIFT_TEST(purge_keeps_sequences_and_consumers) {
     riftd_fix_free(&f);
 }
 
+static void on_fetched(void *ud, int status, rift_client_delivery *d,
+                       size_t count, const rift_error *err) {
+    for (size_t i = 0; i < count; i++) {
+        rift_msg_unref(d[i].msg);
+    }
+    finish(ud, status, NULL, err);
+}
+
+typedef struct admin_try {
+    rift_client *c;
+    const char *expect; /* the error text awaited */
+    bool create;        /* create "orders", else update it */
+} admin_try;
+
+static bool admin_answers(void *arg) {
+    admin_try *a = arg;
+    rift_error err = {0};
+    rift_client_stream_spec spec = spec_of(orders_subjects, 1, true);
+    int rc =
+        a->create
+            ? rift_client_stream_create(a->c, "orders", 6, &spec, NULL, &err)
+            : rift_client_stream_update(a->c, "orders", 6, &spec, NULL, &err);
+    return a->expect == NULL ? rc == 0 : strcmp(err.text, a->expect) == 0;
+}
+
+/*
+ * A stream deleted while a waiting fetch pins it keeps its directory until
+ * that fetch lets go, and then removes it: a stream made again under the
+ * name before that would share the directory and lose its files at that
+ * release, so the create is refused until then.
+ */
+RIFT_TEST(name_free_only_after_the_last_reader_of_a_deleted_stream) {
+    riftd_fix f;
+    CHECK(riftd_fix_init(&f, config));
+    CHECK(riftd_fix_start(&f, NULL));
+    rift_client *c, *reader;
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &c));
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &reader));
+    rift_error err = {0};
+    rift_client_stream_spec spec = spec_of(orders_subjects, 1, true);
+    CHECK_OK(rift_client_stream_create(c, "orders", 6, &spec, NULL, &err));
+    CHECK_OK(open_consumer(c, "orders", "w", "orders.>"));
+    waiter w;
+    waiter_init(&w);
+    CHECK_OK(rift_client_fetch_wait_async(reader, "orders", 6, "w", 1, 1, 3000,
+                                          on_fetched, &w, &err));
+    /* The fetch waits (pinning the stream) once an update is refused. */
+    admin_try busy = {c, "stream is in use; try again", false};
+    CHECK(rift_test_wait_until(admin_answers, &busy, 5000));
+    CHECK_OK(rift_client_stream_delete(c, "orders", 6, &err));
+    CHECK(rift_client_stream_create(c, "orders", 6, &spec, NULL, &err) ==
+          RIFT_ERR_REMOTE);
+    CHECK_EQ_STR(err.text, "stream is still being deleted; try again");
+    waiter_wait(&w); /* the fetch's deadline: nothing was published */
+    admin_try again = {c, NULL, true};
+    CHECK(rift_test_wait_until(admin_answers, &again, 5000));
+    CHECK_OK(publish(c, "orders", "orders.new", "kept"));
+    rift_client_del(reader);
+    rift_client_del(c);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+
+    /* The new stream's files survived the old one's removal. */
+    CHECK(riftd_fix_start(&f, NULL));
+    CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN2, &c));
+    rift_client_stream_info info;
+    CHECK_OK(rift_client_stream_get_info(c, "orders", 6, &info, &err));
+    CHECK_EQ_U64(info.messages, 1);
+    rift_client_del(c);
+    CHECK_EQ_INT(riftd_fix_stop(&f), 0);
+    riftd_fix_free(&f);
+}
+
 RIFT_TEST(configured_stream_wins_a_run_time_name) {
     riftd_fix f;
     CHECK(riftd_fix_init(&f, config));
