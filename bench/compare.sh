@@ -514,12 +514,10 @@ run_rift() {
 # rows: riftd has no JetStream.
 declare -A rnats_url rnats_pid
 
-# start_riftd_nats tcp|tls
-start_riftd_nats() {
-    local t="$1" d="$tmp/riftd-nats-$1" plain=false scheme=tls
-    [ "$t" = tcp ] && plain=true && scheme=nats
-    mkdir -p "$d"
-    cat >"$d/rift.lua" <<EOF
+# riftd_nats_config PLAIN [LUA] — the riftd-nats configuration (plaintext
+# allowed or not), with LUA (more top-level keys) added: the cluster rows'.
+riftd_nats_config() {
+    cat <<EOF
 -- written by bench/compare.sh
 return {
   messaging = {
@@ -532,10 +530,19 @@ return {
         publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
     },
   },
-  nats = { listen = "127.0.0.1:0", allow_plaintext = $plain,
+  nats = { listen = "127.0.0.1:0", allow_plaintext = $1,
            anonymous = "bench", write_deadline = 10 },
+${2:-}
 }
 EOF
+}
+
+# start_riftd_nats tcp|tls
+start_riftd_nats() {
+    local t="$1" d="$tmp/riftd-nats-$1" plain=false scheme=tls
+    [ "$t" = tcp ] && plain=true && scheme=nats
+    mkdir -p "$d"
+    riftd_nats_config "$plain" >"$d/rift.lua"
     (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
         >"$d/riftd.log" 2>&1) &
     rnats_pid[$t]=$!
@@ -675,25 +682,9 @@ EOF
     for i in 0 1 2; do
         d="$tmp/cluster-riftd-$i"
         mkdir -p "$d"
-        cat >"$d/rift.lua" <<EOF
--- written by bench/compare.sh
-return {
-  messaging = {
-    listen = "127.0.0.1:0",
-    certificate = "$tmp/tls/server-cert.pem",
-    private_key = "$tmp/tls/server-key.pem",
-    subscription_capacity = 1000000,
-    principals = {
-      { name = "bench", token_env = "RIFT_BENCH_TOKEN",
-        publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
-    },
-  },
-  nats = { listen = "127.0.0.1:0", allow_plaintext = true,
-           anonymous = "bench", write_deadline = 10 },
-  cluster = { node = "bench-r$i",
-              nats = { servers = { "${cl_nats_url[i]}" } } },
-}
-EOF
+        riftd_nats_config true "  cluster = { node = \"bench-r$i\",
+              nats = { servers = { \"${cl_nats_url[i]}\" } } }," \
+            >"$d/rift.lua"
         (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
             >"$d/riftd.log" 2>&1) &
         cl_riftd_pid[i]=$!
