@@ -6,7 +6,7 @@
  * while many wait, and freed cleanly by a reload or an unload.
  */
 // labels: threads
-#include "lua_test_util.h"
+#include "lua_stream_fixture.h"
 
 #include "common/common.h"
 #include "rift/broker.h"
@@ -14,66 +14,7 @@
 
 #include <sys/resource.h>
 
-typedef struct fixture {
-    char *root;
-    rift_broker *b;
-    rift_stream *events;
-    rift_plugin_host *h;
-    rift_sub *out;
-} fixture;
-
-static rift_stream *lookup(void *ud, const char *name) {
-    fixture *fx = ud;
-    return strcmp(name, "events") == 0 ? fx->events : NULL;
-}
-
-static bool fx_open(fixture *fx) {
-    memset(fx, 0, sizeof(*fx));
-    fx->root = rift_test_tmpdir();
-    rift_error err;
-    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
-        return false;
-    }
-    rift_stream_settings ss;
-    rift_stream_settings_default(&ss);
-    const char *subjects[] = {"events.>"};
-    ss.subjects = subjects;
-    ss.subjects_count = 1;
-    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
-        return false;
-    }
-    rift_plugin_host_settings s;
-    rift_plugin_host_settings_default(&s);
-    s.workers = 2;
-    s.stream_lookup = lookup;
-    s.stream_ud = fx;
-    rift_sub_options o = {.capacity = 4096};
-    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
-           rift_broker_subscribe(fx->b, "out.>", 5, &o, &fx->out, &err) == 0;
-}
-
-static void fx_close(fixture *fx) {
-    rift_plugin_host_del(fx->h);
-    rift_stream_del(fx->events);
-    rift_sub_close(fx->out);
-    rift_broker_del(fx->b);
-    rift_test_rmdir(fx->root);
-}
-
-static const char *next_out(fixture *fx) {
-    static char buf[8192];
-    rift_msg *m;
-    if (rift_sub_recv(fx->out, 10000000000, &m, NULL) != 0) {
-        return "TIMEOUT";
-    }
-    size_t len;
-    const uint8_t *p = rift_msg_payload(m, &len);
-    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
-    memcpy(buf, p, len);
-    buf[len] = '\0';
-    rift_msg_unref(m);
-    return buf;
-}
+typedef lua_stream_fx fixture;
 
 static int publish(fixture *fx, const char *subject, const char *payload) {
     return rift_broker_publish(fx->b, subject, strlen(subject), NULL, 0,
@@ -150,7 +91,7 @@ static const char starts_src[] =
 
 RIFT_TEST(start_spellings_as_the_cli) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     CHECK_OK(append(&fx, "events.a", "1"));
     rift_stored two;
     CHECK_OK(rift_stream_publish(fx.events, "events.a", 8, NULL, 0,
@@ -162,7 +103,7 @@ RIFT_TEST(start_spellings_as_the_cli) {
     CHECK_OK(publish(&fx, "go.start", ms));
     /* time:<ms of record 2> starts at the first record that old (1 when
      * all three share the millisecond); the future starts after the end. */
-    const char *got = next_out(&fx);
+    const char *got = lsf_next_out(&fx);
     char want_t[32];
     snprintf(want_t, sizeof(want_t), "=time:");
     CHECK_MSG(strncmp(got, "1=first 3=last 4=new 2=seq:2 ", 29) == 0, "%s",
@@ -172,35 +113,35 @@ RIFT_TEST(start_spellings_as_the_cli) {
                           "1=since:1500ms") != NULL,
               "%s", got);
     CHECK_OK(publish(&fx, "go.bad", ""));
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start expects seq:N, first, last, new, "
                  "time:T or since:D (got \"sometime\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start seq:N expects N >= 1 (sequences "
                  "start at 1) (got \"seq:0\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start seq:N expects N >= 1 (sequences "
                  "start at 1) (got \"seq:x\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start expects seq:N, first, last, new, "
                  "time:T or since:D (got \"sequence\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start time:T expects RFC 3339 "
                  "(2026-01-02T15:04:05Z) or Unix milliseconds (got "
                  "\"time:yesterday\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start since:D expects a duration such "
                  "as 90s, 5m or 1h30m (got \"since:5x\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start expects seq:N, first, last, new, "
                  "time:T or since:D (got \"last_received\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start must be a string, not number");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start_sequence is not a setting; the "
                  "start is one string: start = \"seq:N\", \"time:T\" or "
                  "\"since:D\"");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.since_ms is not a setting; the start "
                  "is one string: start = \"seq:N\", \"time:T\" or \"since:D\"");
     /* None of the refused ones was created. */
@@ -208,7 +149,7 @@ RIFT_TEST(start_spellings_as_the_cli) {
     CHECK_OK(rift_stream_get_info(fx.events, &info, NULL));
     CHECK_EQ_INT(info.consumer_count, 8);
     rift_stream_info_free(&info);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* The store's parser and formatter round-trip every spelling. */
@@ -272,33 +213,34 @@ static const char resume_src[] =
 
 RIFT_TEST(resume_ignores_the_start_and_names_the_differing_field) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     for (int i = 0; i < 3; i++) {
         CHECK_OK(append(&fx, "events.a", "x"));
     }
     CHECK(load(&fx, "p", resume_src));
     CHECK_OK(publish(&fx, "go.resume", ""));
-    CHECK_EQ_STR(next_out(&fx), "2 w seq:2 events.a 60000 128 2 3 1");
-    CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
-                                "already exists with different filter");
-    CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
-                                "already exists with different ack_wait_ms");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx), "2 w seq:2 events.a 60000 128 2 3 1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "invalid messaging configuration: consumer "
+                                    "already exists with different filter");
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "invalid messaging configuration: consumer "
+                 "already exists with different ack_wait_ms");
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "invalid messaging configuration: consumer already exists "
                  "with different max_ack_pending");
-    CHECK_EQ_STR(next_out(&fx), "true");
-    CHECK_EQ_STR(next_out(&fx), "consumer is closed");
+    CHECK_EQ_STR(lsf_next_out(&fx), "true");
+    CHECK_EQ_STR(lsf_next_out(&fx), "consumer is closed");
     /* The other handle on the deleted consumer. */
-    CHECK_EQ_STR(next_out(&fx), "consumer does not exist");
-    CHECK_EQ_STR(next_out(&fx), "new 0");
-    fx_close(&fx);
+    CHECK_EQ_STR(lsf_next_out(&fx), "consumer does not exist");
+    CHECK_EQ_STR(lsf_next_out(&fx), "new 0");
+    lsf_close(&fx);
 }
 
 /* Two restricted plugins with a consumer "w" each: two consumers, and
  * one's delete leaves the other's alone. */
 RIFT_TEST(restricted_plugins_see_only_their_own_consumers) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     CHECK_OK(append(&fx, "events.a", "x"));
     const char *srcs[2] = {
         "rift.subscribe('a.go', function(m)\n"
@@ -329,20 +271,20 @@ RIFT_TEST(restricted_plugins_see_only_their_own_consumers) {
               err.text);
     /* b's "w" starts new: it is not a's, which starts at the first. */
     CHECK_OK(publish(&fx, "b.go", ""));
-    CHECK_EQ_STR(next_out(&fx), "new 0");
+    CHECK_EQ_STR(lsf_next_out(&fx), "new 0");
     CHECK_OK(publish(&fx, "a.go", "fetch"));
-    CHECK_EQ_STR(next_out(&fx), "1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1");
     CHECK_OK(publish(&fx, "a.go", "delete"));
-    CHECK_EQ_STR(next_out(&fx), "w true");
+    CHECK_EQ_STR(lsf_next_out(&fx), "w true");
     /* b's consumer survived a's delete: reopening resumes it. */
     CHECK_OK(append(&fx, "events.a", "y"));
     CHECK_OK(publish(&fx, "b.go", ""));
-    CHECK_EQ_STR(next_out(&fx), "new 1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "new 1");
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(fx.events, &info, NULL));
     CHECK_EQ_INT(info.consumer_count, 1); /* b's; a's is gone */
     rift_stream_info_free(&info);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* ---- The waiting fetch ---- */
@@ -369,43 +311,46 @@ static const char wait_src[] =
 
 RIFT_TEST(waiting_fetch_is_woken_by_a_publish) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     CHECK(load(&fx, "p", wait_src));
     CHECK_OK(publish(&fx, "go.wait", "60000"));
     CHECK(await_requests(&fx, "p", 1));
     /* Suspended, it holds nothing up: the plugin answers meanwhile. */
     CHECK_OK(publish(&fx, "go.ping", ""));
-    CHECK_EQ_STR(next_out(&fx), "pong");
+    CHECK_EQ_STR(lsf_next_out(&fx), "pong");
     /* A record the filter takes (the stream's own subjects) wakes it. */
     rift_tstamp t0 = rift_now_ns();
     CHECK_OK(append(&fx, "events.a", "hello"));
-    CHECK_EQ_STR(next_out(&fx), "1 1:hello");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1 1:hello");
     fprintf(stderr, "append -> woken fetch -> published: %.3f ms\n",
             (double)(rift_now_ns() - t0) / 1e6);
     CHECK(await_requests(&fx, "p", 0));
     /* A record already there is returned at once, waiting or not. */
     CHECK_OK(append(&fx, "events.b", "there"));
     CHECK_OK(publish(&fx, "go.wait", "60000"));
-    CHECK_EQ_STR(next_out(&fx), "1 2:there");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1 2:there");
     CHECK_OK(publish(&fx, "go.bad", ""));
-    CHECK_EQ_STR(next_out(&fx), "consumer:fetch: wait must be an integer in "
-                                "0..=120000 (milliseconds)");
-    CHECK_EQ_STR(next_out(&fx), "consumer:fetch: wait must be an integer in "
-                                "0..=120000 (milliseconds)");
-    CHECK_EQ_STR(next_out(&fx), "consumer:fetch: argument #2 (options) must "
-                                "be a table, not number");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "consumer:fetch: wait must be an integer in "
+                 "0..=120000 (milliseconds)");
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "consumer:fetch: wait must be an integer in "
+                 "0..=120000 (milliseconds)");
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "consumer:fetch: argument #2 (options) must "
+                 "be a table, not number");
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "consumer:fetch: a waiting fetch must be called from the "
                  "callback itself (not from a coroutine it created, a "
                  "metamethod or a C function)");
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* A filter that does not take the record: woken, it parks again and
  * answers empty at its deadline. */
 RIFT_TEST(waiting_fetch_times_out_empty) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     CHECK(load(&fx, "p",
                "local c = rift.consumer('events', 'w', {start = 'new', "
                "filter = 'events.mine'})\n"
@@ -414,7 +359,7 @@ RIFT_TEST(waiting_fetch_times_out_empty) {
                "  rift.publish('out.r', tostring(#r))\n"
                "end)\n"));
     CHECK_OK(publish(&fx, "go.wait", "50"));
-    CHECK_EQ_STR(next_out(&fx), "0");
+    CHECK_EQ_STR(lsf_next_out(&fx), "0");
     CHECK_OK(publish(&fx, "go.wait", "3000"));
     CHECK(await_requests(&fx, "p", 1));
     /* Callbacks so far: the first wait's start and its deadline, and this
@@ -422,13 +367,13 @@ RIFT_TEST(waiting_fetch_times_out_empty) {
     lt_status before = lt_await(fx.h, "p", 0, 3, -1);
     CHECK_EQ_INT(before.callbacks, 3);
     CHECK_OK(append(&fx, "events.other", "not for it"));
-    CHECK_EQ_STR(next_out(&fx), "0");
+    CHECK_EQ_STR(lsf_next_out(&fx), "0");
     /* The count moves once the callback that published has returned. */
     lt_status after = lt_await(fx.h, "p", 0, before.callbacks + 2, -1);
     /* Woken once by the append (parked again), once by the deadline. */
     CHECK(after.callbacks >= before.callbacks + 2);
     CHECK_EQ_INT(after.errors, 0);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 static double cpu_seconds(void) {
@@ -444,7 +389,7 @@ static double cpu_seconds(void) {
  * CPU is used while they wait; one append wakes every one of them. */
 RIFT_TEST(many_waiting_fetches_cost_nothing_while_idle) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     CHECK(load(&fx, "p",
                "local n = 0\n"
                "rift.subscribe('go.wait', function(m)\n"
@@ -474,19 +419,19 @@ RIFT_TEST(many_waiting_fetches_cost_nothing_while_idle) {
     rift_tstamp t0 = rift_now_ns();
     CHECK_OK(append(&fx, "events.a", "all"));
     for (int i = 0; i < MANY; i++) {
-        CHECK_EQ_STR(next_out(&fx), "all");
+        CHECK_EQ_STR(lsf_next_out(&fx), "all");
     }
     fprintf(stderr, "one append woke %d fetches in %.3f ms, %.4f s CPU\n", MANY,
             (double)(rift_now_ns() - t0) / 1e6, cpu_seconds() - cpu1);
     CHECK(await_requests(&fx, "p", 0));
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* A reload while a fetch waits frees it with the old state: a later append
  * touches nothing freed, and the new code runs. An unload does the same. */
 RIFT_TEST(reload_and_unload_while_a_fetch_waits) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     CHECK(load(&fx, "p", wait_src));
     CHECK_OK(publish(&fx, "go.wait", "60000"));
     CHECK(await_requests(&fx, "p", 1));
@@ -496,12 +441,12 @@ RIFT_TEST(reload_and_unload_while_a_fetch_waits) {
     CHECK(await_requests(&fx, "p", 0));
     CHECK_OK(append(&fx, "events.a", "after reload"));
     CHECK_OK(publish(&fx, "go.ping", ""));
-    CHECK_EQ_STR(next_out(&fx), "new code");
+    CHECK_EQ_STR(lsf_next_out(&fx), "new code");
     CHECK(load(&fx, "p", wait_src));
     /* The record appended meanwhile is there at once; the next one is
      * waited for. */
     CHECK_OK(publish(&fx, "go.wait", "60000"));
-    CHECK_EQ_STR(next_out(&fx), "1 1:after reload");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1 1:after reload");
     CHECK_OK(publish(&fx, "go.wait", "60000"));
     CHECK(await_requests(&fx, "p", 1));
     rift_error err;
@@ -510,14 +455,14 @@ RIFT_TEST(reload_and_unload_while_a_fetch_waits) {
     CHECK_OK(append(&fx, "events.a", "after unload"));
     rift_msg *m;
     CHECK_EQ_INT(rift_sub_recv(fx.out, 0, &m, NULL), RIFT_ERR_AGAIN);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* docs/riftd.md's bridge from a stream to live subscribers, as printed:
  * every batch in a fresh callback, each waiting for the next append. */
 RIFT_TEST(the_documented_live_feed_pump) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     rift_sub *live;
     CHECK_OK(rift_broker_subscribe(fx.b, "events.>", 8, NULL, &live, NULL));
     CHECK(load(&fx, "p",
@@ -545,14 +490,14 @@ RIFT_TEST(the_documented_live_feed_pump) {
     }
     CHECK_EQ_INT(lt_get(fx.h, "p").errors, 0);
     rift_sub_close(live);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* The resumed callback runs under the plugin's budgets like any other:
  * a loop after the wake-up is stopped and counted as a failure. */
 RIFT_TEST(a_resumed_fetch_is_budgeted) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     lt_plugin(fx.root, "p",
               "local c = rift.consumer('events', 'w', {start = 'new'})\n"
               "rift.subscribe('go.wait', function()\n"
@@ -571,5 +516,5 @@ RIFT_TEST(a_resumed_fetch_is_budgeted) {
     CHECK_MSG(strstr(s.err, "script instruction budget exceeded") != NULL, "%s",
               s.err);
     CHECK_EQ_INT(s.requests, 0);
-    fx_close(&fx);
+    lsf_close(&fx);
 }

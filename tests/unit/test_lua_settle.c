@@ -4,70 +4,12 @@
  * config and the counters of consumer:info, with their errors.
  */
 // labels: threads
-#include "lua_test_util.h"
+#include "lua_stream_fixture.h"
 
 #include "rift/broker.h"
 #include "rift/stream.h"
 
-typedef struct fixture {
-    char *root;
-    rift_broker *b;
-    rift_stream *events;
-    rift_plugin_host *h;
-    rift_sub *out;
-} fixture;
-
-static rift_stream *lookup(void *ud, const char *name) {
-    fixture *fx = ud;
-    return strcmp(name, "events") == 0 ? fx->events : NULL;
-}
-
-static bool fx_open(fixture *fx) {
-    memset(fx, 0, sizeof(*fx));
-    fx->root = rift_test_tmpdir();
-    rift_error err;
-    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
-        return false;
-    }
-    rift_stream_settings ss;
-    rift_stream_settings_default(&ss);
-    const char *subjects[] = {"events.>"};
-    ss.subjects = subjects;
-    ss.subjects_count = 1;
-    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
-        return false;
-    }
-    rift_plugin_host_settings s;
-    rift_plugin_host_settings_default(&s);
-    s.workers = 2;
-    s.stream_lookup = lookup;
-    s.stream_ud = fx;
-    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
-           rift_broker_subscribe(fx->b, "out.>", 5, NULL, &fx->out, &err) == 0;
-}
-
-static void fx_close(fixture *fx) {
-    rift_plugin_host_del(fx->h);
-    rift_stream_del(fx->events);
-    rift_sub_close(fx->out);
-    rift_broker_del(fx->b);
-    rift_test_rmdir(fx->root);
-}
-
-static const char *next_out(fixture *fx) {
-    static char buf[8192];
-    rift_msg *m;
-    if (rift_sub_recv(fx->out, 5000000000, &m, NULL) != 0) {
-        return "TIMEOUT";
-    }
-    size_t len;
-    const uint8_t *p = rift_msg_payload(m, &len);
-    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
-    memcpy(buf, p, len);
-    buf[len] = '\0';
-    rift_msg_unref(m);
-    return buf;
-}
+typedef lua_stream_fx fixture;
 
 static const char plugin_src[] =
     "local function err(f, ...) local ok, e = pcall(f, ...) "
@@ -98,7 +40,7 @@ static const char plugin_src[] =
 
 RIFT_TEST(nak_term_in_progress_and_max_deliver) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     for (int i = 0; i < 3; i++) {
         CHECK_OK(rift_stream_publish(fx.events, "events.a", 8, NULL, 0,
                                      (const uint8_t *)"x", 1, NULL, NULL));
@@ -110,15 +52,16 @@ RIFT_TEST(nak_term_in_progress_and_max_deliver) {
     CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
               err.text);
     CHECK_OK(rift_broker_publish(fx.b, "go", 2, NULL, 0, NULL, 0, NULL, NULL));
-    CHECK_EQ_STR(next_out(&fx), "3");
-    CHECK_EQ_STR(next_out(&fx), "1:1:2");
-    CHECK_EQ_STR(next_out(&fx), "0");
-    CHECK_EQ_STR(next_out(&fx), "1,1,1");
-    CHECK_EQ_STR(next_out(&fx), "sequence is not pending acknowledgement");
-    CHECK_EQ_STR(next_out(&fx), "sequence is not pending acknowledgement");
-    CHECK_EQ_STR(next_out(&fx), "nak delay must be 0..3600000 ms");
-    CHECK_EQ_STR(next_out(&fx), "ok");
-    CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
-                                "already exists with different max_deliver");
-    fx_close(&fx);
+    CHECK_EQ_STR(lsf_next_out(&fx), "3");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1:1:2");
+    CHECK_EQ_STR(lsf_next_out(&fx), "0");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1,1,1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "sequence is not pending acknowledgement");
+    CHECK_EQ_STR(lsf_next_out(&fx), "sequence is not pending acknowledgement");
+    CHECK_EQ_STR(lsf_next_out(&fx), "nak delay must be 0..3600000 ms");
+    CHECK_EQ_STR(lsf_next_out(&fx), "ok");
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "invalid messaging configuration: consumer "
+                 "already exists with different max_deliver");
+    lsf_close(&fx);
 }

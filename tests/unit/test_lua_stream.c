@@ -5,71 +5,13 @@
  * consumer names and filter grants.
  */
 // labels: threads
-#include "lua_test_util.h"
+#include "lua_stream_fixture.h"
 
 #include "rift/broker.h"
 #include "rift/stream.h"
 #include "subject/acl.h"
 
-typedef struct fixture {
-    char *root;
-    rift_broker *b;
-    rift_stream *events;
-    rift_plugin_host *h;
-    rift_sub *out;
-} fixture;
-
-static rift_stream *lookup(void *ud, const char *name) {
-    fixture *fx = ud;
-    return strcmp(name, "events") == 0 ? fx->events : NULL;
-}
-
-static bool fx_open(fixture *fx) {
-    memset(fx, 0, sizeof(*fx));
-    fx->root = rift_test_tmpdir();
-    rift_error err;
-    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
-        return false;
-    }
-    rift_stream_settings ss;
-    rift_stream_settings_default(&ss);
-    const char *subjects[] = {"events.>"};
-    ss.subjects = subjects;
-    ss.subjects_count = 1;
-    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
-        return false;
-    }
-    rift_plugin_host_settings s;
-    rift_plugin_host_settings_default(&s);
-    s.workers = 2;
-    s.stream_lookup = lookup;
-    s.stream_ud = fx;
-    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
-           rift_broker_subscribe(fx->b, "out.>", 5, NULL, &fx->out, &err) == 0;
-}
-
-static void fx_close(fixture *fx) {
-    rift_plugin_host_del(fx->h);
-    rift_stream_del(fx->events);
-    rift_sub_close(fx->out);
-    rift_broker_del(fx->b);
-    rift_test_rmdir(fx->root);
-}
-
-static const char *next_out(fixture *fx) {
-    static char buf[8192];
-    rift_msg *m;
-    if (rift_sub_recv(fx->out, 5000000000, &m, NULL) != 0) {
-        return "TIMEOUT";
-    }
-    size_t len;
-    const uint8_t *p = rift_msg_payload(m, &len);
-    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
-    memcpy(buf, p, len);
-    buf[len] = '\0';
-    rift_msg_unref(m);
-    return buf;
-}
+typedef lua_stream_fx fixture;
 
 static int publish(fixture *fx, const char *subject, const char *payload) {
     return rift_broker_publish(fx->b, subject, strlen(subject), NULL, 0,
@@ -120,7 +62,7 @@ static const char plugin_src[] =
 
 RIFT_TEST(stream_publish_fetch_ack) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     lt_plugin(fx.root, "p", plugin_src);
     rift_plugin_spec spec = lt_spec(fx.root, "p");
     spec.deadline_ms = 5000;
@@ -128,29 +70,30 @@ RIFT_TEST(stream_publish_fetch_ack) {
     CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
               err.text);
     CHECK_OK(publish(&fx, "go.pub", "a"));
-    CHECK_EQ_STR(next_out(&fx), "1,true");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1,true");
     CHECK_OK(publish(&fx, "go.pub", "b"));
-    CHECK_EQ_STR(next_out(&fx), "2,true");
+    CHECK_EQ_STR(lsf_next_out(&fx), "2,true");
     CHECK_OK(publish(&fx, "go.pub", "c"));
-    CHECK_EQ_STR(next_out(&fx), "3,true");
+    CHECK_EQ_STR(lsf_next_out(&fx), "3,true");
     CHECK_OK(publish(&fx, "go.bad", ""));
-    CHECK_EQ_STR(next_out(&fx), "subject does not match this stream");
-    CHECK_EQ_STR(next_out(&fx), "invalid subject: events.*");
-    CHECK_EQ_STR(next_out(&fx), "3,1,3");
+    CHECK_EQ_STR(lsf_next_out(&fx), "subject does not match this stream");
+    CHECK_EQ_STR(lsf_next_out(&fx), "invalid subject: events.*");
+    CHECK_EQ_STR(lsf_next_out(&fx), "3,1,3");
     CHECK_OK(publish(&fx, "go.consume", ""));
-    CHECK_EQ_STR(next_out(&fx), "1:events.a:a:1 2:events.b:b:1 3:events.c:c:1");
-    CHECK_EQ_STR(next_out(&fx), "sequence is not pending acknowledgement");
-    CHECK_EQ_STR(next_out(&fx), "1,4");
-    CHECK_EQ_STR(next_out(&fx), "0");
-    CHECK_EQ_STR(next_out(&fx), "consumer is closed");
-    CHECK_EQ_STR(next_out(&fx), "invalid messaging configuration: consumer "
-                                "already exists with different filter");
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "1:events.a:a:1 2:events.b:b:1 3:events.c:c:1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "sequence is not pending acknowledgement");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1,4");
+    CHECK_EQ_STR(lsf_next_out(&fx), "0");
+    CHECK_EQ_STR(lsf_next_out(&fx), "consumer is closed");
+    CHECK_EQ_STR(lsf_next_out(&fx), "invalid messaging configuration: consumer "
+                                    "already exists with different filter");
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
     CHECK_EQ_INT(info.consumer_count, 1);
     CHECK_EQ_STR(info.consumer_names[0], "worker");
     rift_stream_info_free(&info);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* Start positions by the CLI's spellings (test_lua_consumer.c has them
@@ -177,7 +120,7 @@ static const char start_names_src[] =
 
 RIFT_TEST(consumer_start_names_and_errors) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     for (int i = 0; i < 3; i++) {
         CHECK_OK(rift_stream_publish(fx.events, "events.a", 8, NULL, 0,
                                      (const uint8_t *)"x", 1, NULL, NULL));
@@ -191,22 +134,24 @@ RIFT_TEST(consumer_start_names_and_errors) {
     CHECK_OK(publish(&fx, "go.start", ""));
     /* last = the newest record (3), new = the next one (4), since 1 h =
      * the first (1). */
-    CHECK_EQ_STR(next_out(&fx), "3,4,1");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx), "3,4,1");
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.start expects seq:N, first, last, new, "
                  "time:T or since:D (got \"sometime\")");
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx),
                  "rift.consumer: config.filter must be a string, not number");
-    CHECK_EQ_STR(next_out(&fx), "rift.consumer: argument #2 (name) must be a "
-                                "string, not number");
-    CHECK_EQ_STR(next_out(&fx), "rift.consumer: config.ack_wait_ms must be an "
-                                "integer in 0..=9223372036854775807");
-    fx_close(&fx);
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "rift.consumer: argument #2 (name) must be a "
+                 "string, not number");
+    CHECK_EQ_STR(lsf_next_out(&fx),
+                 "rift.consumer: config.ack_wait_ms must be an "
+                 "integer in 0..=9223372036854775807");
+    lsf_close(&fx);
 }
 
 RIFT_TEST(stream_publications_count_against_the_budget) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     lt_plugin(fx.root, "p",
               "local s = rift.stream('events')\n"
               "rift.subscribe('go', function()\n"
@@ -223,12 +168,12 @@ RIFT_TEST(stream_publications_count_against_the_budget) {
     CHECK_MSG(strstr(s.err, "script messaging budget exceeded (256 messages "
                             "/ 1 MiB)") != NULL,
               "%s", s.err);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 RIFT_TEST(restricted_plugin_consumers_are_scoped) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     lt_plugin(fx.root, "p",
               "local function err(f, ...) local ok, e = pcall(f, ...) "
               "return ok and 'ok' or (e:gsub('^.-:%d+: ', '')) end\n"
@@ -254,23 +199,23 @@ RIFT_TEST(restricted_plugin_consumers_are_scoped) {
     CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
               err.text);
     CHECK_OK(publish(&fx, "in.go", ""));
-    CHECK_EQ_STR(next_out(&fx), "subscription not permitted");
-    CHECK_EQ_STR(next_out(&fx), "publication not permitted");
-    CHECK_EQ_STR(next_out(&fx), "1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "subscription not permitted");
+    CHECK_EQ_STR(lsf_next_out(&fx), "publication not permitted");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1");
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
     CHECK_EQ_INT(info.consumer_count, 1);
     CHECK(strncmp(info.consumer_names[0], "remote_", 7) == 0);
     CHECK_EQ_INT(strlen(info.consumer_names[0]), 71);
     rift_stream_info_free(&info);
-    fx_close(&fx);
+    lsf_close(&fx);
 }
 
 /* A restricted plugin "alice" and a remote principal "alice" opening "w1"
  * are two consumers: the plugin's name is scoped by "plugin:alice". */
 RIFT_TEST(restricted_plugin_consumers_are_not_a_principals) {
     fixture fx;
-    CHECK(fx_open(&fx));
+    CHECK(lsf_open(&fx, NULL));
     rift_error err;
     rift_identity principal;
     rift_identity_init(&principal, NULL);
@@ -308,7 +253,7 @@ RIFT_TEST(restricted_plugin_consumers_are_not_a_principals) {
     CHECK_OK(publish(&fx, "in.go", ""));
     /* Its own consumer starts at sequence 1 as well, so it sees the record;
      * what must differ is the consumer. */
-    CHECK_EQ_STR(next_out(&fx), "1");
+    CHECK_EQ_STR(lsf_next_out(&fx), "1");
     rift_stream_info info;
     CHECK_OK(rift_stream_get_info(fx.events, &info, &err));
     CHECK_EQ_INT(info.consumer_count, 2);
@@ -328,5 +273,5 @@ RIFT_TEST(restricted_plugin_consumers_are_not_a_principals) {
     CHECK_EQ_INT(b.count, 1);
     rift_batch_free(&b);
     rift_consumer_close(mine);
-    fx_close(&fx);
+    lsf_close(&fx);
 }

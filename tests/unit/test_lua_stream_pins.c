@@ -8,7 +8,7 @@
  * longer finds makes every call raise "<method>: unknown stream".
  */
 // labels: threads
-#include "lua_test_util.h"
+#include "lua_stream_fixture.h"
 
 #include "rift/broker.h"
 #include "rift/stream.h"
@@ -16,11 +16,7 @@
 #include <stdatomic.h>
 
 typedef struct fixture {
-    char *root;
-    rift_broker *b;
-    rift_stream *events;
-    rift_plugin_host *h;
-    rift_sub *out;
+    lua_stream_fx x;
     atomic_int pins;       /* acquired, not yet released */
     atomic_int acquires;   /* successful acquires */
     atomic_int appended;   /* releases with appended */
@@ -35,13 +31,13 @@ static rift_stream *acquire(void *ud, const char *name, void **token) {
     }
     atomic_fetch_add(&fx->pins, 1);
     atomic_fetch_add(&fx->acquires, 1);
-    *token = fx->events;
-    return fx->events;
+    *token = fx->x.events;
+    return fx->x.events;
 }
 
 static void release(void *ud, void *token, bool appended) {
     fixture *fx = ud;
-    if (token != fx->events) {
+    if (token != fx->x.events) {
         atomic_store(&fx->bad_token, true);
     }
     atomic_fetch_sub(&fx->pins, 1);
@@ -52,54 +48,16 @@ static void release(void *ud, void *token, bool appended) {
 
 static bool fx_open(fixture *fx) {
     memset(fx, 0, sizeof(*fx));
-    fx->root = rift_test_tmpdir();
-    rift_error err;
-    if (fx->root == NULL || rift_broker_new(&fx->b, NULL, &err) != 0) {
-        return false;
-    }
-    rift_stream_settings ss;
-    rift_stream_settings_default(&ss);
-    const char *subjects[] = {"events.>"};
-    ss.subjects = subjects;
-    ss.subjects_count = 1;
-    if (rift_stream_new(&fx->events, &ss, &err) != 0) {
-        return false;
-    }
     rift_plugin_host_settings s;
     rift_plugin_host_settings_default(&s);
-    s.workers = 2;
     s.stream_acquire = acquire;
     s.stream_release = release;
     s.stream_ud = fx;
-    return rift_plugin_host_new(&fx->h, fx->b, &s, &err) == 0 &&
-           rift_broker_subscribe(fx->b, "out.>", 5, NULL, &fx->out, &err) == 0;
-}
-
-static void fx_close(fixture *fx) {
-    rift_plugin_host_del(fx->h);
-    rift_stream_del(fx->events);
-    rift_sub_close(fx->out);
-    rift_broker_del(fx->b);
-    rift_test_rmdir(fx->root);
-}
-
-static const char *next_out(fixture *fx) {
-    static char buf[8192];
-    rift_msg *m;
-    if (rift_sub_recv(fx->out, 5000000000, &m, NULL) != 0) {
-        return "TIMEOUT";
-    }
-    size_t len;
-    const uint8_t *p = rift_msg_payload(m, &len);
-    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
-    memcpy(buf, p, len);
-    buf[len] = '\0';
-    rift_msg_unref(m);
-    return buf;
+    return lsf_open(&fx->x, &s);
 }
 
 static int publish(fixture *fx, const char *subject) {
-    return rift_broker_publish(fx->b, subject, strlen(subject), NULL, 0,
+    return rift_broker_publish(fx->x.b, subject, strlen(subject), NULL, 0,
                                (const uint8_t *)"", 0, NULL, NULL);
 }
 
@@ -151,12 +109,12 @@ static bool pins_are(void *arg) {
 
 static bool plugin_waits(void *arg) {
     fixture *fx = arg;
-    return lt_get(fx->h, "p").requests == 1;
+    return lt_get(fx->x.h, "p").requests == 1;
 }
 
 static int store_publish(fixture *fx, const char *payload) {
     rift_error err;
-    return rift_stream_publish(fx->events, "events.b", 8, NULL, 0,
+    return rift_stream_publish(fx->x.events, "events.b", 8, NULL, 0,
                                (const uint8_t *)payload, strlen(payload), NULL,
                                &err);
 }
@@ -164,18 +122,18 @@ static int store_publish(fixture *fx, const char *payload) {
 RIFT_TEST(every_call_releases_its_pin) {
     fixture fx;
     CHECK(fx_open(&fx));
-    lt_plugin(fx.root, "p", plugin_src);
-    rift_plugin_spec spec = lt_spec(fx.root, "p");
+    lt_plugin(fx.x.root, "p", plugin_src);
+    rift_plugin_spec spec = lt_spec(fx.x.root, "p");
     spec.deadline_ms = 5000;
     rift_error err;
-    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+    CHECK_MSG(rift_plugin_host_apply(fx.x.h, &spec, 1, NULL, &err) == 0, "%s",
               err.text);
     /* Loading looked the stream up twice and let go. */
     CHECK_EQ_INT(atomic_load(&fx.pins), 0);
     CHECK_EQ_INT(atomic_load(&fx.acquires), 2);
 
     CHECK_OK(publish(&fx, "go.all"));
-    CHECK_EQ_STR(next_out(&fx),
+    CHECK_EQ_STR(lsf_next_out(&fx.x),
                  "ok|subject does not match this stream|ok|ok|"
                  "bad argument #2 to '?' (fetch limit must be 1..=65536)|"
                  "sequence is not pending acknowledgement|"
@@ -196,7 +154,7 @@ RIFT_TEST(every_call_releases_its_pin) {
     CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
     CHECK_EQ_INT(atomic_load(&fx.pins), 1);
     CHECK_OK(store_publish(&fx, "b"));
-    CHECK_EQ_STR(next_out(&fx), "woke:1:b");
+    CHECK_EQ_STR(lsf_next_out(&fx.x), "woke:1:b");
     CHECK_EQ_INT(atomic_load(&fx.pins), 0);
 
     /* Gone while a fetch waits: the wake-up finds no stream. */
@@ -205,34 +163,34 @@ RIFT_TEST(every_call_releases_its_pin) {
     CHECK_EQ_INT(atomic_load(&fx.pins), 1);
     atomic_store(&fx.gone, true);
     CHECK_OK(store_publish(&fx, "c"));
-    CHECK_EQ_STR(next_out(&fx), "consumer:fetch: unknown stream");
+    CHECK_EQ_STR(lsf_next_out(&fx.x), "consumer:fetch: unknown stream");
     CHECK_EQ_INT(atomic_load(&fx.pins), 0);
 
     CHECK_OK(publish(&fx, "go.gone"));
-    CHECK_EQ_STR(next_out(&fx), "stream:publish: unknown stream|"
-                                "stream:info: unknown stream|"
-                                "consumer:fetch: unknown stream|"
-                                "consumer:ack: unknown stream|"
-                                "consumer:term: unknown stream|"
-                                "consumer:info: unknown stream|"
-                                "consumer:delete: unknown stream|"
-                                "consumer is closed|"
-                                "rift.stream: unknown stream");
+    CHECK_EQ_STR(lsf_next_out(&fx.x), "stream:publish: unknown stream|"
+                                      "stream:info: unknown stream|"
+                                      "consumer:fetch: unknown stream|"
+                                      "consumer:ack: unknown stream|"
+                                      "consumer:term: unknown stream|"
+                                      "consumer:info: unknown stream|"
+                                      "consumer:delete: unknown stream|"
+                                      "consumer is closed|"
+                                      "rift.stream: unknown stream");
     CHECK_EQ_INT(atomic_load(&fx.pins), 0);
 
     /* Back: an unload frees a waiting fetch with its pin. */
     atomic_store(&fx.gone, false);
-    CHECK_MSG(rift_plugin_host_apply(fx.h, &spec, 1, NULL, &err) == 0, "%s",
+    CHECK_MSG(rift_plugin_host_apply(fx.x.h, &spec, 1, NULL, &err) == 0, "%s",
               err.text);
     CHECK_OK(publish(&fx, "go.wait")); /* the record stored while gone */
-    CHECK_EQ_STR(next_out(&fx), "woke:1:c");
+    CHECK_EQ_STR(lsf_next_out(&fx.x), "woke:1:c");
     CHECK_OK(publish(&fx, "go.wait"));
     CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
     pin_wait one = {&fx, 1};
     CHECK(pins_are(&one));
-    CHECK_OK(rift_plugin_host_apply(fx.h, NULL, 0, NULL, &err));
+    CHECK_OK(rift_plugin_host_apply(fx.x.h, NULL, 0, NULL, &err));
     pin_wait none = {&fx, 0};
     CHECK(rift_test_wait_until(pins_are, &none, 10000));
     CHECK(!atomic_load(&fx.bad_token));
-    fx_close(&fx);
+    lsf_close(&fx.x);
 }
