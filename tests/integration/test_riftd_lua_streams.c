@@ -261,22 +261,6 @@ RIFT_TEST(run_time_stream_used_then_deleted_under_the_plugin) {
 
 /* ---- A NATS Streaming channel ---- */
 
-static int free_tcp_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 static stanConnection *stan_connect(int port, const char *id) {
     char url[64];
     snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
@@ -347,7 +331,7 @@ static void stan_config(char *cfg, size_t size, int port, const char *limits) {
 }
 
 RIFT_TEST(stan_channel_published_to_and_fetched_from) {
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     char cfg[2048];
     stan_config(cfg, sizeof cfg, port, "");
@@ -432,7 +416,7 @@ static bool channel_gone(void *arg) {
 }
 
 RIFT_TEST(stan_channel_removed_under_the_plugin) {
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     char cfg[2048];
     stan_config(cfg, sizeof cfg, port, "max_inactivity_ms = 300");

@@ -191,26 +191,10 @@ RIFT_TEST(imported_store_serves_stan_clients) {
     rift_test_rmdir(root);
 }
 
-static int free_tcp_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 RIFT_TEST(riftd_serves_the_imported_streaming_dir) {
     const char *cli = rift_proc_cli();
     CHECK_MSG(cli[0], "RIFT_TEST_CLI is not set");
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     char cfg[1024];
     snprintf(cfg, sizeof cfg,

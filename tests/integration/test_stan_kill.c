@@ -26,22 +26,6 @@
 
 #define NMSG 600
 
-static int free_tcp_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 static bool start_riftd(riftd_fix *f, int port) {
     char cfg[1024];
     snprintf(cfg, sizeof cfg,
@@ -242,7 +226,7 @@ static stanSubscription *subscribe_all(stanConnection *sc, const char *ch,
 }
 
 RIFT_TEST(kill9_during_synced_publishing_loses_no_acked_message) {
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     riftd_fix f;
     CHECK(start_riftd(&f, port));
@@ -322,7 +306,7 @@ static bool all_published(void *arg) {
 }
 
 RIFT_TEST(kill9_during_acks_redelivers_only_unacknowledged) {
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     riftd_fix f;
     CHECK(start_riftd(&f, port));

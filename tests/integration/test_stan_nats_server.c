@@ -340,22 +340,6 @@ RIFT_TEST(survives_nats_server_restart) {
     fx_stop(&fx);
 }
 
-static int free_tcp_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 /* start_fails: riftd in |rd| exits non-zero, having said it cannot
  * connect to 127.0.0.1:|port| (credentials masked) because of |reason|
  * (NULL: any), without |secret| anywhere. */
@@ -387,7 +371,7 @@ static bool start_fails(riftd_fix *rd, const char *scheme, int port,
 /* Nothing listens: riftd refuses to start, says why, hides the password;
  * --check (which connects nowhere) shows the transport. */
 RIFT_TEST(unreachable_server_fails_start) {
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     char url[128], cfg[1024];
     snprintf(url, sizeof url, "nats://alice:hunter2-secret@127.0.0.1:%d", port);

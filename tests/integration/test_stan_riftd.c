@@ -20,22 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int free_tcp_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 static stanConnection *stan_connect(int port, const char *id) {
     char url[64];
     snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
@@ -110,7 +94,7 @@ static double now_s(void) {
 }
 
 RIFT_TEST(migration_config_serves_and_persists) {
-    int port = free_tcp_port();
+    int port = rift_test_free_tcp_port();
     CHECK(port > 0);
     char cfg[1024];
     snprintf(cfg, sizeof cfg,

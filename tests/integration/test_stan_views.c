@@ -28,22 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int free_tcp_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 /* admin: the rift side (QUIC, control); stan: anonymous NATS clients,
  * whose grants cover the STAN subjects only. */
 static bool start(riftd_fix *f, int nats_port) {
@@ -261,7 +245,7 @@ static double now_s(void) {
 }
 
 RIFT_TEST(channel_is_a_stream_both_ways) {
-    int nport = free_tcp_port();
+    int nport = rift_test_free_tcp_port();
     CHECK(nport > 0);
     riftd_fix f;
     CHECK(start(&f, nport));
@@ -369,7 +353,7 @@ static void check_durable(const json_t *s) {
 }
 
 RIFT_TEST(views_show_clients_channels_and_pending) {
-    int nport = free_tcp_port();
+    int nport = rift_test_free_tcp_port();
     CHECK(nport > 0);
     riftd_fix f;
     CHECK(start(&f, nport));

@@ -39,8 +39,10 @@ void rift_test_rmdir(char *path) {
     free(path);
 }
 
-int rift_test_free_udp_port(void) {
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+/* A port of |type| on 127.0.0.1 nobody holds right now (bound, read back
+ * and released), or -1. */
+static int free_port(int type) {
+    int fd = socket(AF_INET, type, 0);
     if (fd < 0) {
         return -1;
     }
@@ -54,6 +56,14 @@ int rift_test_free_udp_port(void) {
     }
     close(fd);
     return ntohs(sa.sin_port);
+}
+
+int rift_test_free_udp_port(void) {
+    return free_port(SOCK_DGRAM);
+}
+
+int rift_test_free_tcp_port(void) {
+    return free_port(SOCK_STREAM);
 }
 
 bool rift_test_wait_until(bool (*cond)(void *arg), void *arg, int timeout_ms) {

@@ -123,6 +123,8 @@ void rift_test_rmdir(char *path);
 
 /* Returns a free UDP port on 127.0.0.1 (bound then released). */
 int rift_test_free_udp_port(void);
+/* The same for TCP (a nats-server's or riftd's NATS listener's port). */
+int rift_test_free_tcp_port(void);
 
 /* Polls |cond(arg)| every millisecond until it is true or |timeout_ms|
  * passes. Returns true when the condition held. */
