@@ -61,7 +61,7 @@ static int js_fail(repl_stream *s, const char *what, natsStatus st,
 
 /* ---- The JetStream stream ---- */
 
-static int ensure(rift_repl *r, repl_stream *s, rift_error *err) {
+int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     pthread_mutex_lock(&s->mu);
     bool ready = s->ready;
     pthread_mutex_unlock(&s->mu);
@@ -155,6 +155,7 @@ static int publish(rift_repl *r, repl_job *j, rift_error *err) {
         }
         /* Same id: if the first try was stored, this one is a duplicate
          * and its PubAck names the first sequence. */
+        atomic_fetch_add(&s->retries, 1);
         pause_ms(RETRY_PAUSE_MS);
     }
     natsMsg_Destroy(m);
@@ -538,12 +539,8 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
 }
 
 int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
-    int rc = ensure(r, j->s, err);
+    int rc = rift_repl_ensure(r, j->s, err);
     if (rc != 0 || j->kind == REPL_ENSURE) {
-        if (rc != 0 && j->kind == REPL_ENSURE) {
-            rift_log(RIFT_LOG_WARN, "cluster: %s (retried at first use)",
-                     err->text);
-        }
         return rc;
     }
     switch (j->kind) {
