@@ -371,7 +371,8 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
     }
     /* Create the JetStream streams now, in the background. */
     if (rc == 0 && r->n > 0) {
-        rc = submit(r, job_new(&r->streams[0], REPL_ENSURE, 0, NULL, NULL), err);
+        rc =
+            submit(r, job_new(&r->streams[0], REPL_ENSURE, 0, NULL, NULL), err);
     }
     if (rc != 0) {
         rift_repl_stop(r);

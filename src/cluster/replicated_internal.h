@@ -58,8 +58,8 @@ typedef struct repl_stream {
     size_t n_consumers;
     char last_error[160];
 
-    atomic_uint_fast64_t published, duplicates, retries, fetched, acked,
-        errors, last_seq;
+    atomic_uint_fast64_t published, duplicates, retries, fetched, acked, errors,
+        last_seq;
 } repl_stream;
 
 typedef enum repl_kind {
