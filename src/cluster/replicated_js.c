@@ -24,11 +24,12 @@
 #include <string.h>
 #include <time.h>
 
-#define HDR_TS         "Rift-Ts"
-#define HDR_REPLY      "Rift-Reply"
-#define PUBLISH_TRY_MS 2000
-#define PUBLISH_FOR_MS 30000
-#define RETRY_PAUSE_MS 100
+#define HDR_TS           "Rift-Ts"
+#define HDR_REPLY        "Rift-Reply"
+#define PUBLISH_TRY_MS   2000
+#define PUBLISH_FOR_MS   30000
+#define RETRY_PAUSE_MS   100
+#define FETCH_EXPIRES_MS 100
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -413,7 +414,11 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
     jsFetchRequest_Init(&fr);
     fr.Batch = (int)j->limit;
     fr.NoWait = true;
-    fr.Expires = (int64_t)PUBLISH_TRY_MS * 1000000;
+    /* libnats needs an expiry to wait for the answer at all, and 2.9 keeps
+     * a no_wait request with one until it expires when nothing is pending
+     * or max ack pending is reached (with messages it ends at the end of
+     * the stream): such a fetch answers after FETCH_EXPIRES_MS. */
+    fr.Expires = (int64_t)FETCH_EXPIRES_MS * 1000000;
     fr.MaxBytes = (int64_t)j->max_bytes;
     natsMsgList list = {0};
     pthread_mutex_lock(&c->mu);
@@ -454,6 +459,21 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
             /* Not one of ours (a status message): leave it. */
             jsMsgMetaData_Destroy(md);
             natsMsg_Destroy(m);
+            continue;
+        }
+        /* An ack wait shorter than the request's life redelivers within
+         * it: one record per sequence, with the newest count and copy. */
+        rift_delivery *dup = NULL;
+        for (size_t k = 0; k < b->count && dup == NULL; k++) {
+            if (b->items[k].record.sequence == md->Sequence.Stream) {
+                dup = &b->items[k];
+            }
+        }
+        if (dup != NULL) {
+            dup->delivery_count =
+                (uint32_t)RIFT_MIN(md->NumDelivered, UINT32_MAX);
+            jsMsgMetaData_Destroy(md);
+            keep(c, dup->record.sequence, m);
             continue;
         }
         rift_delivery *d = &b->items[b->count++];

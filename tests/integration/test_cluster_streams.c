@@ -81,6 +81,8 @@ static int open_consumer(rift_client *c, const char *name, uint64_t start,
                          rift_error *err) {
     rift_consumer_config cfg;
     rift_consumer_config_default(&cfg);
+    cfg.filter = "orders.>"; /* '>' would need the control flag */
+    cfg.filter_len = strlen(cfg.filter);
     cfg.start_sequence = start;
     cfg.ack_wait_ms = ack_wait_ms;
     cfg.max_ack_pending = max_pending;
