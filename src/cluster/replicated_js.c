@@ -60,6 +60,26 @@ static int js_fail(repl_stream *s, const char *what, natsStatus st,
                           s->name, what, natsStatus_GetText(st));
 }
 
+static bool backbone_up(rift_repl *r) {
+    return natsConnection_Status(r->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+/* Every operation fails at once, with a clear error, while the node is
+ * not connected to its backbone (libnats reconnects by itself). */
+static int backbone_check(rift_repl *r, repl_stream *s, rift_error *err) {
+    if (backbone_up(r)) {
+        return 0;
+    }
+    atomic_fetch_add(&s->errors, 1);
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->last_error, sizeof s->last_error, "backbone unavailable");
+    pthread_mutex_unlock(&s->mu);
+    return rift_error_set(err, RIFT_ERR_STORAGE,
+                          "stream storage: replicated stream %s: backbone "
+                          "unavailable",
+                          s->name);
+}
+
 /* ---- The JetStream stream ---- */
 
 int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
@@ -68,6 +88,10 @@ int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     pthread_mutex_unlock(&s->mu);
     if (ready) {
         return 0;
+    }
+    int rc = backbone_check(r, s, err);
+    if (rc != 0) {
+        return rc;
     }
     char subject[sizeof s->subj + 1];
     snprintf(subject, sizeof subject, "%s>", s->subj);
@@ -151,7 +175,8 @@ static int publish(rift_repl *r, repl_job *j, rift_error *err) {
     jsErrCode jerr = 0;
     for (;;) {
         st = js_PublishMsg(&pa, r->js, m, &po, &jerr);
-        if (st == NATS_OK || !retryable(st) || now_ms() >= deadline) {
+        if (st == NATS_OK || !retryable(st) || now_ms() >= deadline ||
+            !backbone_up(r)) {
             break;
         }
         /* Same id: if the first try was stored, this one is a duplicate
@@ -160,6 +185,10 @@ static int publish(rift_repl *r, repl_job *j, rift_error *err) {
         pause_ms(RETRY_PAUSE_MS);
     }
     natsMsg_Destroy(m);
+    if (st != NATS_OK && !backbone_up(r)) {
+        /* Lost while trying: stored or not, the client must retry. */
+        return backbone_check(r, s, err);
+    }
     if (st != NATS_OK) {
         if (jerr == JSStreamNotFoundErr) {
             pthread_mutex_lock(&s->mu);
@@ -560,6 +589,9 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
 
 int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
     int rc = rift_repl_ensure(r, j->s, err);
+    if (rc == 0 && j->kind != REPL_ENSURE) {
+        rc = backbone_check(r, j->s, err);
+    }
     if (rc != 0 || j->kind == REPL_ENSURE) {
         return rc;
     }
