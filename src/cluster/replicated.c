@@ -280,6 +280,25 @@ static int b_ack(void *ud, const char *stream, size_t stream_len,
     return submit(r, j, err);
 }
 
+static int b_settle(void *ud, const char *stream, size_t stream_len,
+                    const char *consumer, size_t consumer_len, uint8_t opcode,
+                    uint64_t sequence, uint64_t delay_ms,
+                    rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_SETTLE, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (j != NULL) {
+        j->sequence = sequence;
+        j->opcode = opcode;
+        j->delay_ms = delay_ms;
+    }
+    return submit(r, j, err);
+}
+
 rift_server_stream_backend rift_repl_backend(rift_repl *r) {
     return (rift_server_stream_backend){
         .serves = b_serves,
@@ -288,6 +307,7 @@ rift_server_stream_backend rift_repl_backend(rift_repl *r) {
         .fetch = b_fetch,
         .batch_free = rift_repl_batch_free,
         .ack = b_ack,
+        .settle = b_settle,
         .ud = r,
     };
 }

@@ -68,6 +68,7 @@ typedef enum repl_kind {
     REPL_OPEN,
     REPL_FETCH,
     REPL_ACK,
+    REPL_SETTLE, /* NAK, TERM or PROGRESS (|opcode|) */
 } repl_kind;
 
 /* One queued operation: its inputs copied, its outputs the caller's. */
@@ -91,8 +92,10 @@ typedef struct repl_job {
     uint64_t max_bytes;
     rift_batch *batch;
     void **priv;
-    /* ACK */
+    /* ACK, SETTLE */
     uint64_t sequence;
+    uint8_t opcode;
+    uint64_t delay_ms;
     rift_server_backend_done done;
     void *arg;
     char data[]; /* subject, reply and payload, or the filter */

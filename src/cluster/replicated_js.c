@@ -13,6 +13,8 @@
  *   fetch     a pull subscription bound to the durable, FetchRequest with
  *             NoWait; delivery counts from the JetStream metadata. The
  *             messages are kept for their ACK.
+ *   nak, term, progress  -NAK (with its delay), +TERM, +WPI on the kept
+ *             message, like ack.
  *   ack       AckSync on the kept message; a sequence this node does not
  *             hold is "not pending" (it is redelivered after ack_wait).
  */
@@ -543,15 +545,29 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
     return 0;
 }
 
-/* ---- Ack ---- */
+/* ---- Ack, NAK, TERM, PROGRESS ---- */
 
-static int ack(rift_repl *r, repl_job *j, rift_error *err) {
+/* The opcodes of docs/protocol-v1.md E.3 the server hands to settle. */
+#define OP_NAK  23
+#define OP_TERM 24
+
+/* The kept message of |j|'s sequence: removed from the consumer's map
+ * (|take|), or left there (PROGRESS: the ack still comes) after +WPI was
+ * sent on it under the consumer's lock, with *|progress| its status. NULL
+ * with |err| set when the consumer or the sequence is not here. */
+static repl_kept *kept_for(rift_repl *r, repl_job *j, bool take,
+                           natsStatus *progress, rift_error *err) {
     repl_stream *s = j->s;
     pthread_mutex_lock(&s->mu);
     repl_consumer *c = consumer_find(s, j->consumer);
     pthread_mutex_unlock(&s->mu);
     repl_kept *k = NULL;
-    if (c != NULL) {
+    if (c == NULL) {
+        /* Not bound here: an unknown consumer still says so. */
+        if (consumer_bind(r, s, j->consumer, &c, err) != 0) {
+            return NULL;
+        }
+    } else {
         pthread_mutex_lock(&c->mu);
         uint64_t h = seq_hash(j->sequence);
         rift_pmap *p = &c->kept;
@@ -560,21 +576,30 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
             repl_kept *x = p->slots[i].item;
             if (x->seq == j->sequence) {
                 k = x;
-                rift_pmap_remove(p, h, x);
+                if (take) {
+                    rift_pmap_remove(p, h, x);
+                }
                 break;
             }
         }
-        pthread_mutex_unlock(&c->mu);
-    } else {
-        /* Not bound here: an unknown consumer still says so. */
-        int rc = consumer_bind(r, s, j->consumer, &c, err);
-        if (rc != 0) {
-            return rc;
+        if (k != NULL && !take) {
+            *progress = natsMsg_InProgress(k->m, NULL);
+            k->at_ms = now_ms();
         }
+        pthread_mutex_unlock(&c->mu);
     }
     if (k == NULL) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ACK,
-                              "sequence is not pending acknowledgement");
+        rift_error_set(err, RIFT_ERR_INVALID_ACK,
+                       "sequence is not pending acknowledgement");
+    }
+    return k;
+}
+
+static int ack(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    repl_kept *k = kept_for(r, j, true, NULL, err);
+    if (k == NULL) {
+        return err->code;
     }
     jsErrCode jerr = 0;
     natsStatus st = natsMsg_AckSync(k->m, NULL, &jerr);
@@ -584,6 +609,33 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
         return js_fail(s, "ack", st, jerr, err);
     }
     atomic_fetch_add(&s->acked, 1);
+    return 0;
+}
+
+/* NAK (JetStream -NAK, with a delay), TERM (+TERM): the message leaves
+ * this node's map; PROGRESS (+WPI) keeps it for the ACK to come. */
+static int settle(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    bool keep_it = j->opcode != OP_NAK && j->opcode != OP_TERM;
+    natsStatus st = NATS_OK;
+    repl_kept *k = kept_for(r, j, !keep_it, &st, err);
+    if (k == NULL) {
+        return err->code;
+    }
+    const char *what;
+    if (keep_it) {
+        what = "progress"; /* sent by kept_for; *k stays in the map */
+    } else {
+        what = j->opcode == OP_NAK ? "nak" : "term";
+        st = j->opcode == OP_NAK
+                 ? natsMsg_NakWithDelay(k->m, (int64_t)j->delay_ms, NULL)
+                 : natsMsg_Term(k->m, NULL);
+        natsMsg_Destroy(k->m);
+        rift_free(NULL, k);
+    }
+    if (st != NATS_OK) {
+        return js_fail(s, what, st, 0, err);
+    }
     return 0;
 }
 
@@ -602,6 +654,8 @@ int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
         return open_consumer(r, j, err);
     case REPL_FETCH:
         return fetch(r, j, err);
+    case REPL_SETTLE:
+        return settle(r, j, err);
     default:
         return ack(r, j, err);
     }

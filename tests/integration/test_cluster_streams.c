@@ -423,6 +423,63 @@ static void redelivery_body(cluster_fix *f) {
     CHECK_EQ_STR(r[0].payload, "m3");
 }
 
+/* ---- NAK, TERM, PROGRESS (extension opcodes) ---- */
+
+static void settle_body(cluster_fix *f) {
+    rift_client *c1 = f->n[0].c, *c2 = f->n[1].c;
+    for (int i = 0; i < 3; i++) {
+        char p[16];
+        snprintf(p, sizeof p, "m%d", i);
+        CHECK_EQ_U64(spub1(c1, p), (uint64_t)i + 1);
+    }
+    const char *name = "settle";
+    size_t nl = strlen(name);
+    CHECK(open1(c2, name, 1, 1000, 128));
+    rec r[256];
+    CHECK_EQ_INT(fetch(c2, name, 10, r), 3);
+    rift_error err = {0};
+    /* PROGRESS keeps 3 pending, the ACK that follows settles it. */
+    CHECK_OK(
+        rift_client_in_progress(c2, STREAM, strlen(STREAM), name, nl, 3, &err));
+    CHECK(ack1(c2, name, 3));
+    CHECK_OK(rift_client_term(c2, STREAM, strlen(STREAM), name, nl, 2, &err));
+    CHECK_OK(rift_client_nak(c2, STREAM, strlen(STREAM), name, nl, 1, 0, &err));
+    /* The NAK'd record comes back at once; the TERM'd one never, also not
+     * after its ack wait (1 s): watched for 2.5 s. */
+    bool again = false, termed = false, acked_back = false;
+    int64_t end = now_ms() + 2500;
+    while (now_ms() < end) {
+        int n = fetch(c2, name, 10, r);
+        CHECK(n >= 0);
+        for (int i = 0; i < n; i++) {
+            again = again || (r[i].seq == 1 && r[i].count >= 2);
+            termed = termed || r[i].seq == 2;
+            acked_back = acked_back || r[i].seq == 3;
+        }
+        if (n == 0) {
+            pause_ms(50);
+        }
+    }
+    CHECK_MSG(again, "the NAK'd record was not delivered again");
+    CHECK_MSG(!termed, "the TERM'd record was delivered again");
+    CHECK_MSG(!acked_back, "the acked record was delivered again");
+    /* A sequence this node does not hold is not pending. */
+    CHECK(rift_client_term(c2, STREAM, strlen(STREAM), name, nl, 99, &err) !=
+          0);
+    CHECK(strstr(err.text, "not pending") != NULL);
+}
+
+RIFT_TEST(nak_term_progress) {
+    cluster_fix f;
+    bool up = start(&f, false);
+    if (up) {
+        settle_body(&f);
+    }
+    bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
+
 RIFT_TEST(ack_wait_redelivery_max_pending_and_start) {
     cluster_fix f;
     bool up = start(&f, false);
