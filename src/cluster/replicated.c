@@ -299,6 +299,16 @@ static int b_settle(void *ud, const char *stream, size_t stream_len,
     return submit(r, j, err);
 }
 
+static int b_delete(void *ud, const char *stream, size_t stream_len,
+                    const char *consumer, size_t consumer_len,
+                    rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_DELETE, done, arg, &j, err);
+    return rc != 0 ? rc : submit(r, j, err);
+}
+
 rift_server_stream_backend rift_repl_backend(rift_repl *r) {
     return (rift_server_stream_backend){
         .serves = b_serves,
@@ -308,6 +318,7 @@ rift_server_stream_backend rift_repl_backend(rift_repl *r) {
         .batch_free = rift_repl_batch_free,
         .ack = b_ack,
         .settle = b_settle,
+        .consumer_delete = b_delete,
         .ud = r,
     };
 }

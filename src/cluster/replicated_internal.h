@@ -69,6 +69,7 @@ typedef enum repl_kind {
     REPL_FETCH,
     REPL_ACK,
     REPL_SETTLE, /* NAK, TERM or PROGRESS (|opcode|) */
+    REPL_DELETE,
 } repl_kind;
 
 /* One queued operation: its inputs copied, its outputs the caller's. */

@@ -378,7 +378,15 @@ static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
         return js_fail(s, "consumer info", st, jerr, err);
     }
     repl_consumer *c;
-    return consumer_bind(r, s, j->consumer, &c, err);
+    int rc = consumer_bind(r, s, j->consumer, &c, err);
+    if (rc == 0) {
+        /* Made again after a delete: the binding takes the new limits. */
+        pthread_mutex_lock(&c->mu);
+        c->ack_wait_ms = j->ack_wait_ms;
+        c->max_ack_pending = j->max_ack_pending;
+        pthread_mutex_unlock(&c->mu);
+    }
+    return rc;
 }
 
 /* ---- Fetch ---- */
@@ -454,13 +462,28 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
     natsMsgList list = {0};
     pthread_mutex_lock(&c->mu);
     natsStatus st = natsSubscription_FetchRequest(&list, c->sub, &fr);
-    if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND) {
-        st = NATS_OK; /* nothing to deliver now */
+    if (st == NATS_NOT_FOUND) {
+        st = NATS_OK; /* the consumer's 404: nothing to deliver now */
     }
     if (st != NATS_OK) {
-        pthread_mutex_unlock(&c->mu);
-        natsMsgList_Destroy(&list);
-        return js_fail(s, "fetch", st, 0, err);
+        /* A timeout is the request's expiry with nothing to deliver, or a
+         * durable deleted behind this node's binding (nobody answers): one
+         * consumer info tells, so the client hears what the store says. */
+        jsConsumerInfo *ci = NULL;
+        jsErrCode jerr = 0;
+        natsStatus ist = js_GetConsumerInfo(&ci, r->js, s->js_name, j->consumer,
+                                            NULL, &jerr);
+        jsConsumerInfo_Destroy(ci);
+        bool gone = ist == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr;
+        if (st == NATS_TIMEOUT && !gone) {
+            st = NATS_OK;
+        } else {
+            pthread_mutex_unlock(&c->mu);
+            natsMsgList_Destroy(&list);
+            return gone ? rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
+                                         "consumer does not exist")
+                        : js_fail(s, "fetch", st, 0, err);
+        }
     }
     size_t bytes = 0;
     for (int i = 0; i < list.Count; i++) {
@@ -639,6 +662,42 @@ static int settle(rift_repl *r, repl_job *j, rift_error *err) {
     return 0;
 }
 
+/* ---- Delete ---- */
+
+/* js_DeleteConsumer; this node's kept messages of it are dropped (their
+ * acks would fail). The binding stays: another worker may be using it,
+ * and a consumer opened again under the name pulls through it. */
+static int delete_consumer(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    jsErrCode jerr = 0;
+    natsStatus st =
+        js_DeleteConsumer(r->js, s->js_name, j->consumer, NULL, &jerr);
+    if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
+        return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
+                              "consumer does not exist");
+    }
+    if (st != NATS_OK) {
+        return js_fail(s, "delete consumer", st, jerr, err);
+    }
+    pthread_mutex_lock(&s->mu);
+    repl_consumer *c = consumer_find(s, j->consumer);
+    pthread_mutex_unlock(&s->mu);
+    if (c != NULL) {
+        pthread_mutex_lock(&c->mu);
+        for (size_t i = 0; c->kept.slots != NULL && i <= c->kept.mask; i++) {
+            repl_kept *k = c->kept.slots[i].item;
+            if (k != NULL) {
+                natsMsg_Destroy(k->m);
+                rift_free(NULL, k);
+            }
+        }
+        rift_pmap_free(&c->kept, NULL);
+        rift_pmap_init(&c->kept);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return 0;
+}
+
 int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
     int rc = rift_repl_ensure(r, j->s, err);
     if (rc == 0 && j->kind != REPL_ENSURE) {
@@ -656,6 +715,8 @@ int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
         return fetch(r, j, err);
     case REPL_SETTLE:
         return settle(r, j, err);
+    case REPL_DELETE:
+        return delete_consumer(r, j, err);
     default:
         return ack(r, j, err);
     }

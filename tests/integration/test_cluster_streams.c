@@ -467,9 +467,26 @@ static void settle_body(cluster_fix *f) {
     CHECK(rift_client_term(c2, STREAM, strlen(STREAM), name, nl, 99, &err) !=
           0);
     CHECK(strstr(err.text, "not pending") != NULL);
+
+    /* CONSUMER_DELETE from another node removes the JetStream durable:
+     * node 2's binding says so, a second delete too; opened again under
+     * the name it starts over, with every record new. */
+    rift_client *c3 = f->n[2].c;
+    CHECK_OK(rift_client_consumer_delete(c3, STREAM, strlen(STREAM), name, nl,
+                                         &err));
+    CHECK(fetch(c2, name, 10, r) < 0);
+    CHECK(rift_client_consumer_delete(c3, STREAM, strlen(STREAM), name, nl,
+                                      &err) != 0);
+    CHECK(strstr(err.text, "consumer does not exist") != NULL);
+    CHECK(open1(c2, name, 1, 30000, 128));
+    int n = fetch(c2, name, 10, r);
+    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_U64(r[0].seq, 1);
+    CHECK_EQ_INT(r[0].count, 1);
+    CHECK(ack1(c2, name, 1));
 }
 
-RIFT_TEST(nak_term_progress) {
+RIFT_TEST(nak_term_progress_delete) {
     cluster_fix f;
     bool up = start(&f, false);
     if (up) {
