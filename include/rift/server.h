@@ -138,7 +138,9 @@ typedef void (*rift_server_backend_done)(void *arg, int status,
  * A stream backend: streams the server holds no rift_stream for (riftd's
  * replicated streams on a NATS JetStream backbone, docs/cluster.md).
  * STREAM_PUBLISH, CONSUMER_OPEN, CONSUMER_FETCH (and CONSUMER_FETCH_WAIT,
- * answered without waiting) and ACK on a name |serves| claims go to it
+ * answered without waiting), ACK and, when |settle| is set, CONSUMER_NAK,
+ * CONSUMER_TERM and CONSUMER_PROGRESS (CONSUMER_DELETE when
+ * |consumer_delete| is) on a name |serves| claims go to it
  * after the same validation and permission checks as a store stream; the
  * other stream opcodes answer "unknown stream" for it. Consumer names come
  * scoped (§3.5).
@@ -177,6 +179,18 @@ typedef struct rift_server_stream_backend {
     int (*ack)(void *ud, const char *stream, size_t stream_len,
                const char *consumer, size_t consumer_len, uint64_t sequence,
                rift_server_backend_done done, void *arg, rift_error *err);
+    /* NAK (|opcode| 23, with |delay_ms|), TERM (24) or PROGRESS (25) of
+     * one delivery (docs/protocol-v1.md E.3); NULL: those answer
+     * "unknown stream". */
+    int (*settle)(void *ud, const char *stream, size_t stream_len,
+                  const char *consumer, size_t consumer_len, uint8_t opcode,
+                  uint64_t sequence, uint64_t delay_ms,
+                  rift_server_backend_done done, void *arg, rift_error *err);
+    /* CONSUMER_DELETE; NULL: it answers "unknown stream". */
+    int (*consumer_delete)(void *ud, const char *stream, size_t stream_len,
+                           const char *consumer, size_t consumer_len,
+                           rift_server_backend_done done, void *arg,
+                           rift_error *err);
     void *ud;
 } rift_server_stream_backend;
 

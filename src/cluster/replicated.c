@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static repl_stream *find(const rift_repl *r, const char *name, size_t len) {
     for (size_t i = 0; i < r->n; i++) {
@@ -27,6 +28,46 @@ static repl_stream *find(const rift_repl *r, const char *name, size_t len) {
 static void finish(repl_job *j, int rc, const rift_error *err) {
     j->done(j->arg, rc, rc != 0 ? err : NULL);
     rift_free(NULL, j);
+}
+
+/* The one ENSURE job of start: every stream's JetStream stream, retried
+ * every second until all exist (the meta leader of a cluster that is
+ * starting up takes seconds to be elected; `rift status` shows ready once
+ * it is), or until stop. One job, so it holds one worker at most. */
+static int run_ensure(rift_repl *r, rift_error *err) {
+    bool warned = false;
+    for (;;) {
+        int rc = 0;
+        for (size_t i = 0; i < r->n; i++) {
+            rift_error e = {0};
+            int one = rift_repl_ensure(r, &r->streams[i], &e);
+            if (one != 0 && rc == 0) {
+                rc = one;
+                *err = e;
+            }
+        }
+        if (rc == 0) {
+            return 0;
+        }
+        if (!warned) {
+            rift_log(RIFT_LOG_WARN, "cluster: %s (retried every second)",
+                     err->text);
+            warned = true;
+        }
+        pthread_mutex_lock(&r->mu);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        while (!r->stopping &&
+               pthread_cond_timedwait(&r->stop_cv, &r->mu, &until) == 0) {
+        }
+        bool stopping = r->stopping;
+        pthread_mutex_unlock(&r->mu);
+        if (stopping) {
+            return rc;
+        }
+        *err = (rift_error){0};
+    }
 }
 
 static void *worker_main(void *arg) {
@@ -49,7 +90,8 @@ static void *worker_main(void *arg) {
         rift_error err = {0};
         int rc = stopping ? rift_error_set(&err, RIFT_ERR_STORAGE,
                                            "stream storage: node is stopping")
-                          : rift_repl_run(r, j, &err);
+                 : j->kind == REPL_ENSURE ? run_ensure(r, &err)
+                                          : rift_repl_run(r, j, &err);
         if (j->done != NULL) {
             finish(j, rc, &err);
         } else {
@@ -238,6 +280,35 @@ static int b_ack(void *ud, const char *stream, size_t stream_len,
     return submit(r, j, err);
 }
 
+static int b_settle(void *ud, const char *stream, size_t stream_len,
+                    const char *consumer, size_t consumer_len, uint8_t opcode,
+                    uint64_t sequence, uint64_t delay_ms,
+                    rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_SETTLE, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (j != NULL) {
+        j->sequence = sequence;
+        j->opcode = opcode;
+        j->delay_ms = delay_ms;
+    }
+    return submit(r, j, err);
+}
+
+static int b_delete(void *ud, const char *stream, size_t stream_len,
+                    const char *consumer, size_t consumer_len,
+                    rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_DELETE, done, arg, &j, err);
+    return rc != 0 ? rc : submit(r, j, err);
+}
+
 rift_server_stream_backend rift_repl_backend(rift_repl *r) {
     return (rift_server_stream_backend){
         .serves = b_serves,
@@ -246,6 +317,8 @@ rift_server_stream_backend rift_repl_backend(rift_repl *r) {
         .fetch = b_fetch,
         .batch_free = rift_repl_batch_free,
         .ack = b_ack,
+        .settle = b_settle,
+        .consumer_delete = b_delete,
         .ud = r,
     };
 }
@@ -304,6 +377,7 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
     }
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
+    pthread_cond_init(&r->stop_cv, NULL);
     r->c = c;
     r->nc = rift_cluster_connection(c);
     snprintf(r->node, sizeof r->node, "%s", node);
@@ -327,9 +401,9 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
         r->n_workers++;
     }
     /* Create the JetStream streams now, in the background. */
-    for (size_t i = 0; rc == 0 && i < r->n; i++) {
+    if (rc == 0 && r->n > 0) {
         rc =
-            submit(r, job_new(&r->streams[i], REPL_ENSURE, 0, NULL, NULL), err);
+            submit(r, job_new(&r->streams[0], REPL_ENSURE, 0, NULL, NULL), err);
     }
     if (rc != 0) {
         rift_repl_stop(r);
@@ -346,6 +420,7 @@ void rift_repl_stop(rift_repl *r) {
     pthread_mutex_lock(&r->mu);
     r->stopping = true;
     pthread_cond_broadcast(&r->cv);
+    pthread_cond_broadcast(&r->stop_cv);
     pthread_mutex_unlock(&r->mu);
     for (size_t i = 0; i < r->n_workers; i++) {
         pthread_join(r->workers[i], NULL);
@@ -362,6 +437,7 @@ void rift_repl_stop(rift_repl *r) {
     jsCtx_Destroy(r->js);
     rift_free(NULL, r->streams);
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->stop_cv);
     pthread_mutex_destroy(&r->mu);
     rift_free(NULL, r);
 }
@@ -382,6 +458,7 @@ void rift_repl_get_status(rift_repl *r, size_t i, rift_repl_stream_status *st) {
     pthread_mutex_unlock(&s->mu);
     st->published = atomic_load(&s->published);
     st->duplicates = atomic_load(&s->duplicates);
+    st->retries = atomic_load(&s->retries);
     st->fetched = atomic_load(&s->fetched);
     st->acked = atomic_load(&s->acked);
     st->errors = atomic_load(&s->errors);

@@ -34,6 +34,7 @@ typedef struct rift_repl_stream_status {
     bool ready;       /* the JetStream stream exists with our limits */
     uint32_t replicas;
     uint64_t published, duplicates, fetched, acked, errors;
+    uint64_t retries;       /* publish tries repeated (same message id) */
     uint64_t last_sequence; /* the newest STORED sequence from this node */
     size_t consumers;       /* consumers bound on this node */
     char last_error[160];   /* "" when none */

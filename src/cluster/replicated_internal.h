@@ -58,7 +58,7 @@ typedef struct repl_stream {
     size_t n_consumers;
     char last_error[160];
 
-    atomic_uint_fast64_t published, duplicates, fetched, acked, errors,
+    atomic_uint_fast64_t published, duplicates, retries, fetched, acked, errors,
         last_seq;
 } repl_stream;
 
@@ -68,6 +68,8 @@ typedef enum repl_kind {
     REPL_OPEN,
     REPL_FETCH,
     REPL_ACK,
+    REPL_SETTLE, /* NAK, TERM or PROGRESS (|opcode|) */
+    REPL_DELETE,
 } repl_kind;
 
 /* One queued operation: its inputs copied, its outputs the caller's. */
@@ -91,8 +93,10 @@ typedef struct repl_job {
     uint64_t max_bytes;
     rift_batch *batch;
     void **priv;
-    /* ACK */
+    /* ACK, SETTLE */
     uint64_t sequence;
+    uint8_t opcode;
+    uint64_t delay_ms;
     rift_server_backend_done done;
     void *arg;
     char data[]; /* subject, reply and payload, or the filter */
@@ -110,6 +114,7 @@ struct rift_repl {
 
     pthread_mutex_t mu; /* the queue */
     pthread_cond_t cv;
+    pthread_cond_t stop_cv; /* broadcast when stopping (ENSURE's pause) */
     repl_job *head, *tail;
     bool stopping;
     pthread_t workers[4];
@@ -118,6 +123,9 @@ struct rift_repl {
 
 /* The JetStream side of one job; 0 or a RIFT_ERR_* code with |err|. */
 int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err);
+
+/* Creates (or updates) |s|'s JetStream stream unless it is ready. */
+int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err);
 
 /* Releases everything a stream holds in JetStream terms (at stop). */
 void rift_repl_stream_release(repl_stream *s);

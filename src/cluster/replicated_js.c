@@ -13,6 +13,8 @@
  *   fetch     a pull subscription bound to the durable, FetchRequest with
  *             NoWait; delivery counts from the JetStream metadata. The
  *             messages are kept for their ACK.
+ *   nak, term, progress  -NAK (with its delay), +TERM, +WPI on the kept
+ *             message, like ack.
  *   ack       AckSync on the kept message; a sequence this node does not
  *             hold is "not pending" (it is redelivered after ack_wait).
  */
@@ -24,11 +26,12 @@
 #include <string.h>
 #include <time.h>
 
-#define HDR_TS         "Rift-Ts"
-#define HDR_REPLY      "Rift-Reply"
-#define PUBLISH_TRY_MS 2000
-#define PUBLISH_FOR_MS 30000
-#define RETRY_PAUSE_MS 100
+#define HDR_TS           "Rift-Ts"
+#define HDR_REPLY        "Rift-Reply"
+#define PUBLISH_TRY_MS   2000
+#define PUBLISH_FOR_MS   30000
+#define RETRY_PAUSE_MS   100
+#define FETCH_EXPIRES_MS 100
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -59,14 +62,38 @@ static int js_fail(repl_stream *s, const char *what, natsStatus st,
                           s->name, what, natsStatus_GetText(st));
 }
 
+static bool backbone_up(rift_repl *r) {
+    return natsConnection_Status(r->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+/* Every operation fails at once, with a clear error, while the node is
+ * not connected to its backbone (libnats reconnects by itself). */
+static int backbone_check(rift_repl *r, repl_stream *s, rift_error *err) {
+    if (backbone_up(r)) {
+        return 0;
+    }
+    atomic_fetch_add(&s->errors, 1);
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->last_error, sizeof s->last_error, "backbone unavailable");
+    pthread_mutex_unlock(&s->mu);
+    return rift_error_set(err, RIFT_ERR_STORAGE,
+                          "stream storage: replicated stream %s: backbone "
+                          "unavailable",
+                          s->name);
+}
+
 /* ---- The JetStream stream ---- */
 
-static int ensure(rift_repl *r, repl_stream *s, rift_error *err) {
+int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     pthread_mutex_lock(&s->mu);
     bool ready = s->ready;
     pthread_mutex_unlock(&s->mu);
     if (ready) {
         return 0;
+    }
+    int rc = backbone_check(r, s, err);
+    if (rc != 0) {
+        return rc;
     }
     char subject[sizeof s->subj + 1];
     snprintf(subject, sizeof subject, "%s>", s->subj);
@@ -150,14 +177,20 @@ static int publish(rift_repl *r, repl_job *j, rift_error *err) {
     jsErrCode jerr = 0;
     for (;;) {
         st = js_PublishMsg(&pa, r->js, m, &po, &jerr);
-        if (st == NATS_OK || !retryable(st) || now_ms() >= deadline) {
+        if (st == NATS_OK || !retryable(st) || now_ms() >= deadline ||
+            !backbone_up(r)) {
             break;
         }
         /* Same id: if the first try was stored, this one is a duplicate
          * and its PubAck names the first sequence. */
+        atomic_fetch_add(&s->retries, 1);
         pause_ms(RETRY_PAUSE_MS);
     }
     natsMsg_Destroy(m);
+    if (st != NATS_OK && !backbone_up(r)) {
+        /* Lost while trying: stored or not, the client must retry. */
+        return backbone_check(r, s, err);
+    }
     if (st != NATS_OK) {
         if (jerr == JSStreamNotFoundErr) {
             pthread_mutex_lock(&s->mu);
@@ -345,7 +378,15 @@ static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
         return js_fail(s, "consumer info", st, jerr, err);
     }
     repl_consumer *c;
-    return consumer_bind(r, s, j->consumer, &c, err);
+    int rc = consumer_bind(r, s, j->consumer, &c, err);
+    if (rc == 0) {
+        /* Made again after a delete: the binding takes the new limits. */
+        pthread_mutex_lock(&c->mu);
+        c->ack_wait_ms = j->ack_wait_ms;
+        c->max_ack_pending = j->max_ack_pending;
+        pthread_mutex_unlock(&c->mu);
+    }
+    return rc;
 }
 
 /* ---- Fetch ---- */
@@ -412,18 +453,37 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
     jsFetchRequest_Init(&fr);
     fr.Batch = (int)j->limit;
     fr.NoWait = true;
-    fr.Expires = (int64_t)PUBLISH_TRY_MS * 1000000;
+    /* libnats needs an expiry to wait for the answer at all, and 2.9 keeps
+     * a no_wait request with one until it expires when nothing is pending
+     * or max ack pending is reached (with messages it ends at the end of
+     * the stream): such a fetch answers after FETCH_EXPIRES_MS. */
+    fr.Expires = (int64_t)FETCH_EXPIRES_MS * 1000000;
     fr.MaxBytes = (int64_t)j->max_bytes;
     natsMsgList list = {0};
     pthread_mutex_lock(&c->mu);
     natsStatus st = natsSubscription_FetchRequest(&list, c->sub, &fr);
-    if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND) {
-        st = NATS_OK; /* nothing to deliver now */
+    if (st == NATS_NOT_FOUND) {
+        st = NATS_OK; /* the consumer's 404: nothing to deliver now */
     }
     if (st != NATS_OK) {
-        pthread_mutex_unlock(&c->mu);
-        natsMsgList_Destroy(&list);
-        return js_fail(s, "fetch", st, 0, err);
+        /* A timeout is the request's expiry with nothing to deliver, or a
+         * durable deleted behind this node's binding (nobody answers): one
+         * consumer info tells, so the client hears what the store says. */
+        jsConsumerInfo *ci = NULL;
+        jsErrCode jerr = 0;
+        natsStatus ist = js_GetConsumerInfo(&ci, r->js, s->js_name, j->consumer,
+                                            NULL, &jerr);
+        jsConsumerInfo_Destroy(ci);
+        bool gone = ist == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr;
+        if (st == NATS_TIMEOUT && !gone) {
+            st = NATS_OK;
+        } else {
+            pthread_mutex_unlock(&c->mu);
+            natsMsgList_Destroy(&list);
+            return gone ? rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
+                                         "consumer does not exist")
+                        : js_fail(s, "fetch", st, 0, err);
+        }
     }
     size_t bytes = 0;
     for (int i = 0; i < list.Count; i++) {
@@ -453,6 +513,21 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
             /* Not one of ours (a status message): leave it. */
             jsMsgMetaData_Destroy(md);
             natsMsg_Destroy(m);
+            continue;
+        }
+        /* An ack wait shorter than the request's life redelivers within
+         * it: one record per sequence, with the newest count and copy. */
+        rift_delivery *dup = NULL;
+        for (size_t k = 0; k < b->count && dup == NULL; k++) {
+            if (b->items[k].record.sequence == md->Sequence.Stream) {
+                dup = &b->items[k];
+            }
+        }
+        if (dup != NULL) {
+            dup->delivery_count =
+                (uint32_t)RIFT_MIN(md->NumDelivered, UINT32_MAX);
+            jsMsgMetaData_Destroy(md);
+            keep(c, dup->record.sequence, m);
             continue;
         }
         rift_delivery *d = &b->items[b->count++];
@@ -493,15 +568,29 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
     return 0;
 }
 
-/* ---- Ack ---- */
+/* ---- Ack, NAK, TERM, PROGRESS ---- */
 
-static int ack(rift_repl *r, repl_job *j, rift_error *err) {
+/* The opcodes of docs/protocol-v1.md E.3 the server hands to settle. */
+#define OP_NAK  23
+#define OP_TERM 24
+
+/* The kept message of |j|'s sequence: removed from the consumer's map
+ * (|take|), or left there (PROGRESS: the ack still comes) after +WPI was
+ * sent on it under the consumer's lock, with *|progress| its status. NULL
+ * with |err| set when the consumer or the sequence is not here. */
+static repl_kept *kept_for(rift_repl *r, repl_job *j, bool take,
+                           natsStatus *progress, rift_error *err) {
     repl_stream *s = j->s;
     pthread_mutex_lock(&s->mu);
     repl_consumer *c = consumer_find(s, j->consumer);
     pthread_mutex_unlock(&s->mu);
     repl_kept *k = NULL;
-    if (c != NULL) {
+    if (c == NULL) {
+        /* Not bound here: an unknown consumer still says so. */
+        if (consumer_bind(r, s, j->consumer, &c, err) != 0) {
+            return NULL;
+        }
+    } else {
         pthread_mutex_lock(&c->mu);
         uint64_t h = seq_hash(j->sequence);
         rift_pmap *p = &c->kept;
@@ -510,21 +599,30 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
             repl_kept *x = p->slots[i].item;
             if (x->seq == j->sequence) {
                 k = x;
-                rift_pmap_remove(p, h, x);
+                if (take) {
+                    rift_pmap_remove(p, h, x);
+                }
                 break;
             }
         }
-        pthread_mutex_unlock(&c->mu);
-    } else {
-        /* Not bound here: an unknown consumer still says so. */
-        int rc = consumer_bind(r, s, j->consumer, &c, err);
-        if (rc != 0) {
-            return rc;
+        if (k != NULL && !take) {
+            *progress = natsMsg_InProgress(k->m, NULL);
+            k->at_ms = now_ms();
         }
+        pthread_mutex_unlock(&c->mu);
     }
     if (k == NULL) {
-        return rift_error_set(err, RIFT_ERR_INVALID_ACK,
-                              "sequence is not pending acknowledgement");
+        rift_error_set(err, RIFT_ERR_INVALID_ACK,
+                       "sequence is not pending acknowledgement");
+    }
+    return k;
+}
+
+static int ack(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    repl_kept *k = kept_for(r, j, true, NULL, err);
+    if (k == NULL) {
+        return err->code;
     }
     jsErrCode jerr = 0;
     natsStatus st = natsMsg_AckSync(k->m, NULL, &jerr);
@@ -537,13 +635,75 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
     return 0;
 }
 
-int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
-    int rc = ensure(r, j->s, err);
-    if (rc != 0 || j->kind == REPL_ENSURE) {
-        if (rc != 0 && j->kind == REPL_ENSURE) {
-            rift_log(RIFT_LOG_WARN, "cluster: %s (retried at first use)",
-                     err->text);
+/* NAK (JetStream -NAK, with a delay), TERM (+TERM): the message leaves
+ * this node's map; PROGRESS (+WPI) keeps it for the ACK to come. */
+static int settle(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    bool keep_it = j->opcode != OP_NAK && j->opcode != OP_TERM;
+    natsStatus st = NATS_OK;
+    repl_kept *k = kept_for(r, j, !keep_it, &st, err);
+    if (k == NULL) {
+        return err->code;
+    }
+    const char *what;
+    if (keep_it) {
+        what = "progress"; /* sent by kept_for; *k stays in the map */
+    } else {
+        what = j->opcode == OP_NAK ? "nak" : "term";
+        st = j->opcode == OP_NAK
+                 ? natsMsg_NakWithDelay(k->m, (int64_t)j->delay_ms, NULL)
+                 : natsMsg_Term(k->m, NULL);
+        natsMsg_Destroy(k->m);
+        rift_free(NULL, k);
+    }
+    if (st != NATS_OK) {
+        return js_fail(s, what, st, 0, err);
+    }
+    return 0;
+}
+
+/* ---- Delete ---- */
+
+/* js_DeleteConsumer; this node's kept messages of it are dropped (their
+ * acks would fail). The binding stays: another worker may be using it,
+ * and a consumer opened again under the name pulls through it. */
+static int delete_consumer(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    jsErrCode jerr = 0;
+    natsStatus st =
+        js_DeleteConsumer(r->js, s->js_name, j->consumer, NULL, &jerr);
+    if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
+        return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
+                              "consumer does not exist");
+    }
+    if (st != NATS_OK) {
+        return js_fail(s, "delete consumer", st, jerr, err);
+    }
+    pthread_mutex_lock(&s->mu);
+    repl_consumer *c = consumer_find(s, j->consumer);
+    pthread_mutex_unlock(&s->mu);
+    if (c != NULL) {
+        pthread_mutex_lock(&c->mu);
+        for (size_t i = 0; c->kept.slots != NULL && i <= c->kept.mask; i++) {
+            repl_kept *k = c->kept.slots[i].item;
+            if (k != NULL) {
+                natsMsg_Destroy(k->m);
+                rift_free(NULL, k);
+            }
         }
+        rift_pmap_free(&c->kept, NULL);
+        rift_pmap_init(&c->kept);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return 0;
+}
+
+int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
+    int rc = rift_repl_ensure(r, j->s, err);
+    if (rc == 0 && j->kind != REPL_ENSURE) {
+        rc = backbone_check(r, j->s, err);
+    }
+    if (rc != 0 || j->kind == REPL_ENSURE) {
         return rc;
     }
     switch (j->kind) {
@@ -553,6 +713,10 @@ int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
         return open_consumer(r, j, err);
     case REPL_FETCH:
         return fetch(r, j, err);
+    case REPL_SETTLE:
+        return settle(r, j, err);
+    case REPL_DELETE:
+        return delete_consumer(r, j, err);
     default:
         return ack(r, j, err);
     }

@@ -135,12 +135,13 @@ static json_t *replicated_json(rift_daemon_cluster *n) {
         rift_repl_get_status(n->repl, i, &st);
         json_array_append_new(
             a,
-            json_pack("{s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "name",
-                      st.name, "replicas", (json_int_t)st.replicas, "ready",
-                      st.ready, "published", (json_int_t)st.published,
-                      "duplicates", (json_int_t)st.duplicates, "fetched",
-                      (json_int_t)st.fetched, "acked", (json_int_t)st.acked,
-                      "errors", (json_int_t)st.errors, "last_sequence",
+            json_pack("{s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}",
+                      "name", st.name, "replicas", (json_int_t)st.replicas,
+                      "ready", st.ready, "published", (json_int_t)st.published,
+                      "duplicates", (json_int_t)st.duplicates, "retries",
+                      (json_int_t)st.retries, "fetched", (json_int_t)st.fetched,
+                      "acked", (json_int_t)st.acked, "errors",
+                      (json_int_t)st.errors, "last_sequence",
                       (json_int_t)st.last_sequence, "consumers",
                       (json_int_t)st.consumers, "last_error", st.last_error));
     }

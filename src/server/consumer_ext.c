@@ -298,12 +298,22 @@ static void consumer_info_get(srv_stream *ss, const uint8_t *fields,
 static void consumer_delete(srv_stream *ss, const uint8_t *fields, size_t len) {
     rift_frame_consumer_ref f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
-    srv_pin pin;
-    rift_stream *st = consumer_ref(ss, fields, len, &f, scoped, &pin);
-    if (st == NULL) {
+    rift_error derr;
+    int drc = rift_frame_decode_consumer_ref(fields, len, &f, &derr);
+    if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, drc, &derr,
+                            scoped) != 0) {
         return;
     }
     rift_server *srv = ss->conn->srv;
+    if (rift_srv_backend_serves(srv, f.stream, f.stream_len) &&
+        rift_srv_backend_delete(ss, f.stream, f.stream_len, scoped)) {
+        return; /* a replicated stream: JetStream's consumer */
+    }
+    srv_pin pin;
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
+    if (st == NULL) {
+        return;
+    }
     srv_store_op *op = rift_srv_op_new(ss, RIFT_OP_CONSUMER_DELETE);
     if (op == NULL) {
         rift_srv_unpin(srv, &pin, false);

@@ -47,6 +47,12 @@ void rift_srv_ext_ack_op(srv_stream *ss, const srv_frame *fr) {
         return;
     }
     rift_server *srv = ss->conn->srv;
+    if (rift_srv_backend_serves(srv, f.stream, f.stream_len) &&
+        rift_srv_backend_settle(
+            ss, fr->opcode, f.stream, f.stream_len, scoped, f.sequence,
+            fr->opcode == RIFT_OP_CONSUMER_NAK ? f.delay_ms : 0)) {
+        return;
+    }
     srv_pin pin;
     rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {

@@ -140,6 +140,17 @@ void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
                           const char *scoped, uint64_t sequence);
 /* A fetch's op on a backend stream (NULL after failing |ss|); stream_ops.c
  * writes its portions. */
+/* NAK/TERM/PROGRESS on a backend stream; false when the backend has no
+ * |settle| (the caller goes on as for a store stream). */
+bool rift_srv_backend_settle(srv_stream *ss, uint8_t opcode, const char *stream,
+                             size_t stream_len, const char *scoped,
+                             uint64_t sequence, uint64_t delay_ms);
+
+/* CONSUMER_DELETE on a backend stream; false when the backend has no
+ * |consumer_delete|. */
+bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
+                             size_t stream_len, const char *scoped);
+
 srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
                                         size_t stream_len, const char *scoped,
                                         uint32_t limit);

@@ -15,6 +15,8 @@
 #include "server/store_op.h"
 #include "server/stream_record.h"
 
+#include "codec/frame_ext.h"
+
 #include <string.h>
 
 bool rift_srv_backend_serves(const rift_server *srv, const char *name,
@@ -97,6 +99,44 @@ void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
                     op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, sequence,
                     rift_srv_op_done_cb, op, &err);
     rift_srv_op_submitted(op, rc, false, &err);
+}
+
+bool rift_srv_backend_settle(srv_stream *ss, uint8_t opcode, const char *stream,
+                             size_t stream_len, const char *scoped,
+                             uint64_t sequence, uint64_t delay_ms) {
+    const rift_server_stream_backend *b = &ss->conn->srv->stream_backend;
+    if (b->settle == NULL) {
+        return false;
+    }
+    srv_store_op *op = backend_op(ss, opcode, stream, stream_len, scoped);
+    if (op == NULL) {
+        return true;
+    }
+    rift_error err = {0};
+    int rc = b->settle(b->ud, op->names->stream, op->names->stream_len,
+                       op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, opcode,
+                       sequence, delay_ms, rift_srv_op_done_cb, op, &err);
+    rift_srv_op_submitted(op, rc, false, &err);
+    return true;
+}
+
+bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
+                             size_t stream_len, const char *scoped) {
+    const rift_server_stream_backend *b = &ss->conn->srv->stream_backend;
+    if (b->consumer_delete == NULL) {
+        return false;
+    }
+    srv_store_op *op =
+        backend_op(ss, RIFT_OP_CONSUMER_DELETE, stream, stream_len, scoped);
+    if (op == NULL) {
+        return true;
+    }
+    rift_error err = {0};
+    int rc = b->consumer_delete(b->ud, op->names->stream, op->names->stream_len,
+                                op->names->scoped, RIFT_SCOPED_CONSUMER_LEN,
+                                rift_srv_op_done_cb, op, &err);
+    rift_srv_op_submitted(op, rc, false, &err);
+    return true;
 }
 
 srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,

@@ -46,12 +46,19 @@ static bool write_ns_config(cluster_fix *f, int i) {
     /* no_advertise: a node's riftd knows only its own nats-server, so
      * killing that server really leaves the node without a backbone
      * (nats.c would otherwise fail over to a discovered route peer). */
-    char cfg[1024];
+    char js[900] = "";
+    if (f->o.jetstream) {
+        snprintf(js, sizeof js,
+                 "jetstream {\n  store_dir: \"%s/js\"\n"
+                 "  max_memory_store: 64MB\n  max_file_store: 1GB\n}\n",
+                 n->ns_dir);
+    }
+    char cfg[2048];
     snprintf(cfg, sizeof cfg,
-             "server_name: n%d\nhost: 127.0.0.1\nport: %d\n"
+             "server_name: n%d\nhost: 127.0.0.1\nport: %d\n%s"
              "cluster {\n  name: rift\n  host: 127.0.0.1\n  port: %d\n"
              "  routes: [%s]\n  no_advertise: true\n}\n",
-             i + 1, n->client_port, n->route_port, routes);
+             i + 1, n->client_port, js, n->route_port, routes);
     return rift_proc_write_file(n->ns_dir, "nats.conf", cfg);
 }
 
@@ -89,21 +96,51 @@ void cluster_fix_ns_kill(cluster_fix *f, int i) {
 
 static bool start_riftd(cluster_fix *f, int i) {
     cluster_node *n = &f->n[i];
-    char cfg[2048];
+    char streams[4096] = "";
+    if (f->o.streams != NULL) {
+        snprintf(streams, sizeof streams, "    streams = %s,\n", f->o.streams);
+    }
+    char cfg[8192];
     snprintf(cfg, sizeof cfg,
              "return {\n  log = 'info',\n  messaging = {\n"
              "    listen = '127.0.0.1:0', certificate = 'tls/server.pem',\n"
              "    private_key = 'tls/server.key',\n"
-             "    subscription_capacity = 65536,\n"
+             "    subscription_capacity = 65536,\n%s"
              "    principals = { { name = 'app', token_env = "
              "'RIFT_TEST_TOKEN',\n"
-             "      publish = { '>' }, subscribe = { '>' }, control = true } "
+             "      publish = { '>' }, subscribe = { '>' }, control = true }%s "
              "} },\n"
              "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
              "  cluster = { node = 'r%d',\n"
              "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
+             streams,
+             f->o.second_principal
+                 ? ",\n      { name = 'worker', token_env = "
+                   "'RIFT_TEST_TOKEN2',\n"
+                   "        publish = { '>' }, subscribe = { '>' } }"
+                 : "",
              i + 1, n->client_port);
-    if (!riftd_fix_init(&n->r, cfg) || !riftd_fix_start(&n->r, NULL)) {
+    if (!riftd_fix_init(&n->r, cfg)) {
+        return false;
+    }
+    return cluster_fix_riftd_start(f, i);
+}
+
+void cluster_fix_riftd_kill(cluster_fix *f, int i) {
+    cluster_node *n = &f->n[i];
+    if (n->c != NULL) {
+        rift_client_del(n->c);
+        n->c = NULL;
+    }
+    if (n->r.running) {
+        rift_proc_kill(&n->r.p);
+        n->r.running = false;
+    }
+}
+
+bool cluster_fix_riftd_start(cluster_fix *f, int i) {
+    cluster_node *n = &f->n[i];
+    if (!riftd_fix_start(&n->r, NULL)) {
         return false;
     }
     /* The NATS listener's port from "rift: NATS on 127.0.0.1:<port>". */
@@ -120,7 +157,14 @@ static bool start_riftd(cluster_fix *f, int i) {
 }
 
 bool cluster_fix_start(cluster_fix *f) {
+    return cluster_fix_start_opts(f, NULL);
+}
+
+bool cluster_fix_start_opts(cluster_fix *f, const cluster_fix_opts *o) {
     memset(f, 0, sizeof *f);
+    if (o != NULL) {
+        f->o = *o;
+    }
     for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
         cluster_node *n = &f->n[i];
         n->client_port = cluster_fix_free_port();
@@ -151,6 +195,49 @@ json_t *cluster_fix_status(cluster_fix *f, int i) {
     }
     json_decref(v);
     return data;
+}
+
+/* True when every replicated[] entry of node |i|'s status is ready. */
+static bool replicated_ready(cluster_fix *f, int i, bool print) {
+    json_t *st = cluster_fix_status(f, i);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    bool ok = json_is_array(a) && json_array_size(a) > 0;
+    size_t k;
+    json_t *v;
+    json_array_foreach(a, k, v) {
+        ok = ok && json_is_true(json_object_get(v, "ready"));
+    }
+    if (!ok && print) {
+        char *text = st ? json_dumps(st, JSON_COMPACT) : NULL;
+        fprintf(stderr, "  r%d: replicated streams not ready: %s\n", i + 1,
+                text ? text : "(no status)");
+        free(text);
+    }
+    json_decref(st);
+    return ok;
+}
+
+static bool all_replicated_ready(void *arg) {
+    cluster_fix *f = arg;
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        if (f->n[i].c != NULL && !replicated_ready(f, i, false)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool cluster_fix_wait_replicated(cluster_fix *f, int ms) {
+    if (rift_test_wait_until(all_replicated_ready, f, ms)) {
+        return true;
+    }
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
+        if (f->n[i].c != NULL) {
+            (void)replicated_ready(f, i, true);
+        }
+    }
+    return false;
 }
 
 long cluster_fix_rss_kib(pid_t pid) {

@@ -24,8 +24,20 @@ typedef struct cluster_node {
     rift_client *c;
 } cluster_node;
 
+/* What cluster_fix_start_opts adds to the plain cluster (all optional). */
+typedef struct cluster_fix_opts {
+    /* JetStream on every nats-server (store_dir <ns_dir>/js). */
+    bool jetstream;
+    /* Lua text of messaging.streams, e.g. "{ orders = { replicas = 3 } }". */
+    const char *streams;
+    /* A second principal 'worker' (token RIFTD_FIX_TOKEN2, publish and
+     * subscribe '>'). */
+    bool second_principal;
+} cluster_fix_opts;
+
 typedef struct cluster_fix {
     cluster_node n[CLUSTER_FIX_NODES];
+    cluster_fix_opts o;
 } cluster_fix;
 
 /* A free TCP port on 127.0.0.1 (bound once and released), or 0. */
@@ -35,6 +47,20 @@ int cluster_fix_free_port(void);
  * and their clients (token RIFTD_FIX_TOKEN: publish and subscribe '>',
  * control). False, with the reason printed, when anything fails. */
 bool cluster_fix_start(cluster_fix *f);
+
+/* cluster_fix_start with |o| (NULL: none; its strings must outlive |f|). */
+bool cluster_fix_start_opts(cluster_fix *f, const cluster_fix_opts *o);
+
+/* SIGKILLs riftd |i| (its client is dropped first). */
+void cluster_fix_riftd_kill(cluster_fix *f, int i);
+
+/* (Re)starts riftd |i| in its directory and connects its client. */
+bool cluster_fix_riftd_start(cluster_fix *f, int i);
+
+/* Waits up to |ms| until every replicated stream of every running riftd
+ * reports ready in `rift status` (the JetStream stream exists, so a meta
+ * leader was elected); false, with the last status printed, if not. */
+bool cluster_fix_wait_replicated(cluster_fix *f, int ms);
 
 /* (Re)starts nats-server |i| on its ports and waits until it is ready. */
 bool cluster_fix_ns_start(cluster_fix *f, int i);
