@@ -350,7 +350,14 @@ static void backbone_down_body(cluster_fix *f) {
     }
     CHECK_MSG(seq == 3, "after the restart: sequence %llu (%s)",
               (unsigned long long)seq, err.text);
-    int k = fetch(c1, "r", 10, r);
+    /* The consumer's records come once its JetStream replica caught up
+     * (a fetch waits 100 ms): fetch until all three are there. */
+    int k = 0;
+    end = now_ms() + WAIT_MS;
+    while (k < 3 && now_ms() < end) {
+        int got = fetch(c1, "r", 10, r + k);
+        k += got > 0 ? got : 0;
+    }
     CHECK_EQ_INT(k, 3);
     CHECK_EQ_STR(r[0].payload, "before");
     CHECK_EQ_STR(r[1].payload, "during");
