@@ -124,6 +124,9 @@ ROWS=(
     # TCP column), node 1 -> node 3; run_cluster.
     "cluster-1to1|19|-|500000|pubsub --size 64 --subs 1|cross-node 1 pub (node 1) -> 1 sub (node 3), 64 B, 3-node cluster"
     "cluster-req|19|-|5000|req --size 64|cross-node request/reply, requester node 1, responder node 3, 64 B"
+    # rift: STREAM_PUBLISH to node 1's stream bench_r3 (replicas = 3,
+    # stored by JetStream); NATS: JetStream publish to an R3 stream there.
+    "cluster-stream|19|-|20000|stream --size 64 --pubs 1 --batch 256|replicated stream (3 replicas) publish on node 1, window of 256"
 )
 # stan-load's arguments for the stan-* rows (the JetStream peer takes the
 # row's own, which mean the same: --batch is the window or the bound).
@@ -514,8 +517,9 @@ run_rift() {
 # rows: riftd has no JetStream.
 declare -A rnats_url rnats_pid
 
-# riftd_nats_config PLAIN [LUA] — the riftd-nats configuration (plaintext
-# allowed or not), with LUA (more top-level keys) added: the cluster rows'.
+# riftd_nats_config PLAIN [LUA [MESSAGING]] — the riftd-nats configuration
+# (plaintext allowed or not), with LUA (more top-level keys) and MESSAGING
+# (more keys of the messaging table) added: the cluster rows'.
 riftd_nats_config() {
     cat <<EOF
 -- written by bench/compare.sh
@@ -529,6 +533,7 @@ return {
       { name = "bench", token_env = "RIFT_BENCH_TOKEN",
         publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
     },
+${3:-}
   },
   nats = { listen = "127.0.0.1:0", allow_plaintext = $1,
            anonymous = "bench", write_deadline = 10 },
@@ -641,6 +646,7 @@ run_riftd_stan() {
 # the side (three nats-servers, or those and the three riftd), so its ratio
 # is the cost of going through riftd. Started only for cluster-* rows.
 declare -a cl_port cl_route cl_nats_url cl_nats_pid cl_riftd_url cl_riftd_pid
+declare -a cl_riftd_quic
 cluster_status=""
 
 free_port() {
@@ -667,6 +673,7 @@ host: 127.0.0.1
 port: ${cl_port[i]}
 write_deadline: "10s"
 cluster { name: rift-bench, host: 127.0.0.1, port: ${cl_route[i]}, routes: [$routes] }
+jetstream { store_dir: "$d/js", max_memory_store: 256MB, max_file_store: 8GB }
 EOF
         "${server_pin[@]}" nats-server -c "$d/nats.conf" -l "$d/nats.log" &
         cl_nats_pid[i]=$!
@@ -684,7 +691,8 @@ EOF
         mkdir -p "$d"
         riftd_nats_config true "  cluster = { node = \"bench-r$i\",
               nats = { servers = { \"${cl_nats_url[i]}\" } } }," \
-            >"$d/rift.lua"
+            "    streams = { bench_r3 = { subjects = { \"bench.r3.>\" },
+                             replicas = 3 } }," >"$d/rift.lua"
         (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
             >"$d/riftd.log" 2>&1) &
         cl_riftd_pid[i]=$!
@@ -697,8 +705,39 @@ EOF
             return 1
         }
         cl_riftd_url[i]="nats://$addr"
+        cl_riftd_quic[i]=$(wait_log "$tmp/cluster-riftd-$i/riftd.log" \
+            'messaging QUIC on [0-9.]+:[0-9]+' | sed 's/.* on //')
     done
+    # The replicated stream exists once a node made (or found) it in
+    # JetStream: a JetStream meta leader must have been elected first.
+    wait_log_long "$tmp/cluster-riftd-0/riftd.log" \
+        'replicated stream bench_r3 is JetStream' >/dev/null ||
+        echo "compare.sh: bench_r3 not ready; the cluster-stream row will fail" >&2
     cluster_status=ok
+}
+
+# wait_log_long FILE REGEX — wait_log for up to 60 s (an election).
+wait_log_long() {
+    local i
+    for i in 1 2 3 4; do
+        wait_log "$1" "$2" && return 0
+    done
+    return 1
+}
+
+# run_cluster_rift ROWSPEC MSGS — `rift bench` on node 1's riftd over QUIC
+# (the cluster-stream row), server CPU of all six processes.
+run_cluster_rift() {
+    local spec="$1" msgs="$2" id args serverpids
+    id=$(row_field "$spec" 1)
+    args=$(row_field "$spec" 5)
+    serverpids="$(IFS=,; echo "${cl_nats_pid[*]},${cl_riftd_pid[*]}")"
+    # shellcheck disable=SC2086
+    timeout 600 "${client_pin[@]}" "$rift_bin" bench $args --msgs "$msgs" \
+        --server "${cl_riftd_quic[0]}" --server-name localhost \
+        --ca "$tmp/tls/ca.pem" --token-env RIFT_BENCH_TOKEN \
+        --server-pid "$serverpids" --csv "$results" --label "$id" \
+        --stream bench_r3 --subject bench.r3.x </dev/null
 }
 
 # run_cluster direct|riftd ROWSPEC MSGS — one cross-node measurement; the
@@ -717,6 +756,7 @@ run_cluster() {
     fi
     case "$args" in
     req*) extra=(--responder-url "$to") ;;
+    stream*) extra=(--stream bench_js_r3 --subject bench.js.x --replicas 3) ;;
     *) extra=(--sub-url "$to") ;;
     esac
     rm -f "$part"
@@ -841,10 +881,15 @@ measure() {
                     continue
                 fi
                 # cluster-* rows: the riftd-nats-tcp and nats-tcp columns,
-                # on the cluster (run_cluster).
+                # on the cluster (run_cluster); cluster-stream: rift (QUIC,
+                # the stream protocol) and nats-tcp (JetStream R3).
                 if [[ "$id" == cluster-* ]]; then
                     [ "$cluster_status" = ok ] || continue
-                    [ "$c" = riftd-nats-tcp ] || [ "$c" = nats-tcp ] || continue
+                    if [ "$id" = cluster-stream ]; then
+                        [ "$c" = rift ] || [ "$c" = nats-tcp ] || continue
+                    else
+                        [ "$c" = riftd-nats-tcp ] || [ "$c" = nats-tcp ] || continue
+                    fi
                 # stan-* rows: riftd-stan against JetStream over TCP only;
                 # riftd-stan runs nothing else.
                 elif [[ "$id" == stan-* ]]; then
@@ -864,6 +909,7 @@ measure() {
                 hog_start
                 case "$id:$c" in
                 cluster-*:riftd-nats-tcp) run_cluster riftd "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
+                cluster-*:rift) run_cluster_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 cluster-*:nats-tcp) run_cluster direct "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 *:rift) run_rift "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;
                 *:nats-tcp) run_nats tcp "$spec" "$msgs" >>"$runlog" 2>&1 || rc=$? ;;

@@ -34,7 +34,7 @@ func resetStream(c *config, js nats.JetStreamContext) error {
 		Retention: nats.LimitsPolicy,
 		MaxMsgs:   -1,
 		MaxBytes:  -1,
-		Replicas:  1,
+		Replicas:  c.replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("add stream %s: %w", c.stream, err)

@@ -38,6 +38,7 @@ type config struct {
 	subject       string
 	stream        string
 	storage       string
+	replicas      int
 	maxAckPending int
 	csv           string
 	label         string
@@ -81,6 +82,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&c.subject, "subject", "", "subject (default bench.SCENARIO)")
 	fs.StringVar(&c.stream, "stream", "bench", "JetStream stream name (stream, consume)")
 	fs.StringVar(&c.storage, "storage", "file", "JetStream storage: file or memory")
+	fs.IntVar(&c.replicas, "replicas", 1, "JetStream stream replicas (1..5; more than 1 needs a cluster)")
 	fs.IntVar(&c.maxAckPending, "max-ack-pending", 65536, "consume: consumer max_ack_pending")
 	fs.StringVar(&c.csv, "csv", "", "append one CSV row to FILE (header written when FILE is new)")
 	fs.StringVar(&c.label, "label", "", "free tag copied into the CSV label column")
@@ -127,6 +129,8 @@ func parseArgs(args []string) (*config, error) {
 		return nil, fmt.Errorf("--batch must not be negative")
 	case c.storage != "file" && c.storage != "memory":
 		return nil, fmt.Errorf("--storage must be file or memory")
+	case c.replicas < 1 || c.replicas > 5:
+		return nil, fmt.Errorf("--replicas must be 1..5")
 	case c.scenario == "consume" && c.batch > 256:
 		return nil, fmt.Errorf("--batch for consume is at most 256 (rift's MAX_FETCH)")
 	case c.scenario == "pubsub" && c.batch > 0 && c.pubs != 1:

@@ -41,7 +41,7 @@ typedef struct fix {
     char *tmp;
     char ca[4200], cert[4200], key[4200], csv[4200];
     char addr[64];
-    char pid[16];
+    char pid[32];
     const char *token;
     quinn_stub stub; /* when stub.pid > 0, the server is the Quinn stub */
     rift_broker *broker;
@@ -67,7 +67,9 @@ static bool fix_up(fix *f) {
     snprintf(f->cert, sizeof(f->cert), "%s/" RIFT_CERTGEN_SERVER_CERT, dir);
     snprintf(f->key, sizeof(f->key), "%s/" RIFT_CERTGEN_SERVER_KEY, dir);
     snprintf(f->csv, sizeof(f->csv), "%s/results.csv", f->tmp);
-    snprintf(f->pid, sizeof(f->pid), "%d", (int)getpid());
+    /* A list, as compare.sh's cluster rows pass it: this process (the
+     * server) and its parent, summed. */
+    snprintf(f->pid, sizeof(f->pid), "%d,%d", (int)getpid(), (int)getppid());
     f->token = TOKEN;
     rift_broker_settings bs;
     rift_broker_settings_default(&bs);

@@ -38,6 +38,8 @@
 #define BENCH_PROGRESS_STEP 256
 /* Most records one consumer fetch may ask for (the protocol's limit). */
 #define BENCH_FETCH_MAX 256
+/* --server-pid takes at most this many processes. */
+#define BENCH_MAX_SERVER_PIDS 8
 /* Most stream publishes in flight (threads) over all publishers. */
 #define BENCH_STREAM_WINDOW_MAX 4096
 
@@ -80,7 +82,10 @@ typedef struct bench_cfg {
     bool ack_blocking; /* stream --batch 1: --ack-wait blocking */
     const char *csv;
     const char *label;
-    int server_pid; /* 0: none */
+    /* --server-pid PID[,PID...]: their CPU is summed (a cluster's
+     * servers are several); none when n_server_pids is 0. */
+    int server_pids[BENCH_MAX_SERVER_PIDS];
+    size_t n_server_pids;
     uint64_t timeout_ns;
     bench_progress_mode progress;
     /* Connection flags, and the settings resolved from them that every
@@ -184,7 +189,7 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res);
 /* ---- cmd_bench_report.c ---- */
 
 /* Marks CPU use now (getrusage, and /proc/<pid>/stat when pid > 0). */
-bench_cpu bench_cpu_mark(int server_pid);
+bench_cpu bench_cpu_mark(const bench_cfg *cfg);
 /* Adds |n| latency samples to |res| (copied). Returns -1 on no memory. */
 int bench_result_add_lat(bench_result *res, const int64_t *lat, size_t n);
 /* Adds one per-client rate. Returns -1 on no memory. */

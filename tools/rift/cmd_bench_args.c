@@ -75,8 +75,8 @@ static void usage(FILE *out) {
         "  --csv FILE           append one CSV row (header when FILE is new "
         "or empty)\n"
         "  --label TEXT         copied into the CSV label column\n"
-        "  --server-pid PID     also measure this local server process's "
-        "CPU\n"
+        "  --server-pid PID[,PID...]  also measure these local server "
+        "processes' CPU (summed)\n"
         "  --timeout DURATION   give up when nothing progresses this long "
         "(30s)\n"
         "  --progress MODE      auto (bar on stderr when it is a terminal), "
@@ -230,12 +230,28 @@ static int check_numbers(bench_cfg *cfg, const char *const *v) {
         }
         cfg->max_ack_pending = (uint32_t)n;
     }
-    cfg->server_pid = 0;
-    if (v[OPT_SERVER_PID] != NULL) {
-        if (!parse_uint("--server-pid", v[OPT_SERVER_PID], 0x7fffffff, &n)) {
+    cfg->n_server_pids = 0;
+    for (const char *p = v[OPT_SERVER_PID]; p != NULL;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        char one[24];
+        if (len == 0 || len >= sizeof(one) ||
+            cfg->n_server_pids == BENCH_MAX_SERVER_PIDS) {
+            fprintf(stderr,
+                    "rift bench: --server-pid takes 1..%d process ids, "
+                    "comma-separated\n",
+                    BENCH_MAX_SERVER_PIDS);
             return 2;
         }
-        cfg->server_pid = (int)n;
+        memcpy(one, p, len);
+        one[len] = '\0';
+        if (!parse_uint("--server-pid", one, 0x7fffffff, &n)) {
+            return 2;
+        }
+        if (n > 0) { /* 0: not measured, as before lists */
+            cfg->server_pids[cfg->n_server_pids++] = (int)n;
+        }
+        p = comma != NULL ? comma + 1 : NULL;
     }
     return 0;
 }

@@ -400,7 +400,7 @@ static void run_free(run *r) {
 /* Opens the gate for the publishers and waits for them. Returns t0. */
 static int64_t pubs_go(run *r, bench_result *res) {
     bench_gate_wait_ready(&r->gate, r->npubs);
-    res->cpu0 = bench_cpu_mark(r->cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(r->cfg);
     bench_gate_open(&r->gate);
     for (unsigned i = 0; i < r->npubs; i++) {
         pthread_join(r->pubs[i].thread, NULL);
@@ -429,7 +429,7 @@ int bench_run_pub(const bench_cfg *cfg, bench_result *res) {
             goto done;
         }
     }
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     res->seconds = (double)(end - t0) / 1e9;
     res->errors = failed;
     res->msgs = cfg->msgs - failed;
@@ -458,7 +458,7 @@ int bench_run_pubsub(const bench_cfg *cfg, bench_result *res) {
         fprintf(stderr, "rift bench: subscribers stalled; counting what "
                         "arrived\n");
     }
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     if (subs_collect(&r, res, t0, false) != 0) {
         goto done;
     }
@@ -494,13 +494,13 @@ int bench_run_sub(const bench_cfg *cfg, bench_result *res) {
         fprintf(stderr, "rift bench: no message arrived\n");
         goto done;
     }
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     int64_t t0 = atomic_load(&first->first_ns);
     if (!subs_wait(&r)) {
         fprintf(stderr, "rift bench: publisher stopped early; counting what "
                         "arrived\n");
     }
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     if (subs_collect(&r, res, t0, true) != 0) {
         goto done;
     }

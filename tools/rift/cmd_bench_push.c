@@ -147,7 +147,7 @@ int bench_run_push(const bench_cfg *cfg, bench_result *res) {
     rift_client_push_config pc = {cfg->batch, 0};
     rift_error err;
     bench_progress_reset(cfg->msgs);
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     int64_t t0 = bench_now_ns();
     if (rift_client_push_open(c, cfg->stream, cfg->stream_len, name,
                               strlen(name), &pc, on_push, &r, &p, &err) != 0) {
@@ -155,7 +155,7 @@ int bench_run_push(const bench_cfg *cfg, bench_result *res) {
         goto done;
     }
     (void)prun_await(&r, cfg->msgs);
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     rift_client_push_close(p);
     pthread_mutex_lock(&r.mu);
     int64_t end = r.end_ns != 0 ? r.end_ns : bench_now_ns();
@@ -415,7 +415,7 @@ int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
     usleep(200000);
     bench_progress_reset(cfg->msgs);
     res->lat_what = "fetched";
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     int64_t t0 = bench_now_ns();
     uint64_t sent = 0;
     for (; sent < cfg->msgs && !bench_interrupted(); sent++) {
@@ -443,7 +443,7 @@ int bench_run_wait(const bench_cfg *cfg, bench_result *res) {
         bench_progress_add(1);
     }
     int64_t end = bench_now_ns();
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     pthread_mutex_lock(&w.mu);
     res->nlat = w.nlat;
     res->msgs = w.got;
@@ -480,13 +480,13 @@ int bench_run_idle(const bench_cfg *cfg, bench_result *res) {
     }
     /* Their first waits reach the server; then nothing happens. */
     usleep(500000);
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     int64_t t0 = bench_now_ns();
     for (int i = 0; i < IDLE_SECONDS * 10 && !bench_interrupted(); i++) {
         usleep(100000);
     }
     int64_t end = bench_now_ns();
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     res->seconds = (double)(end - t0) / 1e9;
     pthread_mutex_lock(&w.mu);
     res->msgs = w.got; /* nobody publishes: 0 */

@@ -41,15 +41,20 @@ static double proc_cpu(int pid) {
     return (double)(ut + st) / (double)(hz > 0 ? hz : 100);
 }
 
-bench_cpu bench_cpu_mark(int server_pid) {
+bench_cpu bench_cpu_mark(const bench_cfg *cfg) {
     bench_cpu m = {0, -1};
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         m.self = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     }
-    if (server_pid > 0) {
-        m.server = proc_cpu(server_pid);
+    for (size_t i = 0; i < cfg->n_server_pids; i++) {
+        double t = proc_cpu(cfg->server_pids[i]);
+        if (t < 0) {
+            m.server = -1; /* one unknown makes the sum unknown */
+            break;
+        }
+        m.server = (i == 0 ? 0 : m.server) + t;
     }
     return m;
 }

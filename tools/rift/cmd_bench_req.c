@@ -301,7 +301,7 @@ int bench_run_req(const bench_cfg *cfg, bench_result *res) {
     /* The gate opens once every requester has warmed up. */
     bench_gate_wait_ready(&r.gate, r.nreqs);
     bench_progress_reset(cfg->msgs);
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     bench_gate_open(&r.gate);
     int64_t t0 = r.gate.t0, end = t0;
     for (unsigned i = 0; i < r.nreqs; i++) {
@@ -310,7 +310,7 @@ int bench_run_req(const bench_cfg *cfg, bench_result *res) {
         w->started = false;
         end = w->end_ns > end ? w->end_ns : end;
     }
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     for (unsigned i = 0; i < r.nreqs; i++) {
         requester *w = &r.reqs[i];
         double secs = (double)(w->end_ns - t0) / 1e9;
@@ -430,9 +430,9 @@ int bench_run_reply(const bench_cfg *cfg, bench_result *res) {
         fprintf(stderr, "rift bench: no request arrived\n");
         goto done;
     }
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     wait_total(&r, cfg);
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     linger_and_stop(&r);
     if (sum_responders(&r, cfg, res) != 0) {
         goto done;

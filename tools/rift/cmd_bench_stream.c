@@ -294,9 +294,9 @@ int bench_run_stream(const bench_cfg *cfg, bench_result *res) {
     res->lat_what = sample ? "ack" : NULL;
     bench_progress_reset(cfg->msgs);
     bench_gate_wait_ready(&r.gate, r.npubs);
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     srun_go(&r);
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     int64_t t0 = r.gate.t0, end = t0;
     for (unsigned i = 0; i < r.npubs; i++) {
         spub *p = &r.pubs[i];
@@ -554,7 +554,7 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
     res->lat_what = "fetch";
     bench_progress_reset(cfg->msgs);
     uint64_t got = 0, bad = 0;
-    res->cpu0 = bench_cpu_mark(cfg->server_pid);
+    res->cpu0 = bench_cpu_mark(cfg);
     int64_t t0 = bench_now_ns();
     if (fetch_all(&q, out, res, lat_cap, &got, &bad) != 0) {
         goto done;
@@ -562,7 +562,7 @@ int bench_run_consume(const bench_cfg *cfg, bench_result *res) {
     /* The barrier: every ACK answered. */
     ack_drain(&q);
     int64_t end = bench_now_ns();
-    res->cpu1 = bench_cpu_mark(cfg->server_pid);
+    res->cpu1 = bench_cpu_mark(cfg);
     res->seconds = (double)(end - t0) / 1e9;
     res->msgs = got;
     res->errors =
