@@ -19,6 +19,7 @@
  *             hold is "not pending" (it is redelivered after ack_wait).
  */
 #include "cluster/replicated_internal.h"
+#include "codec/frame_ext.h" /* the opcodes settle gets */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -570,10 +571,6 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
 
 /* ---- Ack, NAK, TERM, PROGRESS ---- */
 
-/* The opcodes of docs/protocol-v1.md E.3 the server hands to settle. */
-#define OP_NAK  23
-#define OP_TERM 24
-
 /* The kept message of |j|'s sequence: removed from the consumer's map
  * (|take|), or left there (PROGRESS: the ack still comes) after +WPI was
  * sent on it under the consumer's lock, with *|progress| its status. NULL
@@ -639,7 +636,8 @@ static int ack(rift_repl *r, repl_job *j, rift_error *err) {
  * this node's map; PROGRESS (+WPI) keeps it for the ACK to come. */
 static int settle(rift_repl *r, repl_job *j, rift_error *err) {
     repl_stream *s = j->s;
-    bool keep_it = j->opcode != OP_NAK && j->opcode != OP_TERM;
+    bool keep_it =
+        j->opcode != RIFT_OP_CONSUMER_NAK && j->opcode != RIFT_OP_CONSUMER_TERM;
     natsStatus st = NATS_OK;
     repl_kept *k = kept_for(r, j, !keep_it, &st, err);
     if (k == NULL) {
@@ -649,8 +647,8 @@ static int settle(rift_repl *r, repl_job *j, rift_error *err) {
     if (keep_it) {
         what = "progress"; /* sent by kept_for; *k stays in the map */
     } else {
-        what = j->opcode == OP_NAK ? "nak" : "term";
-        st = j->opcode == OP_NAK
+        what = j->opcode == RIFT_OP_CONSUMER_NAK ? "nak" : "term";
+        st = j->opcode == RIFT_OP_CONSUMER_NAK
                  ? natsMsg_NakWithDelay(k->m, (int64_t)j->delay_ms, NULL)
                  : natsMsg_Term(k->m, NULL);
         natsMsg_Destroy(k->m);
