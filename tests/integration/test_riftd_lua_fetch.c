@@ -42,21 +42,6 @@ static const char waiter_src[] =
     "  rift.publish('plugin.out', r[1].payload)\n"
     "end)\n";
 
-static bool write_plugin(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/plugins", dir);
-    (void)mkdir(path, 0700);
-    snprintf(path, sizeof(path), "%s/plugins/waiter", dir);
-    (void)mkdir(path, 0700);
-    snprintf(path, sizeof(path), "%s/plugins/waiter/init.lua", dir);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        return false;
-    }
-    fputs(waiter_src, f);
-    return fclose(f) == 0;
-}
-
 typedef struct suspended {
     rift_client *c;
 } suspended;
@@ -105,7 +90,7 @@ static void *remote_fetch(void *arg) {
 RIFT_TEST(one_stream_publish_wakes_the_server_and_the_plugin) {
     riftd_fix f;
     CHECK(riftd_fix_init(&f, config));
-    CHECK(write_plugin(f.dir));
+    CHECK(riftd_fix_plugin(&f, "waiter", waiter_src));
     CHECK(riftd_fix_start(&f, NULL));
     rift_client *c, *c2;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));

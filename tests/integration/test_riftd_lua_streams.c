@@ -18,6 +18,7 @@
 
 #include "riftd_fix.h"
 #include "test.h"
+#include "stan/stan_connect.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -82,21 +83,6 @@ static const char plugin_src[] =
     "  local r = s:publish('orders.new', 'again')\n"
     "  out(r.sequence .. '|' .. try(c.fetch, c, 1))\n"
     "end)\n";
-
-static bool write_plugin(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/plugins", dir);
-    (void)mkdir(path, 0700);
-    snprintf(path, sizeof(path), "%s/plugins/lua", dir);
-    (void)mkdir(path, 0700);
-    snprintf(path, sizeof(path), "%s/plugins/lua/init.lua", dir);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        return false;
-    }
-    fputs(plugin_src, f);
-    return fclose(f) == 0;
-}
 
 /* The plugin's status counts a parked fetch as a request. */
 static bool plugin_waits(void *arg) {
@@ -175,7 +161,7 @@ static bool dir_exists(const char *path) {
 RIFT_TEST(run_time_stream_used_then_deleted_under_the_plugin) {
     riftd_fix f;
     CHECK(riftd_fix_init(&f, rt_config));
-    CHECK(write_plugin(f.dir));
+    CHECK(riftd_fix_plugin(&f, "lua", plugin_src));
     CHECK(riftd_fix_start(&f, NULL));
     rift_client *c;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
@@ -261,20 +247,6 @@ RIFT_TEST(run_time_stream_used_then_deleted_under_the_plugin) {
 
 /* ---- A NATS Streaming channel ---- */
 
-static stanConnection *stan_connect(int port, const char *id) {
-    char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
-    stanConnOptions *o = NULL;
-    stanConnection *sc = NULL;
-    if (stanConnOptions_Create(&o) != NATS_OK ||
-        stanConnOptions_SetURL(o, url) != NATS_OK ||
-        stanConnection_Connect(&sc, "test-cluster", id, o) != NATS_OK) {
-        sc = NULL;
-    }
-    stanConnOptions_Destroy(o);
-    return sc;
-}
-
 typedef struct got_msgs {
     pthread_mutex_t mu;
     char payloads[8][32];
@@ -337,7 +309,7 @@ RIFT_TEST(stan_channel_published_to_and_fetched_from) {
     stan_config(cfg, sizeof cfg, port, "");
     riftd_fix f;
     CHECK(riftd_fix_init(&f, cfg));
-    CHECK(write_plugin(f.dir));
+    CHECK(riftd_fix_plugin(&f, "lua", plugin_src));
     CHECK(riftd_fix_start(&f, NULL));
     rift_client *c;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
@@ -352,7 +324,7 @@ RIFT_TEST(stan_channel_published_to_and_fetched_from) {
               got ? got : "(none)");
     free(got);
 
-    stanConnection *sc = stan_connect(port, "lua-test");
+    stanConnection *sc = stan_fix_connect(port, "lua-test");
     CHECK(sc != NULL);
     CHECK(stanConnection_Publish(sc, "chan", "stan-1", 6) == NATS_OK);
     CHECK_OK(send_msg(c, "plugin.open", "chan"));
@@ -422,14 +394,14 @@ RIFT_TEST(stan_channel_removed_under_the_plugin) {
     stan_config(cfg, sizeof cfg, port, "max_inactivity_ms = 300");
     riftd_fix f;
     CHECK(riftd_fix_init(&f, cfg));
-    CHECK(write_plugin(f.dir));
+    CHECK(riftd_fix_plugin(&f, "lua", plugin_src));
     CHECK(riftd_fix_start(&f, NULL));
     rift_client *c;
     CHECK(riftd_fix_connect(&f, RIFTD_FIX_TOKEN, &c));
     rift_error err = {0};
     rift_client_sub *out;
     CHECK_OK(rift_client_subscribe(c, "plugin.out", 10, NULL, 0, &out, &err));
-    stanConnection *sc = stan_connect(port, "lua-gone");
+    stanConnection *sc = stan_fix_connect(port, "lua-gone");
     CHECK(sc != NULL);
     CHECK(stanConnection_Publish(sc, "brief", "x", 1) == NATS_OK);
     CHECK(stanConnection_Close(sc) == NATS_OK);

@@ -11,6 +11,7 @@
 
 #include "riftd_fix.h"
 #include "test.h"
+#include "stan/stan_connect.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,20 +20,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static stanConnection *stan_connect(int port, const char *id) {
-    char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
-    stanConnOptions *o = NULL;
-    stanConnection *sc = NULL;
-    if (stanConnOptions_Create(&o) != NATS_OK ||
-        stanConnOptions_SetURL(o, url) != NATS_OK ||
-        stanConnection_Connect(&sc, "test-cluster", id, o) != NATS_OK) {
-        sc = NULL;
-    }
-    stanConnOptions_Destroy(o);
-    return sc;
-}
 
 typedef struct got {
     pthread_mutex_t mu;
@@ -113,7 +100,7 @@ RIFT_TEST(migration_config_serves_and_persists) {
     CHECK(riftd_fix_init(&f, cfg));
     double t0 = now_s();
     CHECK(riftd_fix_start(&f, NULL));
-    stanConnection *sc = stan_connect(port, "migrated");
+    stanConnection *sc = stan_fix_connect(port, "migrated");
     double ready = now_s() - t0;
     CHECK(sc != NULL);
     printf("spawn to STAN connected: %.3f s\n", ready);
@@ -131,7 +118,7 @@ RIFT_TEST(migration_config_serves_and_persists) {
     CHECK_EQ_INT(riftd_fix_stop(&f), 0);
 
     CHECK(riftd_fix_start(&f, NULL));
-    sc = stan_connect(port, "migrated");
+    sc = stan_fix_connect(port, "migrated");
     CHECK(sc != NULL);
     CHECK(stanConnection_Publish(sc, "orders", "y", 1) == NATS_OK);
     got g2 = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};

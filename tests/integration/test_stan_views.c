@@ -17,6 +17,7 @@
 #include "test.h"
 
 #include "common/common.h"
+#include "stan/stan_connect.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -52,20 +53,6 @@ static bool start(riftd_fix *f, int nats_port) {
              "}\n",
              nats_port);
     return riftd_fix_init(f, cfg) && riftd_fix_start(f, NULL);
-}
-
-static stanConnection *stan_connect(int port, const char *id) {
-    char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
-    stanConnOptions *o = NULL;
-    stanConnection *sc = NULL;
-    if (stanConnOptions_Create(&o) != NATS_OK ||
-        stanConnOptions_SetURL(o, url) != NATS_OK ||
-        stanConnection_Connect(&sc, "test-cluster", id, o) != NATS_OK) {
-        sc = NULL;
-    }
-    stanConnOptions_Destroy(o);
-    return sc;
 }
 
 /* ---- What a STAN subscriber got ---- */
@@ -249,7 +236,7 @@ RIFT_TEST(channel_is_a_stream_both_ways) {
     CHECK(nport > 0);
     riftd_fix f;
     CHECK(start(&f, nport));
-    stanConnection *sc = stan_connect(nport, "bridge");
+    stanConnection *sc = stan_fix_connect(nport, "bridge");
     CHECK(sc != NULL);
     CHECK(stanConnection_Publish(sc, "orders", "one", 3) == NATS_OK);
     CHECK(stanConnection_Publish(sc, "orders", "two", 3) == NATS_OK);
@@ -359,7 +346,7 @@ RIFT_TEST(views_show_clients_channels_and_pending) {
     CHECK(start(&f, nport));
     int mport = monitor_port(&f);
     CHECK(mport > 0);
-    stanConnection *sc = stan_connect(nport, "viewer");
+    stanConnection *sc = stan_fix_connect(nport, "viewer");
     CHECK(sc != NULL);
     for (int i = 0; i < 3; i++) {
         CHECK(stanConnection_Publish(sc, "a", "abcd", 4) == NATS_OK);

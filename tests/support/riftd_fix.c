@@ -8,8 +8,10 @@
 #include "test.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SECOND 1000000000ll
 
@@ -121,4 +123,20 @@ char *riftd_fix_next(rift_client_sub *sub) {
     char *s = strndup((const char *)p, len);
     rift_msg_unref(m);
     return s;
+}
+
+bool riftd_fix_plugin(const riftd_fix *f, const char *name,
+                      const char *init_lua) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/plugins", f->dir);
+    (void)mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/plugins/%s", f->dir, name);
+    (void)mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/plugins/%s/init.lua", f->dir, name);
+    FILE *out = fopen(path, "w");
+    if (out == NULL) {
+        return false;
+    }
+    fputs(init_lua, out);
+    return fclose(out) == 0;
 }

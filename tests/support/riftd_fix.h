@@ -37,6 +37,11 @@ int riftd_fix_stop(riftd_fix *f);
 /* Kills riftd if it still runs and removes the directory. */
 void riftd_fix_free(riftd_fix *f);
 
+/* Writes |init_lua| as plugins/|name|/init.lua under f->dir (the folder a
+ * configuration's plugins = { { name = ..., path = "plugins/..." } } names). */
+bool riftd_fix_plugin(const riftd_fix *f, const char *name,
+                      const char *init_lua);
+
 /* Connects a client with |token| to the running riftd. */
 bool riftd_fix_connect(riftd_fix *f, const char *token, rift_client **pc);
 
