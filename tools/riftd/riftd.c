@@ -11,9 +11,11 @@
 #include "daemon/dev.h"
 #include "daemon/credentials.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -99,7 +101,32 @@ static int check(const char *path, const rift_daemon_options *opts) {
     return 0;
 }
 
+/*
+ * glibc's defaults return the free top of a thread's arena to the kernel
+ * once it passes 128 KiB (MADV_DONTNEED) and grow it again page by page.
+ * A queue that fills and drains a few hundred KiB many times a second —
+ * libnats's message list on a cluster node, a burst through the NATS
+ * face — then pays a page fault per 4 KiB each time: profiled on the
+ * cluster-1to1 row, sysmalloc, its page faults and madvise were 40% of
+ * the receiving node's CPU (docs/performance.md, "Memory allocator").
+ * Keeping up to 16 MiB of free top per arena, growing 1 MiB at a time, and
+ * serving blocks up to 4 MiB from the arenas (a fixed threshold: setting
+ * the trim threshold stops glibc's own adjustment of it) ends that. The
+ * cost is bounded: at most 16 MiB more resident per arena, and glibc keeps
+ * at most 8 arenas per CPU. Settings given in GLIBC_TUNABLES win.
+ */
+static void tune_malloc(void) {
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (t != NULL && strstr(t, "glibc.malloc.") != NULL) {
+        return;
+    }
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
+    mallopt(M_TOP_PAD, 1 << 20);
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+}
+
 int main(int argc, char **argv) {
+    tune_malloc();
     /* Block the signals riftd waits for before any thread exists, so only
      * the signal loop ever receives them. */
     sigset_t set;
