@@ -5,11 +5,11 @@
 # nats-server, same workloads, one run on one machine, alternating the
 # contenders round after round; prints median / min / max per row, the
 # ratio rift/NATS and CPU seconds per million messages, plus the loopback
-# UDP and fdatasync ceilings. The stan-* rows put riftd's NATS Streaming
-# service (bench/stan-load, nats.c's STAN API; file store, sync_on_write)
-# beside JetStream (nats-load, file storage) in the same run. The cluster-*
-# rows cross a three-node nats-server cluster, directly and through three
-# riftd bridged to it (run_cluster).
+# UDP, fdatasync and thread wake-up ceilings. The stan-* rows put riftd's
+# NATS Streaming service (bench/stan-load, nats.c's STAN API; file store,
+# sync_on_write) beside JetStream (nats-load, file storage) in the same
+# run. The cluster-* rows cross a three-node nats-server cluster, directly
+# and through three riftd bridged to it (run_cluster).
 # docs/performance.md explains every row.
 #
 #   bench/compare.sh [--rounds N] [--scale F] [--rows a,b,..] [--report]
@@ -207,7 +207,8 @@ build_all() {
     if [ ! -f "$b/CMakeCache.txt" ]; then
         (cd "$root" && cmake --preset release >/dev/null)
     fi
-    cmake --build "$b" --target bench_udp_ceiling bench_fsync_ceiling >/dev/null
+    cmake --build "$b" --target bench_udp_ceiling bench_fsync_ceiling \
+        bench_wake_ceiling >/dev/null
     # Only when CMake found libnats (it builds stan-load then).
     cmake --build "$b" --target bench_stan_load >/dev/null 2>&1 || true
     if [ "$want_rift" = 1 ]; then
@@ -783,6 +784,10 @@ run_ceilings() {
     done
     "$root/build/release/bench/fsync_ceiling" --dir "$tmp" --seconds 1 \
         --csv "$results" --label fsync-4k || true
+    for m in eventfd udp; do
+        "$root/build/release/bench/wake_ceiling" --mode "$m" --seconds 1 \
+            --csv "$results" --label "wake-$m" || true
+    done
 }
 
 # ---- Environment record ---------------------------------------------------------
@@ -930,7 +935,7 @@ measure() {
         done
     done < <(selected_rows)
     echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/env.txt"
-    echo "compare.sh: ceilings (loopback UDP, fdatasync; never under --contention)"
+    echo "compare.sh: ceilings (loopback UDP, fdatasync, thread wake-ups; never under --contention)"
     run_ceilings
     [ "$failures" = 0 ] || echo "compare.sh: $failures run(s) failed or lost messages; see $runlog" >&2
 }

@@ -418,6 +418,14 @@ func (rp *report) markdown(env []string) string {
 			v, _ := r.num("msgs_per_s")
 			w("| %s B append + fdatasync, one thread, data directory's filesystem | **%.0f ops/s**, p50 %s µs, p99 %s µs |\n",
 				r["size"], v, r["p50_us"], r["p99_us"])
+		case "wake":
+			how := "eventfd in epoll (a post to a loop thread)"
+			if r["transport"] == "udp" {
+				how = "64 B UDP datagram on loopback, receiver in epoll (one process's loop to another's)"
+			}
+			p50, _ := r.num("p50_us")
+			w("| thread wake-up, %s: ping-pong between two threads | round trip p50 **%s µs** (one hand-off %.1f µs), p99 %s µs |\n",
+				how, r["p50_us"], p50/2, r["p99_us"])
 		}
 	}
 	b.WriteString(rp.stanMarkdown())
