@@ -16,37 +16,130 @@
  */
 #include "cluster/replicated_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 /* ---- The consumer's description ---- */
 
 void rift_repl_describe(char *out, size_t size, rift_consumer_start start,
+                        uint64_t start_sequence, uint64_t start_time_ms,
                         const char *label) {
-    snprintf(out, size, "%d %s", (int)start, label);
+    snprintf(out, size, "%d %" PRIu64 " %" PRIu64 " %s", (int)start,
+             start_sequence, start_time_ms, label);
+}
+
+/* A decimal number of at most 19 digits ending in a space; the text
+ * after the space, or NULL. */
+static const char *number(const char *p, uint64_t *v) {
+    *v = 0;
+    size_t digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (digits == 19) {
+            return NULL;
+        }
+        *v = *v * 10 + (uint64_t)(*p - '0');
+    }
+    return digits > 0 && *p == ' ' ? p + 1 : NULL;
 }
 
 bool rift_repl_description(const char *d, rift_consumer_start *start,
+                           uint64_t *start_sequence, uint64_t *start_time_ms,
                            char label[REPL_NAME_MAX + 1], size_t *label_len) {
     if (d == NULL || d[0] < '0' || d[0] > '0' + RIFT_START_TIME_DELTA ||
         d[1] != ' ') {
         return false;
     }
-    size_t n = strlen(d + 2);
+    const char *p = number(d + 2, start_sequence);
+    p = p != NULL ? number(p, start_time_ms) : NULL;
+    if (p == NULL) {
+        return false;
+    }
+    size_t n = strlen(p);
     if (n == 0 || n > REPL_NAME_MAX) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)d[2 + i];
+        unsigned char ch = (unsigned char)p[i];
         if (ch <= ' ' || ch == 0x7f) {
             return false; /* no name rift scopes has these */
         }
     }
     *start = (rift_consumer_start)(d[0] - '0');
-    memcpy(label, d + 2, n);
+    memcpy(label, p, n);
     label[n] = '\0';
     *label_len = n;
     return true;
+}
+
+/* The time of stored record |seq| in ms: 0 when it is gone (older than
+ * any time asked), -1 on another error. */
+static int64_t record_ms(rift_repl *r, repl_stream *s, uint64_t seq,
+                         natsStatus *st, jsErrCode *jerr) {
+    natsMsg *m = NULL;
+    *st = js_GetMsg(&m, r->js, s->js_name, seq, NULL, jerr);
+    if (*st == NATS_NOT_FOUND || *jerr == JSNoMessageFoundErr) {
+        natsMsg_Destroy(m);
+        *st = NATS_OK;
+        return 0;
+    }
+    if (*st != NATS_OK || m == NULL) {
+        natsMsg_Destroy(m);
+        return -1;
+    }
+    const char *ts = NULL;
+    int64_t ms = -1;
+    if (natsMsgHeader_Get(m, "Rift-Ts", &ts) == NATS_OK && ts != NULL) {
+        uint64_t v = 0;
+        size_t i = 0;
+        for (; ts[i] >= '0' && ts[i] <= '9' && i < 19; i++) {
+            v = v * 10 + (uint64_t)(ts[i] - '0');
+        }
+        if (i > 0 && ts[i] == '\0') {
+            ms = (int64_t)v;
+        }
+    }
+    if (ms < 0) {
+        int64_t ns = natsMsg_GetTime(m);
+        ms = ns > 0 ? ns / 1000000 : 0;
+    }
+    natsMsg_Destroy(m);
+    return ms;
+}
+
+int rift_repl_seq_at_time(rift_repl *r, repl_stream *s, uint64_t at_ms,
+                          uint64_t *seq, rift_error *err) {
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st = js_GetStreamInfo(&si, r->js, s->js_name, NULL, &jerr);
+    if (st != NATS_OK || si == NULL) {
+        jsStreamInfo_Destroy(si);
+        return rift_repl_js_fail(s, "stream info",
+                                 st != NATS_OK ? st : NATS_ERR, jerr, err);
+    }
+    uint64_t lo =
+        si->State.Msgs > 0 ? si->State.FirstSeq : si->State.LastSeq + 1;
+    uint64_t hi = si->State.LastSeq + 1;
+    jsStreamInfo_Destroy(si);
+    if (lo == 0 || lo > hi) {
+        return rift_repl_js_fail(s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
+    }
+    /* At most 64 steps: the records' times grow with their sequences. */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        jerr = 0;
+        int64_t ms = record_ms(r, s, mid, &st, &jerr);
+        if (ms < 0) {
+            return rift_repl_js_fail(s, "get message", st, jerr, err);
+        }
+        if ((uint64_t)ms >= at_ms) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    *seq = lo;
+    return 0;
 }
 
 /* ---- JetStream's consumer info as rift's ---- */
@@ -84,27 +177,38 @@ bool rift_repl_consumer_out(const repl_stream *s, const jsConsumerInfo *ci,
         cc->MaxDeliver > 0
             ? (uint32_t)RIFT_MIN((uint64_t)cc->MaxDeliver, UINT32_MAX)
             : 0;
-    rift_consumer_start start;
-    bool described = rift_repl_description(cc->Description, &start, out->label,
-                                           &out->label_len);
+    rift_consumer_start start = RIFT_START_SEQUENCE;
+    uint64_t resolved = 0, time_ms = 0;
+    bool described =
+        rift_repl_description(cc->Description, &start, &resolved, &time_ms,
+                              out->label, &out->label_len);
+    /* The described start must be one the deliver policy can carry. */
     switch (cc->DeliverPolicy) {
     case js_DeliverAll:
-        if (!described || (start != RIFT_START_FIRST)) {
+        if (!described || start != RIFT_START_FIRST) {
             start = RIFT_START_SEQUENCE;
+            in->config.start_sequence = 1;
         }
-        in->config.start_sequence = 1;
-        in->start_sequence = 1;
+        resolved = 1;
         break;
     case js_DeliverByStartSequence:
-        start = RIFT_START_SEQUENCE;
-        in->config.start_sequence = cc->OptStartSeq > 0 ? cc->OptStartSeq : 1;
-        in->start_sequence = in->config.start_sequence;
+        if (start == RIFT_START_TIME || start == RIFT_START_TIME_DELTA) {
+            in->config.start_time_ms = time_ms; /* resolved at the open */
+        } else if (!described || (start != RIFT_START_LAST_RECEIVED &&
+                                  start != RIFT_START_NEW_ONLY)) {
+            start = RIFT_START_SEQUENCE;
+            in->config.start_sequence =
+                cc->OptStartSeq > 0 ? cc->OptStartSeq : 1;
+        }
+        resolved = cc->OptStartSeq > 0 ? cc->OptStartSeq : 1;
         break;
     case js_DeliverLast:
-        start = RIFT_START_LAST_RECEIVED;
+        start = RIFT_START_LAST_RECEIVED; /* not made by rift: no start */
+        resolved = 0;
         break;
     case js_DeliverNew:
         start = RIFT_START_NEW_ONLY;
+        resolved = 0;
         break;
     case js_DeliverByStartTime:
         if (!described || start != RIFT_START_TIME_DELTA) {
@@ -117,18 +221,16 @@ bool rift_repl_consumer_out(const repl_stream *s, const jsConsumerInfo *ci,
                     ? ns_to_ms(ci->Created - cc->OptStartTime)
                     : 0;
         }
+        if (!described) {
+            resolved = 0;
+        }
         break;
     default:
         return false; /* last per subject: not a start rift has */
     }
-    if (start != RIFT_START_SEQUENCE && start != RIFT_START_FIRST) {
-        /* JetStream keeps no resolved start; its ack floor is start - 1
-         * until the first acknowledgement. */
-        in->start_sequence = ci->AckFloor.Stream + 1;
-    }
-    if (start != RIFT_START_SEQUENCE) {
-        in->config.start_sequence = 0;
-    }
+    /* 0: JetStream keeps no resolved start (a consumer rift did not
+     * describe); its ack floor + 1 is one until the first ack. */
+    in->start_sequence = resolved > 0 ? resolved : ci->AckFloor.Stream + 1;
     in->config.start = start;
     in->next_sequence = ci->Delivered.Stream + 1;
     in->pending = ci->NumAckPending > 0 ? (size_t)ci->NumAckPending : 0;

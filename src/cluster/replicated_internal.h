@@ -164,12 +164,21 @@ void rift_repl_batch_free(void *ud, void *priv);
 int rift_repl_js_fail(repl_stream *s, const char *what, natsStatus st,
                       jsErrCode jerr, rift_error *err);
 
-/* The JetStream consumer's description for rift: "<start kind> <label>"
- * into |out|; and read back (false when it is not one). */
+/* The JetStream consumer's description for rift: "<start kind>
+ * <resolved start sequence> <start_time_ms as given> <label>" into
+ * |out|; and read back (false when it is not one). */
 void rift_repl_describe(char *out, size_t size, rift_consumer_start start,
+                        uint64_t start_sequence, uint64_t start_time_ms,
                         const char *label);
 bool rift_repl_description(const char *d, rift_consumer_start *start,
+                           uint64_t *start_sequence, uint64_t *start_time_ms,
                            char label[REPL_NAME_MAX + 1], size_t *label_len);
+
+/* The first sequence of |s| whose record's time (rift's Rift-Ts, else
+ * JetStream's) is >= |at_ms|, by bisection with js_GetMsg; the last
+ * sequence + 1 when there is none. */
+int rift_repl_seq_at_time(rift_repl *r, repl_stream *s, uint64_t at_ms,
+                          uint64_t *seq, rift_error *err);
 
 /* |ci| (JetStream's answer: validated) as rift's consumer info in |out|;
  * false when it is not a consumer of |s| as rift makes them. */

@@ -358,8 +358,15 @@ static const char *config_diff(const jsConsumerConfig *have, const char *filter,
     return start != j->start_sequence ? "start_sequence" : NULL;
 }
 
-/* rift's start position as JetStream's deliver policy. */
-static void start_policy(const repl_job *j, jsConsumerConfig *cc) {
+/* rift's start position as JetStream's deliver policy, and the sequence
+ * it resolves to. last, new and the times are resolved here, as the
+ * store does at creation (last and new from the stream's last sequence,
+ * a time by bisection), and made a start sequence: so the consumer's
+ * start is known later (JetStream keeps none for DeliverLast, New and
+ * ByStartTime). */
+static int start_policy(rift_repl *r, const repl_job *j, jsConsumerConfig *cc,
+                        uint64_t *resolved, rift_error *err) {
+    *resolved = 0;
     switch (j->start) {
     case RIFT_START_SEQUENCE:
         if (j->start_sequence <= 1) {
@@ -368,28 +375,52 @@ static void start_policy(const repl_job *j, jsConsumerConfig *cc) {
             cc->DeliverPolicy = js_DeliverByStartSequence;
             cc->OptStartSeq = j->start_sequence;
         }
-        break;
+        *resolved = j->start_sequence;
+        return 0;
     case RIFT_START_LAST_RECEIVED:
-        cc->DeliverPolicy = js_DeliverLast;
-        break;
-    case RIFT_START_NEW_ONLY:
-        cc->DeliverPolicy = js_DeliverNew;
-        break;
+    case RIFT_START_NEW_ONLY: {
+        jsStreamInfo *si = NULL;
+        jsErrCode jerr = 0;
+        natsStatus st =
+            js_GetStreamInfo(&si, r->js, j->s->js_name, NULL, &jerr);
+        if (st != NATS_OK || si == NULL) {
+            jsStreamInfo_Destroy(si);
+            return js_fail(j->s, "stream info", st != NATS_OK ? st : NATS_ERR,
+                           jerr, err);
+        }
+        uint64_t last = si->State.LastSeq;
+        bool empty = si->State.Msgs == 0;
+        jsStreamInfo_Destroy(si);
+        if (last == UINT64_MAX) {
+            return js_fail(j->s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
+        }
+        /* last: the newest record, or the next one when there is none. */
+        *resolved = j->start == RIFT_START_NEW_ONLY || empty ? last + 1 : last;
+        cc->DeliverPolicy = js_DeliverByStartSequence;
+        cc->OptStartSeq = *resolved;
+        return 0;
+    }
     case RIFT_START_TIME:
     case RIFT_START_TIME_DELTA: {
-        /* A delta is resolved now, as the store does at creation. */
-        int64_t ms = j->start == RIFT_START_TIME
-                         ? (int64_t)RIFT_MIN(j->start_time_ms,
-                                             (uint64_t)INT64_MAX / 1000000)
-                         : now_ms() - (int64_t)RIFT_MIN(j->start_time_ms,
-                                                        (uint64_t)now_ms());
-        cc->DeliverPolicy = js_DeliverByStartTime;
-        cc->OptStartTime = ms * 1000000;
-        break;
+        /* A delta is resolved now, as the store does at creation; the
+         * time to a sequence here too (libnats 3.x sends OptStartTime's
+         * fraction without its leading zeros: .049 s became .49 s). */
+        uint64_t now = (uint64_t)now_ms();
+        uint64_t at = j->start == RIFT_START_TIME
+                          ? j->start_time_ms
+                          : now - RIFT_MIN(j->start_time_ms, now);
+        int rc = rift_repl_seq_at_time(r, j->s, at, resolved, err);
+        if (rc != 0) {
+            return rc;
+        }
+        cc->DeliverPolicy = js_DeliverByStartSequence;
+        cc->OptStartSeq = *resolved;
+        return 0;
     }
     default: /* RIFT_START_FIRST */
         cc->DeliverPolicy = js_DeliverAll;
-        break;
+        *resolved = 1;
+        return 0;
     }
 }
 
@@ -423,10 +454,20 @@ static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
         }
     } else if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
         jsConsumerInfo_Destroy(ci);
-        char desc[REPL_NAME_MAX + 8];
-        rift_repl_describe(desc, sizeof desc, j->start, j->label);
         jsConsumerConfig cc;
         jsConsumerConfig_Init(&cc);
+        uint64_t resolved = 0;
+        int rc = start_policy(r, j, &cc, &resolved, err);
+        if (rc != 0) {
+            return rc;
+        }
+        char desc[REPL_NAME_MAX + 32];
+        rift_repl_describe(desc, sizeof desc, j->start, resolved,
+                           j->start == RIFT_START_TIME ||
+                                   j->start == RIFT_START_TIME_DELTA
+                               ? j->start_time_ms
+                               : 0,
+                           j->label);
         cc.Durable = j->consumer;
         cc.Description = desc;
         cc.AckPolicy = js_AckExplicit;
@@ -436,7 +477,6 @@ static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
         if (j->max_deliver > 0) {
             cc.MaxDeliver = j->max_deliver;
         }
-        start_policy(j, &cc);
         ci = NULL;
         st = js_AddConsumer(&ci, r->js, s->js_name, &cc, NULL, &jerr);
         if (st != NATS_OK) {

@@ -195,11 +195,13 @@ static void starts_body(cluster_fix *f) {
     CHECK(open1(c2, "time", RIFT_START_TIME, t, &in));
     CHECK_EQ_INT(in.config.start, RIFT_START_TIME);
     CHECK_EQ_U64(in.config.start_time_ms, t);
+    CHECK_EQ_U64(in.start_sequence, 3);
     /* since: an hour back reaches everything. */
     CHECK(open1(c2, "since", RIFT_START_TIME_DELTA, 3600000, &in));
     CHECK_EQ_INT(in.config.start, RIFT_START_TIME_DELTA);
     CHECK(in.config.start_time_ms >= 3599000 &&
           in.config.start_time_ms <= 3601000);
+    CHECK_EQ_U64(in.start_sequence, 1);
     CHECK_EQ_U64(spub1(c1, "m4"), 4);
     CHECK_EQ_INT(fetch(c3, "new", 0, seq, NULL), 1);
     CHECK_EQ_U64(seq[0], 4);
@@ -223,6 +225,16 @@ static void starts_body(cluster_fix *f) {
     CHECK_EQ_STR(err.text, "invalid messaging configuration: consumer "
                            "already exists with different ack_wait_ms");
 
+    /* The resolved starts stay known after deliveries, on any node. */
+    CHECK(info1(c1, "last", &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_LAST_RECEIVED);
+    CHECK_EQ_U64(in.start_sequence, 3);
+    CHECK(info1(c1, "new", &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_NEW_ONLY);
+    CHECK_EQ_U64(in.start_sequence, 4);
+    CHECK_EQ_U64(in.next_sequence, 5);
+    CHECK(info1(c1, "time", &in));
+    CHECK_EQ_U64(in.start_sequence, 3);
     /* CONSUMER_INFO from node 1: seq2 fetched 2, 3, 4 on node 3. */
     CHECK(info1(c1, "seq2", &in));
     CHECK_EQ_U64(in.next_sequence, 5);
