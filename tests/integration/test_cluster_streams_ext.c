@@ -392,3 +392,88 @@ RIFT_TEST(stream_info_purge_and_fetch_wait) {
     CHECK(up);
     CHECK(down);
 }
+
+/* ---- riftd started while its backbone is down ---- */
+
+static const char two_streams_lua[] =
+    "{ orders = { subjects = { 'orders.>' }, replicas = 3 },\n"
+    "      notes = { subjects = { 'notes.>' } } }";
+
+/* Whether node 1's replicated stream reports |ready| in `rift status`. */
+static bool r1_ready_is(cluster_fix *f, bool ready) {
+    json_t *st = cluster_fix_status(f, 0);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    json_t *r = a ? json_array_get(a, 0) : NULL;
+    bool is = r != NULL && json_is_true(json_object_get(r, "ready")) == ready;
+    json_decref(st);
+    return is;
+}
+
+static bool r1_ready(void *arg) {
+    return r1_ready_is(arg, true);
+}
+
+static void down_start_body(cluster_fix *f) {
+    cluster_fix_riftd_kill(f, 0);
+    cluster_fix_ns_kill(f, 0);
+    CHECK(cluster_fix_riftd_start(f, 0));
+    rift_client *c1 = f->n[0].c, *c2 = f->n[1].c;
+    if (c1 == NULL) {
+        return;
+    }
+    /* It started: its local stream works. */
+    rift_stored st = {0};
+    rift_error err = {0};
+    CHECK(rift_client_stream_publish(c1, "notes", 5, "notes.a", 7, NULL, 0,
+                                     (const uint8_t *)"n", 1, &st, &err) == 0);
+    CHECK_EQ_U64(st.sequence, 1);
+    /* The replicated one answers at once, and says why. */
+    int64_t t0 = now_ms();
+    CHECK(rift_client_stream_publish(c1, STREAM, strlen(STREAM),
+                                     "orders.created", 14, NULL, 0,
+                                     (const uint8_t *)"x", 1, &st, &err) != 0);
+    CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "publish: %s",
+              err.text);
+    rift_client_consumer_info in;
+    CHECK(rift_client_consumer_get_info(c1, STREAM, strlen(STREAM), "r", 1, &in,
+                                        &err) != 0);
+    CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
+              err.text);
+    CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms", (long long)(now_ms() - t0));
+    CHECK(r1_ready_is(f, false));
+    /* Its nats-server back: the stream becomes ready and works. */
+    CHECK(cluster_fix_ns_start(f, 0));
+    CHECK(rift_test_wait_until(r1_ready, f, READY_MS));
+    CHECK(open1(c2, "r", RIFT_START_FIRST, 0, &in));
+    uint64_t seq = 0;
+    int64_t end = now_ms() + WAIT_MS;
+    while (seq == 0 && now_ms() < end) {
+        /* The restarted server may still be catching up: retry. */
+        if (rift_client_stream_publish(
+                c1, STREAM, strlen(STREAM), "orders.created", 14, NULL, 0,
+                (const uint8_t *)"up", 2, &st, &err) == 0) {
+            seq = st.sequence;
+        }
+    }
+    CHECK_MSG(seq == 1, "sequence %llu (%s)", (unsigned long long)seq,
+              err.text);
+    uint64_t got[32];
+    CHECK_EQ_INT(fetch(c2, "r", 5000, got, NULL), 1);
+    CHECK_EQ_U64(got[0], 1);
+    CHECK(info1(c1, "r", &in));
+    CHECK_EQ_U64(in.next_sequence, 2);
+}
+
+RIFT_TEST(riftd_started_with_backbone_down_then_ready) {
+    cluster_fix f;
+    cluster_fix_opts o = {.jetstream = true, .streams = two_streams_lua};
+    bool up = cluster_fix_start_opts(&f, &o) &&
+              cluster_fix_wait_replicated(&f, READY_MS);
+    if (up) {
+        down_start_body(&f);
+    }
+    bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
