@@ -238,7 +238,10 @@ typedef struct rift_server_stream_backend {
                          rift_server_backend_consumer **out, size_t *count,
                          rift_server_backend_done done, void *arg,
                          rift_error *err);
-    /* STREAM_INFO_GET; NULL: it answers "unknown stream". */
+    /* STREAM_INFO_GET; NULL: it answers "unknown stream". The spec
+     * (subjects, limits) of |out| is filled before it returns (so the
+     * server can hide a failure from an identity that may not read the
+     * stream), the state by the time |done| runs. */
     int (*stream_info)(void *ud, const char *stream, size_t stream_len,
                        rift_server_backend_stream_info *out,
                        rift_server_backend_done done, void *arg,

@@ -379,6 +379,28 @@ static int b_stream_info(void *ud, const char *stream, size_t stream_len,
     }
     if (j != NULL) {
         j->sinfo = out;
+        /* The spec now, from rift's configuration (JetStream's subjects
+         * are rift's prefixed): the server checks the reader with it. */
+        const repl_stream *s = j->s;
+        memset(out, 0, sizeof *out);
+        size_t at = 0;
+        for (size_t i = 0; i < s->n_subjects; i++) {
+            size_t l = strlen(s->subjects[i]);
+            if (at + l + 1 >= sizeof out->subjects) {
+                break;
+            }
+            if (i > 0) {
+                out->subjects[at++] = ' ';
+            }
+            memcpy(out->subjects + at, s->subjects[i], l);
+            at += l;
+        }
+        out->subjects_len = at;
+        out->max_messages = s->max_messages;
+        out->max_bytes = s->max_bytes;
+        out->max_age_ms = s->max_age_ms;
+        out->max_payload_bytes = s->max_payload;
+        out->max_consumers = (uint32_t)RIFT_MIN(s->max_consumers, UINT32_MAX);
     }
     return submit(r, j, err);
 }

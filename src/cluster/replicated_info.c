@@ -324,8 +324,7 @@ int rift_repl_stream_info(rift_repl *r, repl_job *j, rift_error *err) {
         jsStreamInfo_Destroy(si);
         return rift_repl_js_fail(s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
     }
-    rift_server_backend_stream_info *o = j->sinfo;
-    memset(o, 0, sizeof *o);
+    rift_server_backend_stream_info *o = j->sinfo; /* spec: b_stream_info */
     o->messages = ss->Msgs;
     o->bytes = ss->Bytes;
     o->last_sequence = ss->LastSeq;
@@ -335,25 +334,6 @@ int rift_repl_stream_info(rift_repl *r, repl_job *j, rift_error *err) {
                        ? (uint32_t)RIFT_MIN((uint64_t)ss->Consumers, UINT32_MAX)
                        : 0;
     jsStreamInfo_Destroy(si);
-    /* The spec is rift's configuration (JetStream's is rift's prefixed). */
-    size_t at = 0;
-    for (size_t i = 0; i < s->n_subjects; i++) {
-        size_t l = strlen(s->subjects[i]);
-        if (at + l + 1 >= sizeof o->subjects) {
-            break;
-        }
-        if (i > 0) {
-            o->subjects[at++] = ' ';
-        }
-        memcpy(o->subjects + at, s->subjects[i], l);
-        at += l;
-    }
-    o->subjects_len = at;
-    o->max_messages = s->max_messages;
-    o->max_bytes = s->max_bytes;
-    o->max_age_ms = s->max_age_ms;
-    o->max_payload_bytes = s->max_payload;
-    o->max_consumers = (uint32_t)RIFT_MIN(s->max_consumers, UINT32_MAX);
     return 0;
 }
 
@@ -372,5 +352,8 @@ int rift_repl_purge(rift_repl *r, repl_job *j, rift_error *err) {
     if (st != NATS_OK) {
         return rift_repl_js_fail(s, "purge", st, jerr, err);
     }
+    rift_log(RIFT_LOG_INFO,
+             "cluster: replicated stream %s purged (%" PRIu64 " records)",
+             s->name, *j->purged);
     return 0;
 }

@@ -72,6 +72,10 @@ struct srv_store_op {
     /* Set by an extension opcode: writes its answer once the store is
      * done (instead of OK), before the stream finishes. */
     void (*answer)(srv_stream *ss, srv_store_op *op);
+    /* Set by an op that words its own failure (it fails |ss|): a backend
+     * stream's info hides its errors from an identity that may not read
+     * the stream. */
+    void (*fail_answer)(srv_stream *ss, srv_store_op *op);
     /* CONSUMER_OPEN_EXT: the client's consumer name (in |names|) and
      * whether this open created the consumer. */
     bool created;

@@ -10,7 +10,8 @@
  * the same identity rules: CONSUMER_LIST keeps the consumers whose label
  * scopes (§3.5) back to their stored name under the caller's identity,
  * STREAM_INFO_GET answers "unknown stream" to an identity that may not
- * subscribe to every subject of the stream.
+ * subscribe to every subject of the stream (also when the backend
+ * failed: its spec is filled before the call returns).
  */
 #include "server/handlers.h"
 #include "server/store_op.h"
@@ -210,10 +211,32 @@ static bool may_read(const rift_identity *id, const char *subjects,
     return len > 0;
 }
 
+static bool info_readable(srv_stream *ss, srv_store_op *op) {
+    const rift_server_backend_stream_info *in = op->backend_out;
+    size_t sn = RIFT_MIN(in->subjects_len, sizeof(in->subjects) - 1);
+    return may_read(ss->conn->id, in->subjects, sn);
+}
+
+/* A failure (the backbone down) tells only an identity that may read the
+ * stream: to the others the stream is unknown, as when it is there. */
+static void stream_info_fail(srv_stream *ss, srv_store_op *op) {
+    if (!info_readable(ss, op)) {
+        rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, "unknown stream");
+        return;
+    }
+    rift_error err;
+    if (op->err != NULL) {
+        rift_error_copy(&err, op->err);
+    } else {
+        rift_error_set(&err, op->status, "%s", rift_strerror(op->status));
+    }
+    rift_srv_fail(ss, err.code ? err.code : op->status, err.text);
+}
+
 static void stream_info_answer(srv_stream *ss, srv_store_op *op) {
     const rift_server_backend_stream_info *in = op->backend_out;
     size_t sn = RIFT_MIN(in->subjects_len, sizeof(in->subjects) - 1);
-    if (!may_read(ss->conn->id, in->subjects, sn)) {
+    if (!info_readable(ss, op)) {
         rift_srv_fail(ss, RIFT_ERR_UNKNOWN_STREAM, "unknown stream");
         return;
     }
@@ -262,6 +285,7 @@ bool rift_srv_backend_stream_info(srv_stream *ss, const char *stream,
         return true;
     }
     op->answer = stream_info_answer;
+    op->fail_answer = stream_info_fail;
     rift_error err = {0};
     int rc = b->stream_info(b->ud, op->names->stream, op->names->stream_len,
                             op->backend_out, rift_srv_op_done_cb, op, &err);
@@ -272,11 +296,7 @@ bool rift_srv_backend_stream_info(srv_stream *ss, const char *stream,
 /* ---- STREAM_PURGE ---- */
 
 static void purge_answer(srv_stream *ss, srv_store_op *op) {
-    rift_log(RIFT_LOG_INFO,
-             "rift: %s: replicated stream %.*s purged (%llu "
-             "records)",
-             ss->conn->id->name, (int)op->names->stream_len, op->names->stream,
-             (unsigned long long)op->purged);
+    (void)op; /* the backend logs what it purged */
     (void)rift_srv_write_ok(ss, false);
 }
 

@@ -647,6 +647,10 @@ static void complete(srv_store_op *op) {
         }
         return;
     }
+    if (op->status != 0 && op->fail_answer != NULL) {
+        op->fail_answer(ss, op); /* fails the stream, which frees the op */
+        return;
+    }
     if (op->status != 0) {
         /* The error path frees the op: keep its text. */
         rift_error err;
