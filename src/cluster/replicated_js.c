@@ -9,8 +9,9 @@
  *             Rift-Ts header (2.9's PubAck has no time).
  *   open      js_GetConsumerInfo, then js_AddConsumer (durable, explicit
  *             ack, AckWait, MaxAckPending, MaxDeliver, FilterSubject, the
- *             start as a DeliverPolicy, "<start> <client name>" as its
- *             Description) or the store's "different ..." error.
+ *             start resolved to a start sequence unless it is the first
+ *             record, "<start kind> <sequence> <time> <client name>" as
+ *             its Description) or the store's "different ..." error.
  *   fetch     a pull subscription bound to the durable, FetchRequest with
  *             NoWait (repeated until the wait ends for FETCH_WAIT);
  *             delivery counts from the JetStream metadata. The messages
