@@ -348,12 +348,16 @@ static void stream_body(cluster_fix *f) {
     CHECK_EQ_INT(fetch(c3, "r", 0, seq, NULL), 1);
     CHECK_EQ_U64(seq[0], 4);
     CHECK(ack1(c3, "r", 4));
-    /* Without the grant: refused as for any stream. */
+    /* Without the grant: refused as for any stream; an identity that may
+     * not read the stream does not learn it is there. */
     rift_client *w = NULL;
     CHECK(riftd_fix_connect(&f->n[2].r, RIFTD_FIX_TOKEN2, &w));
     if (w != NULL) {
         CHECK(rift_client_stream_purge(w, STREAM, strlen(STREAM), &err) != 0);
         CHECK_EQ_STR(err.text, "stream administration not permitted");
+        CHECK(rift_client_stream_get_info(w, STREAM, strlen(STREAM), &si,
+                                          &err) != 0);
+        CHECK_EQ_STR(err.text, "unknown stream");
         rift_client_del(w);
     }
 
@@ -382,6 +386,7 @@ RIFT_TEST(stream_info_purge_and_fetch_wait) {
     cluster_fix_opts o = {.jetstream = true,
                           .streams = streams_lua,
                           .second_principal = true,
+                          .worker_subscribe = "{ 'notes.>' }",
                           .app_streams = "{ 'orders' }"};
     bool up = cluster_fix_start_opts(&f, &o) &&
               cluster_fix_wait_replicated(&f, READY_MS);
@@ -440,7 +445,21 @@ static void down_start_body(cluster_fix *f) {
                                         &err) != 0);
     CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
               err.text);
+    rift_client_stream_info si;
+    CHECK(rift_client_stream_get_info(c1, STREAM, strlen(STREAM), &si, &err) !=
+          0);
+    CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
+              err.text);
     CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms", (long long)(now_ms() - t0));
+    /* Also then, an identity that may not read it hears "unknown". */
+    rift_client *w = NULL;
+    CHECK(riftd_fix_connect(&f->n[0].r, RIFTD_FIX_TOKEN2, &w));
+    if (w != NULL) {
+        CHECK(rift_client_stream_get_info(w, STREAM, strlen(STREAM), &si,
+                                          &err) != 0);
+        CHECK_EQ_STR(err.text, "unknown stream");
+        rift_client_del(w);
+    }
     CHECK(r1_ready_is(f, false));
     /* Its nats-server back: the stream becomes ready and works. */
     CHECK(cluster_fix_ns_start(f, 0));
@@ -467,7 +486,10 @@ static void down_start_body(cluster_fix *f) {
 
 RIFT_TEST(riftd_started_with_backbone_down_then_ready) {
     cluster_fix f;
-    cluster_fix_opts o = {.jetstream = true, .streams = two_streams_lua};
+    cluster_fix_opts o = {.jetstream = true,
+                          .streams = two_streams_lua,
+                          .second_principal = true,
+                          .worker_subscribe = "{ 'notes.>' }"};
     bool up = cluster_fix_start_opts(&f, &o) &&
               cluster_fix_wait_replicated(&f, READY_MS);
     if (up) {

@@ -105,6 +105,15 @@ static bool start_riftd(cluster_fix *f, int i) {
         snprintf(grant, sizeof grant, ",\n      streams = %s",
                  f->o.app_streams);
     }
+    char worker[512] = "";
+    if (f->o.second_principal) {
+        snprintf(worker, sizeof worker,
+                 ",\n      { name = 'worker', token_env = "
+                 "'RIFT_TEST_TOKEN2',\n"
+                 "        publish = { '>' }, subscribe = %s }",
+                 f->o.worker_subscribe != NULL ? f->o.worker_subscribe
+                                               : "{ '>' }");
+    }
     char cfg[8192];
     snprintf(
         cfg, sizeof cfg,
@@ -119,13 +128,7 @@ static bool start_riftd(cluster_fix *f, int i) {
         "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
         "  cluster = { node = 'r%d',\n"
         "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
-        streams, grant,
-        f->o.second_principal
-            ? ",\n      { name = 'worker', token_env = "
-              "'RIFT_TEST_TOKEN2',\n"
-              "        publish = { '>' }, subscribe = { '>' } }"
-            : "",
-        i + 1, n->client_port);
+        streams, grant, worker, i + 1, n->client_port);
     if (!riftd_fix_init(&n->r, cfg)) {
         return false;
     }
