@@ -557,6 +557,12 @@ void rift_repl_stop(rift_repl *r) {
     rift_free(NULL, r);
 }
 
+void rift_repl_end_waits(rift_repl *r) {
+    if (r != NULL) {
+        atomic_store(&r->no_waits, true);
+    }
+}
+
 size_t rift_repl_stream_count(const rift_repl *r) {
     return r != NULL ? r->n : 0;
 }
@@ -578,4 +584,5 @@ void rift_repl_get_status(rift_repl *r, size_t i, rift_repl_stream_status *st) {
     st->acked = atomic_load(&s->acked);
     st->errors = atomic_load(&s->errors);
     st->last_sequence = atomic_load(&s->last_seq);
+    st->fetch_waits = atomic_load(&r->waits);
 }

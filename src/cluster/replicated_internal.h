@@ -143,6 +143,7 @@ struct rift_repl {
      * a worker for up to its wait: at most REPL_MAX_WAITS, so publishes
      * keep workers; a wait beyond that answers at once. */
     atomic_uint_fast32_t waits;
+    atomic_bool no_waits; /* rift_repl_end_waits: stop waiting */
 };
 
 #define REPL_MAX_WAITS 16

@@ -621,8 +621,8 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
     /* CONSUMER_FETCH_WAIT: pull again until a record comes or the wait
      * ends, each pull answering within FETCH_EXPIRES_MS, the consumer's
      * lock let go between pulls so its acks are not held up. */
-    while (rc == 0 && list.Count == 0 && now_ms() < deadline && !stopping(r) &&
-           backbone_up(r)) {
+    while (rc == 0 && list.Count == 0 && now_ms() < deadline &&
+           !atomic_load(&r->no_waits) && !stopping(r) && backbone_up(r)) {
         if (!waiting) {
             if (atomic_fetch_add(&r->waits, 1) >= REPL_MAX_WAITS) {
                 atomic_fetch_sub(&r->waits, 1);

@@ -316,6 +316,30 @@ static void *late_thread(void *arg) {
     return NULL;
 }
 
+typedef struct wait_job {
+    rift_client *c;
+    int n;
+} wait_job;
+
+static void *wait_thread(void *arg) {
+    wait_job *j = arg;
+    uint64_t seq[32];
+    j->n = fetch(j->c, "r", 60000, seq, NULL);
+    return NULL;
+}
+
+/* Whether node 2 reports one waiting fetch. */
+static bool node2_waiting(void *arg) {
+    json_t *st = cluster_fix_status(arg, 1);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    json_t *r = a ? json_array_get(a, 0) : NULL;
+    bool is =
+        r != NULL && json_integer_value(json_object_get(r, "fetch_waits")) == 1;
+    json_decref(st);
+    return is;
+}
+
 static void stream_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
     for (int i = 0; i < 3; i++) {
@@ -379,6 +403,23 @@ static void stream_body(cluster_fix *f) {
     CHECK_EQ_U64(seq[0], 5);
     CHECK_MSG(took >= 400 && took < 5000, "wait took %lld ms", (long long)took);
     CHECK(fetch(c2, "nobody", 1000, seq, NULL) < 0);
+
+    /* riftd's stop ends a waiting fetch at once (its server waits for
+     * the backend's operations). */
+    wait_job wj = {0};
+    CHECK(riftd_fix_connect(&f->n[1].r, RIFTD_FIX_TOKEN, &wj.c));
+    if (wj.c == NULL) {
+        return;
+    }
+    CHECK(pthread_create(&th, NULL, wait_thread, &wj) == 0);
+    CHECK(rift_test_wait_until(node2_waiting, f, WAIT_MS));
+    t0 = now_ms();
+    CHECK_EQ_INT(riftd_fix_stop(&f->n[1].r), 0);
+    took = now_ms() - t0;
+    pthread_join(th, NULL);
+    rift_client_del(wj.c);
+    CHECK_MSG(took < 10000, "stop took %lld ms", (long long)took);
+    CHECK(wj.n <= 0);
 }
 
 RIFT_TEST(stream_info_purge_and_fetch_wait) {
