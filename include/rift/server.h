@@ -112,6 +112,9 @@ typedef struct rift_server_stream_request {
     uint64_t max_age_ms;
     uint64_t max_payload_bytes;
     uint32_t max_consumers;
+    /** PURGE of a stream of the stream backend: the host only grants or
+     * refuses it (0 or the error), the backend purges. */
+    bool backend;
 } rift_server_stream_request;
 
 /**
@@ -137,13 +140,14 @@ typedef void (*rift_server_backend_done)(void *arg, int status,
 /**
  * A stream backend: streams the server holds no rift_stream for (riftd's
  * replicated streams on a NATS JetStream backbone, docs/cluster.md).
- * STREAM_PUBLISH, CONSUMER_OPEN, CONSUMER_FETCH (and CONSUMER_FETCH_WAIT,
- * answered without waiting), ACK and, when |settle| is set, CONSUMER_NAK,
- * CONSUMER_TERM and CONSUMER_PROGRESS (CONSUMER_DELETE when
- * |consumer_delete| is) on a name |serves| claims go to it
- * after the same validation and permission checks as a store stream; the
- * other stream opcodes answer "unknown stream" for it. Consumer names come
- * scoped (§3.5).
+ * STREAM_PUBLISH, CONSUMER_OPEN (and CONSUMER_OPEN_EXT), CONSUMER_FETCH
+ * (and CONSUMER_FETCH_WAIT, |wait_ms| > 0), ACK and, when |settle| is set,
+ * CONSUMER_NAK, CONSUMER_TERM and CONSUMER_PROGRESS (CONSUMER_DELETE,
+ * CONSUMER_INFO_GET, CONSUMER_LIST, STREAM_INFO_GET and STREAM_PURGE when
+ * their function is set) on a name |serves| claims go to it after the
+ * same validation and permission checks as a store stream; the other
+ * stream opcodes answer "unknown stream" for it. Consumer names come
+ * scoped (§3.5), with the client's own name as |label|.
  *
  * Threading: every function runs on the server thread and must return at
  * once. An operation returns 0 when submitted: |done| then runs exactly
@@ -159,6 +163,28 @@ typedef void (*rift_server_backend_done)(void *arg, int status,
  * for a reopen with other settings), else RIFT_ERR_STORAGE with the
  * backend's reason.
  */
+/** One consumer of a backend stream: CONSUMER_OPEN_EXT's and
+ * CONSUMER_INFO_GET's answer, one CONSUMER_LIST entry. |info|'s name and
+ * config.filter point into the fields below. */
+typedef struct rift_server_backend_consumer {
+    rift_consumer_info info;
+    char name[128]; /* the stored (scoped) name */
+    char label[97]; /* the client's own name; "" when not recorded */
+    size_t label_len;
+    char filter[1025];
+    bool created; /* CONSUMER_OPEN_EXT: this open made the consumer */
+} rift_server_backend_consumer;
+
+/** A backend stream's STREAM_INFO_EXT: its spec and its state. */
+typedef struct rift_server_backend_stream_info {
+    char subjects[4097]; /* space-separated patterns */
+    size_t subjects_len;
+    uint64_t max_messages, max_bytes, max_age_ms, max_payload_bytes;
+    uint32_t max_consumers;
+    uint64_t messages, bytes, first_sequence, last_sequence;
+    uint32_t consumers;
+} rift_server_backend_stream_info;
+
 typedef struct rift_server_stream_backend {
     bool (*serves)(void *ud, const char *stream, size_t len);
     int (*publish)(void *ud, const char *stream, size_t stream_len,
@@ -166,15 +192,23 @@ typedef struct rift_server_stream_backend {
                    size_t reply_len, const uint8_t *payload, size_t payload_len,
                    rift_stored *out, rift_server_backend_done done, void *arg,
                    rift_error *err);
+    /* |ext|: CONSUMER_OPEN_EXT (a reopen ignores the start and
+     * names the differing setting; |out| is filled), else CONSUMER_OPEN
+     * (|out| NULL). */
     int (*consumer_open)(void *ud, const char *stream, size_t stream_len,
                          const char *consumer, size_t consumer_len,
-                         const rift_consumer_config *config,
+                         const char *label, size_t label_len,
+                         const rift_consumer_config *config, bool ext,
+                         rift_server_backend_consumer *out,
                          rift_server_backend_done done, void *arg,
                          rift_error *err);
+    /* |wait_ms| > 0 (CONSUMER_FETCH_WAIT): may wait that long for a first
+     * record. */
     int (*fetch)(void *ud, const char *stream, size_t stream_len,
                  const char *consumer, size_t consumer_len, size_t limit,
-                 uint64_t max_bytes, rift_batch *out, void **priv,
-                 rift_server_backend_done done, void *arg, rift_error *err);
+                 uint64_t max_bytes, uint32_t wait_ms, rift_batch *out,
+                 void **priv, rift_server_backend_done done, void *arg,
+                 rift_error *err);
     void (*batch_free)(void *ud, void *priv);
     int (*ack)(void *ud, const char *stream, size_t stream_len,
                const char *consumer, size_t consumer_len, uint64_t sequence,
@@ -191,6 +225,32 @@ typedef struct rift_server_stream_backend {
                            const char *consumer, size_t consumer_len,
                            rift_server_backend_done done, void *arg,
                            rift_error *err);
+    /* CONSUMER_INFO_GET; NULL: it answers "unknown stream". */
+    int (*consumer_info)(void *ud, const char *stream, size_t stream_len,
+                         const char *consumer, size_t consumer_len,
+                         rift_server_backend_consumer *out,
+                         rift_server_backend_done done, void *arg,
+                         rift_error *err);
+    /* CONSUMER_LIST: every consumer of the stream in *|out| (*|count|
+     * of them, freed by |batch_free|); the server keeps the identity's
+     * own and pages them. NULL: it answers "unknown stream". */
+    int (*consumer_list)(void *ud, const char *stream, size_t stream_len,
+                         rift_server_backend_consumer **out, size_t *count,
+                         rift_server_backend_done done, void *arg,
+                         rift_error *err);
+    /* STREAM_INFO_GET; NULL: it answers "unknown stream". The spec
+     * (subjects, limits) of |out| is filled before it returns (so the
+     * server can hide a failure from an identity that may not read the
+     * stream), the state by the time |done| runs. */
+    int (*stream_info)(void *ud, const char *stream, size_t stream_len,
+                       rift_server_backend_stream_info *out,
+                       rift_server_backend_done done, void *arg,
+                       rift_error *err);
+    /* STREAM_PURGE, once the stream administration granted it; the
+     * sequences carry on. NULL: as for any configured stream. */
+    int (*purge)(void *ud, const char *stream, size_t stream_len,
+                 uint64_t *purged, rift_server_backend_done done, void *arg,
+                 rift_error *err);
     void *ud;
 } rift_server_stream_backend;
 

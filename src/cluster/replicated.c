@@ -196,8 +196,9 @@ static int b_publish(void *ud, const char *stream, size_t stream_len,
 }
 
 static int b_open(void *ud, const char *stream, size_t stream_len,
-                  const char *consumer, size_t consumer_len,
-                  const rift_consumer_config *cfg,
+                  const char *consumer, size_t consumer_len, const char *label,
+                  size_t label_len, const rift_consumer_config *cfg, bool ext,
+                  rift_server_backend_consumer *out,
                   rift_server_backend_done done, void *arg, rift_error *err) {
     rift_repl *r = ud;
     repl_stream *s = find(r, stream, stream_len);
@@ -206,6 +207,7 @@ static int b_open(void *ud, const char *stream, size_t stream_len,
     }
     size_t flen = cfg->filter_len > 0 ? cfg->filter_len : 1;
     if (consumer_len >= sizeof(((repl_job *)0)->consumer) ||
+        label_len > REPL_NAME_MAX ||
         s->subj_len + flen + 1 > REPL_SUBJECT_MAX) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "invalid consumer name or filter");
@@ -216,9 +218,15 @@ static int b_open(void *ud, const char *stream, size_t stream_len,
         j->filter = j->data;
         memcpy(j->filter, cfg->filter_len > 0 ? cfg->filter : ">", flen);
         j->filter_len = flen;
+        memcpy(j->label, label, label_len);
+        j->ext = ext;
+        j->out = out;
+        j->start = cfg->start;
         j->start_sequence = cfg->start_sequence ? cfg->start_sequence : 1;
+        j->start_time_ms = cfg->start_time_ms;
         j->ack_wait_ms = cfg->ack_wait_ms;
         j->max_ack_pending = cfg->max_ack_pending;
+        j->max_deliver = cfg->max_deliver;
     }
     return submit(r, j, err);
 }
@@ -246,8 +254,9 @@ static int consumer_job(rift_repl *r, const char *stream, size_t stream_len,
 
 static int b_fetch(void *ud, const char *stream, size_t stream_len,
                    const char *consumer, size_t consumer_len, size_t limit,
-                   uint64_t max_bytes, rift_batch *out, void **priv,
-                   rift_server_backend_done done, void *arg, rift_error *err) {
+                   uint64_t max_bytes, uint32_t wait_ms, rift_batch *out,
+                   void **priv, rift_server_backend_done done, void *arg,
+                   rift_error *err) {
     rift_repl *r = ud;
     repl_job *j = NULL;
     int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
@@ -258,6 +267,7 @@ static int b_fetch(void *ud, const char *stream, size_t stream_len,
     if (j != NULL) {
         j->limit = limit;
         j->max_bytes = max_bytes;
+        j->wait_ms = wait_ms;
         j->batch = out;
         j->priv = priv;
     }
@@ -309,6 +319,107 @@ static int b_delete(void *ud, const char *stream, size_t stream_len,
     return rc != 0 ? rc : submit(r, j, err);
 }
 
+static int b_info(void *ud, const char *stream, size_t stream_len,
+                  const char *consumer, size_t consumer_len,
+                  rift_server_backend_consumer *out,
+                  rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = consumer_job(r, stream, stream_len, consumer, consumer_len,
+                          REPL_INFO, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (j != NULL) {
+        j->out = out;
+    }
+    return submit(r, j, err);
+}
+
+/* A job on stream |stream| itself (LIST, STREAM_INFO, PURGE). */
+static int stream_job(rift_repl *r, const char *stream, size_t stream_len,
+                      repl_kind kind, rift_server_backend_done done, void *arg,
+                      repl_job **pj, rift_error *err) {
+    repl_stream *s = find(r, stream, stream_len);
+    if (s == NULL) {
+        return rift_error_set(err, RIFT_ERR_UNKNOWN_STREAM, "unknown stream");
+    }
+    *pj = job_new(s, kind, 0, done, arg);
+    return 0;
+}
+
+static int b_list(void *ud, const char *stream, size_t stream_len,
+                  rift_server_backend_consumer **out, size_t *count,
+                  rift_server_backend_done done, void *arg, rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = stream_job(r, stream, stream_len, REPL_LIST, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (j != NULL) {
+        *out = NULL;
+        *count = 0;
+        j->list = out;
+        j->count = count;
+    }
+    return submit(r, j, err);
+}
+
+static int b_stream_info(void *ud, const char *stream, size_t stream_len,
+                         rift_server_backend_stream_info *out,
+                         rift_server_backend_done done, void *arg,
+                         rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc =
+        stream_job(r, stream, stream_len, REPL_STREAM_INFO, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (j != NULL) {
+        j->sinfo = out;
+        /* The spec now, from rift's configuration (JetStream's subjects
+         * are rift's prefixed): the server checks the reader with it. */
+        const repl_stream *s = j->s;
+        memset(out, 0, sizeof *out);
+        size_t at = 0;
+        for (size_t i = 0; i < s->n_subjects; i++) {
+            size_t l = strlen(s->subjects[i]);
+            if (at + l + 1 >= sizeof out->subjects) {
+                break;
+            }
+            if (i > 0) {
+                out->subjects[at++] = ' ';
+            }
+            memcpy(out->subjects + at, s->subjects[i], l);
+            at += l;
+        }
+        out->subjects_len = at;
+        out->max_messages = s->max_messages;
+        out->max_bytes = s->max_bytes;
+        out->max_age_ms = s->max_age_ms;
+        out->max_payload_bytes = s->max_payload;
+        out->max_consumers = (uint32_t)RIFT_MIN(s->max_consumers, UINT32_MAX);
+    }
+    return submit(r, j, err);
+}
+
+static int b_purge(void *ud, const char *stream, size_t stream_len,
+                   uint64_t *purged, rift_server_backend_done done, void *arg,
+                   rift_error *err) {
+    rift_repl *r = ud;
+    repl_job *j = NULL;
+    int rc = stream_job(r, stream, stream_len, REPL_PURGE, done, arg, &j, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (j != NULL) {
+        j->purged = purged;
+    }
+    return submit(r, j, err);
+}
+
 rift_server_stream_backend rift_repl_backend(rift_repl *r) {
     return (rift_server_stream_backend){
         .serves = b_serves,
@@ -319,6 +430,10 @@ rift_server_stream_backend rift_repl_backend(rift_repl *r) {
         .ack = b_ack,
         .settle = b_settle,
         .consumer_delete = b_delete,
+        .consumer_info = b_info,
+        .consumer_list = b_list,
+        .stream_info = b_stream_info,
+        .purge = b_purge,
         .ud = r,
     };
 }
@@ -442,6 +557,12 @@ void rift_repl_stop(rift_repl *r) {
     rift_free(NULL, r);
 }
 
+void rift_repl_end_waits(rift_repl *r) {
+    if (r != NULL) {
+        atomic_store(&r->no_waits, true);
+    }
+}
+
 size_t rift_repl_stream_count(const rift_repl *r) {
     return r != NULL ? r->n : 0;
 }
@@ -463,4 +584,5 @@ void rift_repl_get_status(rift_repl *r, size_t i, rift_repl_stream_status *st) {
     st->acked = atomic_load(&s->acked);
     st->errors = atomic_load(&s->errors);
     st->last_sequence = atomic_load(&s->last_seq);
+    st->fetch_waits = atomic_load(&r->waits);
 }

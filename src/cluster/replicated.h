@@ -37,6 +37,7 @@ typedef struct rift_repl_stream_status {
     uint64_t retries;       /* publish tries repeated (same message id) */
     uint64_t last_sequence; /* the newest STORED sequence from this node */
     size_t consumers;       /* consumers bound on this node */
+    size_t fetch_waits;     /* CONSUMER_FETCH_WAITs waiting, node-wide */
     char last_error[160];   /* "" when none */
 } rift_repl_stream_status;
 
@@ -54,6 +55,12 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
 /* rift_repl_stop finishes queued operations (each completes, with an
  * error once stopping) and joins the workers. NULL is a no-op. */
 void rift_repl_stop(rift_repl *r);
+
+/* rift_repl_end_waits ends every CONSUMER_FETCH_WAIT waiting in |r|
+ * within one pull (100 ms; each answers what it has) and has later ones
+ * answer at once. riftd calls it before stopping the protocol server,
+ * which waits for its backend operations to complete. NULL is a no-op. */
+void rift_repl_end_waits(rift_repl *r);
 
 /* The server's view of |r| (valid until rift_repl_stop). */
 rift_server_stream_backend rift_repl_backend(rift_repl *r);

@@ -70,6 +70,10 @@ typedef enum repl_kind {
     REPL_ACK,
     REPL_SETTLE, /* NAK, TERM or PROGRESS (|opcode|) */
     REPL_DELETE,
+    REPL_INFO,        /* consumer info (replicated_info.c) */
+    REPL_LIST,        /* every consumer's info */
+    REPL_STREAM_INFO, /* the JetStream stream's state */
+    REPL_PURGE,
 } repl_kind;
 
 /* One queued operation: its inputs copied, its outputs the caller's. */
@@ -83,14 +87,26 @@ typedef struct repl_job {
     uint8_t *payload;
     size_t subject_len, reply_len, payload_len;
     rift_stored *stored;
-    /* OPEN */
+    /* OPEN (|ext|: CONSUMER_OPEN_EXT, |out| its answer) */
     char *filter;
     size_t filter_len;
-    uint64_t start_sequence, ack_wait_ms;
-    uint32_t max_ack_pending;
-    /* FETCH */
+    char label[REPL_NAME_MAX + 1]; /* the client's name */
+    bool ext;
+    rift_consumer_start start;
+    uint64_t start_sequence, start_time_ms, ack_wait_ms;
+    uint32_t max_ack_pending, max_deliver;
+    /* OPEN, INFO */
+    rift_server_backend_consumer *out;
+    /* LIST */
+    rift_server_backend_consumer **list;
+    size_t *count;
+    /* STREAM_INFO, PURGE */
+    rift_server_backend_stream_info *sinfo;
+    uint64_t *purged;
+    /* FETCH (|wait_ms| > 0: CONSUMER_FETCH_WAIT) */
     size_t limit;
     uint64_t max_bytes;
+    uint32_t wait_ms;
     rift_batch *batch;
     void **priv;
     /* ACK, SETTLE */
@@ -123,7 +139,14 @@ struct rift_repl {
      * 8.2 k. Asynchronous JetStream publishes would lift that bound. */
     pthread_t workers[32];
     size_t n_workers;
+    /* Fetches waiting for a first record (CONSUMER_FETCH_WAIT), each on
+     * a worker for up to its wait: at most REPL_MAX_WAITS, so publishes
+     * keep workers; a wait beyond that answers at once. */
+    atomic_uint_fast32_t waits;
+    atomic_bool no_waits; /* rift_repl_end_waits: stop waiting */
 };
+
+#define REPL_MAX_WAITS 16
 
 /* The JetStream side of one job; 0 or a RIFT_ERR_* code with |err|. */
 int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err);
@@ -134,7 +157,39 @@ int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err);
 /* Releases everything a stream holds in JetStream terms (at stop). */
 void rift_repl_stream_release(repl_stream *s);
 
-/* The batch_free of the backend: a fetch's records. */
+/* The batch_free of the backend: a fetch's records, a consumer list. */
 void rift_repl_batch_free(void *ud, void *priv);
+
+/* The error of a failed JetStream call (status text only, recorded for
+ * `rift status`). */
+int rift_repl_js_fail(repl_stream *s, const char *what, natsStatus st,
+                      jsErrCode jerr, rift_error *err);
+
+/* The JetStream consumer's description for rift: "<start kind>
+ * <resolved start sequence> <start_time_ms as given> <label>" into
+ * |out|; and read back (false when it is not one). */
+void rift_repl_describe(char *out, size_t size, rift_consumer_start start,
+                        uint64_t start_sequence, uint64_t start_time_ms,
+                        const char *label);
+bool rift_repl_description(const char *d, rift_consumer_start *start,
+                           uint64_t *start_sequence, uint64_t *start_time_ms,
+                           char label[REPL_NAME_MAX + 1], size_t *label_len);
+
+/* The first sequence of |s| whose record's time (rift's Rift-Ts, else
+ * JetStream's) is >= |at_ms|, by bisection with js_GetMsg; the last
+ * sequence + 1 when there is none. */
+int rift_repl_seq_at_time(rift_repl *r, repl_stream *s, uint64_t at_ms,
+                          uint64_t *seq, rift_error *err);
+
+/* |ci| (JetStream's answer: validated) as rift's consumer info in |out|;
+ * false when it is not a consumer of |s| as rift makes them. */
+bool rift_repl_consumer_out(const repl_stream *s, const jsConsumerInfo *ci,
+                            rift_server_backend_consumer *out);
+
+/* CONSUMER_INFO, CONSUMER_LIST, STREAM_INFO and PURGE (replicated_info.c). */
+int rift_repl_consumer_info(rift_repl *r, repl_job *j, rift_error *err);
+int rift_repl_consumer_list(rift_repl *r, repl_job *j, rift_error *err);
+int rift_repl_stream_info(rift_repl *r, repl_job *j, rift_error *err);
+int rift_repl_purge(rift_repl *r, repl_job *j, rift_error *err);
 
 #endif /* RIFT_CLUSTER_REPLICATED_INTERNAL_H */

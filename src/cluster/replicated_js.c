@@ -8,11 +8,14 @@
  *             are stored once; STORED = the PubAck's sequence and the
  *             Rift-Ts header (2.9's PubAck has no time).
  *   open      js_GetConsumerInfo, then js_AddConsumer (durable, explicit
- *             ack, AckWait, MaxAckPending, FilterSubject, start sequence)
- *             or the store's "different settings" error.
+ *             ack, AckWait, MaxAckPending, MaxDeliver, FilterSubject, the
+ *             start resolved to a start sequence unless it is the first
+ *             record, "<start kind> <sequence> <time> <client name>" as
+ *             its Description) or the store's "different ..." error.
  *   fetch     a pull subscription bound to the durable, FetchRequest with
- *             NoWait; delivery counts from the JetStream metadata. The
- *             messages are kept for their ACK.
+ *             NoWait (repeated until the wait ends for FETCH_WAIT);
+ *             delivery counts from the JetStream metadata. The messages
+ *             are kept for their ACK.
  *   nak, term, progress  -NAK (with its delay), +TERM, +WPI on the kept
  *             message, like ack.
  *   ack       AckSync on the kept message; a sequence this node does not
@@ -22,6 +25,7 @@
 #include "codec/frame_ext.h" /* the opcodes settle gets */
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +67,20 @@ static int js_fail(repl_stream *s, const char *what, natsStatus st,
                           s->name, what, natsStatus_GetText(st));
 }
 
+int rift_repl_js_fail(repl_stream *s, const char *what, natsStatus st,
+                      jsErrCode jerr, rift_error *err) {
+    return js_fail(s, what, st, jerr, err);
+}
+
 static bool backbone_up(rift_repl *r) {
     return natsConnection_Status(r->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+static bool stopping(rift_repl *r) {
+    pthread_mutex_lock(&r->mu);
+    bool v = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    return v;
 }
 
 /* Every operation fails at once, with a clear error, while the node is
@@ -315,7 +331,9 @@ static int consumer_bind(rift_repl *r, repl_stream *s, const char *name,
     return 0;
 }
 
-/* The name of the first setting an existing consumer differs in. */
+/* The name of the first setting an existing consumer differs in, in
+ * rift_consumer_config_diff's order; the start only for CONSUMER_OPEN
+ * (CONSUMER_OPEN_EXT resumes whatever start the consumer has). */
 static const char *config_diff(const jsConsumerConfig *have, const char *filter,
                                const repl_job *j) {
     if (have->FilterSubject == NULL || strcmp(have->FilterSubject, filter)) {
@@ -327,11 +345,84 @@ static const char *config_diff(const jsConsumerConfig *have, const char *filter,
     if ((uint64_t)have->MaxAckPending != j->max_ack_pending) {
         return "max_ack_pending";
     }
+    uint64_t md = have->MaxDeliver > 0 ? (uint64_t)have->MaxDeliver : 0;
+    if (md != j->max_deliver) {
+        return "max_deliver";
+    }
+    if (j->ext) {
+        return NULL;
+    }
     uint64_t start = have->DeliverPolicy == js_DeliverAll ? 1
                      : have->DeliverPolicy == js_DeliverByStartSequence
                          ? have->OptStartSeq
                          : 0;
     return start != j->start_sequence ? "start_sequence" : NULL;
+}
+
+/* rift's start position as JetStream's deliver policy, and the sequence
+ * it resolves to. last, new and the times are resolved here, as the
+ * store does at creation (last and new from the stream's last sequence,
+ * a time by bisection), and made a start sequence: so the consumer's
+ * start is known later (JetStream keeps none for DeliverLast, New and
+ * ByStartTime). */
+static int start_policy(rift_repl *r, const repl_job *j, jsConsumerConfig *cc,
+                        uint64_t *resolved, rift_error *err) {
+    *resolved = 0;
+    switch (j->start) {
+    case RIFT_START_SEQUENCE:
+        if (j->start_sequence <= 1) {
+            cc->DeliverPolicy = js_DeliverAll;
+        } else {
+            cc->DeliverPolicy = js_DeliverByStartSequence;
+            cc->OptStartSeq = j->start_sequence;
+        }
+        *resolved = j->start_sequence;
+        return 0;
+    case RIFT_START_LAST_RECEIVED:
+    case RIFT_START_NEW_ONLY: {
+        jsStreamInfo *si = NULL;
+        jsErrCode jerr = 0;
+        natsStatus st =
+            js_GetStreamInfo(&si, r->js, j->s->js_name, NULL, &jerr);
+        if (st != NATS_OK || si == NULL) {
+            jsStreamInfo_Destroy(si);
+            return js_fail(j->s, "stream info", st != NATS_OK ? st : NATS_ERR,
+                           jerr, err);
+        }
+        uint64_t last = si->State.LastSeq;
+        bool empty = si->State.Msgs == 0;
+        jsStreamInfo_Destroy(si);
+        if (last == UINT64_MAX) {
+            return js_fail(j->s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
+        }
+        /* last: the newest record, or the next one when there is none. */
+        *resolved = j->start == RIFT_START_NEW_ONLY || empty ? last + 1 : last;
+        cc->DeliverPolicy = js_DeliverByStartSequence;
+        cc->OptStartSeq = *resolved;
+        return 0;
+    }
+    case RIFT_START_TIME:
+    case RIFT_START_TIME_DELTA: {
+        /* A delta is resolved now, as the store does at creation; the
+         * time to a sequence here too (libnats 3.x sends OptStartTime's
+         * fraction without its leading zeros: .049 s became .49 s). */
+        uint64_t now = (uint64_t)now_ms();
+        uint64_t at = j->start == RIFT_START_TIME
+                          ? j->start_time_ms
+                          : now - RIFT_MIN(j->start_time_ms, now);
+        int rc = rift_repl_seq_at_time(r, j->s, at, resolved, err);
+        if (rc != 0) {
+            return rc;
+        }
+        cc->DeliverPolicy = js_DeliverByStartSequence;
+        cc->OptStartSeq = *resolved;
+        return 0;
+    }
+    default: /* RIFT_START_FIRST */
+        cc->DeliverPolicy = js_DeliverAll;
+        *resolved = 1;
+        return 0;
+    }
 }
 
 static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
@@ -341,42 +432,72 @@ static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
              j->filter);
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
+    bool created = false;
     natsStatus st =
         js_GetConsumerInfo(&ci, r->js, s->js_name, j->consumer, NULL, &jerr);
-    if (st == NATS_OK) {
+    if (st == NATS_OK && ci != NULL && ci->Config != NULL) {
         const char *diff = config_diff(ci->Config, filter, j);
-        jsConsumerInfo_Destroy(ci);
         if (diff != NULL) {
+            jsConsumerInfo_Destroy(ci);
             rift_log(RIFT_LOG_DEBUG,
                      "cluster: stream %s: consumer reopened with another %s",
                      s->name, diff);
-            return rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
-                                  "invalid messaging configuration: consumer "
-                                  "already exists with different settings");
+            /* The store's texts: CONSUMER_OPEN_EXT names the setting. */
+            return j->ext ? rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                                           "invalid messaging configuration: "
+                                           "consumer already exists with "
+                                           "different %s",
+                                           diff)
+                          : rift_error_set(err, RIFT_ERR_INVALID_CONFIG,
+                                           "invalid messaging configuration: "
+                                           "consumer already exists with "
+                                           "different settings");
         }
     } else if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
+        jsConsumerInfo_Destroy(ci);
         jsConsumerConfig cc;
         jsConsumerConfig_Init(&cc);
+        uint64_t resolved = 0;
+        int rc = start_policy(r, j, &cc, &resolved, err);
+        if (rc != 0) {
+            return rc;
+        }
+        char desc[REPL_NAME_MAX + 32];
+        rift_repl_describe(desc, sizeof desc, j->start, resolved,
+                           j->start == RIFT_START_TIME ||
+                                   j->start == RIFT_START_TIME_DELTA
+                               ? j->start_time_ms
+                               : 0,
+                           j->label);
         cc.Durable = j->consumer;
+        cc.Description = desc;
         cc.AckPolicy = js_AckExplicit;
         cc.AckWait = (int64_t)j->ack_wait_ms * 1000000;
         cc.MaxAckPending = j->max_ack_pending;
         cc.FilterSubject = filter;
-        if (j->start_sequence <= 1) {
-            cc.DeliverPolicy = js_DeliverAll;
-        } else {
-            cc.DeliverPolicy = js_DeliverByStartSequence;
-            cc.OptStartSeq = j->start_sequence;
+        if (j->max_deliver > 0) {
+            cc.MaxDeliver = j->max_deliver;
         }
         ci = NULL;
         st = js_AddConsumer(&ci, r->js, s->js_name, &cc, NULL, &jerr);
-        jsConsumerInfo_Destroy(ci);
         if (st != NATS_OK) {
+            jsConsumerInfo_Destroy(ci);
             return js_fail(s, "add consumer", st, jerr, err);
         }
+        created = true;
     } else {
         jsConsumerInfo_Destroy(ci);
-        return js_fail(s, "consumer info", st, jerr, err);
+        return js_fail(s, "consumer info", st != NATS_OK ? st : NATS_ERR, jerr,
+                       err);
+    }
+    if (j->out != NULL &&
+        (ci == NULL || !rift_repl_consumer_out(s, ci, j->out))) {
+        jsConsumerInfo_Destroy(ci);
+        return js_fail(s, "consumer info", NATS_PROTOCOL_ERROR, 0, err);
+    }
+    jsConsumerInfo_Destroy(ci);
+    if (j->out != NULL) {
+        j->out->created = created;
     }
     repl_consumer *c;
     int rc = consumer_bind(r, s, j->consumer, &c, err);
@@ -443,13 +564,12 @@ static void keep(repl_consumer *c, uint64_t seq, natsMsg *m) {
     k->at_ms = now_ms();
 }
 
-static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
+/* One pull of up to |j|'s limit into |list|, under |c|'s lock; 0, or
+ * the error (CONSUMER_NOT_FOUND for a durable deleted behind this node:
+ * told apart on the |first| pull only). */
+static int pull(rift_repl *r, repl_job *j, repl_consumer *c, natsMsgList *list,
+                bool first, rift_error *err) {
     repl_stream *s = j->s;
-    repl_consumer *c;
-    int rc = consumer_bind(r, s, j->consumer, &c, err);
-    if (rc != 0) {
-        return rc;
-    }
     jsFetchRequest fr;
     jsFetchRequest_Init(&fr);
     fr.Batch = (int)j->limit;
@@ -460,10 +580,8 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
      * the stream): such a fetch answers after FETCH_EXPIRES_MS. */
     fr.Expires = (int64_t)FETCH_EXPIRES_MS * 1000000;
     fr.MaxBytes = (int64_t)j->max_bytes;
-    natsMsgList list = {0};
-    pthread_mutex_lock(&c->mu);
-    natsStatus st = natsSubscription_FetchRequest(&list, c->sub, &fr);
-    if (st == NATS_NOT_FOUND) {
+    natsStatus st = natsSubscription_FetchRequest(list, c->sub, &fr);
+    if (st == NATS_NOT_FOUND || (st == NATS_TIMEOUT && !first)) {
         st = NATS_OK; /* the consumer's 404: nothing to deliver now */
     }
     if (st != NATS_OK) {
@@ -479,12 +597,60 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
         if (st == NATS_TIMEOUT && !gone) {
             st = NATS_OK;
         } else {
-            pthread_mutex_unlock(&c->mu);
-            natsMsgList_Destroy(&list);
             return gone ? rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
                                          "consumer does not exist")
                         : js_fail(s, "fetch", st, 0, err);
         }
+    }
+    return 0;
+}
+
+static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
+    repl_stream *s = j->s;
+    repl_consumer *c;
+    int rc = consumer_bind(r, s, j->consumer, &c, err);
+    if (rc != 0) {
+        return rc;
+    }
+    natsMsgList list = {0};
+    int64_t deadline = now_ms() + (int64_t)j->wait_ms;
+    bool waiting = false;
+    pthread_mutex_lock(&c->mu);
+    int64_t t0 = now_ms();
+    rc = pull(r, j, c, &list, true, err);
+    /* CONSUMER_FETCH_WAIT: pull again until a record comes or the wait
+     * ends, each pull answering within FETCH_EXPIRES_MS, the consumer's
+     * lock let go between pulls so its acks are not held up. */
+    while (rc == 0 && list.Count == 0 && now_ms() < deadline &&
+           !atomic_load(&r->no_waits) && !stopping(r) && backbone_up(r)) {
+        if (!waiting) {
+            if (atomic_fetch_add(&r->waits, 1) >= REPL_MAX_WAITS) {
+                atomic_fetch_sub(&r->waits, 1);
+                break; /* too many waiting: answer what there is */
+            }
+            waiting = true;
+        }
+        pthread_mutex_unlock(&c->mu);
+        /* An empty answer may come at once (a 404): pull at most every
+         * FETCH_EXPIRES_MS. */
+        int64_t took = now_ms() - t0;
+        if (took < FETCH_EXPIRES_MS) {
+            pause_ms((int)(FETCH_EXPIRES_MS - took));
+        } else {
+            sched_yield();
+        }
+        pthread_mutex_lock(&c->mu);
+        natsMsgList_Destroy(&list);
+        t0 = now_ms();
+        rc = pull(r, j, c, &list, false, err);
+    }
+    if (waiting) {
+        atomic_fetch_sub(&r->waits, 1);
+    }
+    if (rc != 0) {
+        pthread_mutex_unlock(&c->mu);
+        natsMsgList_Destroy(&list);
+        return rc;
     }
     size_t bytes = 0;
     for (int i = 0; i < list.Count; i++) {
@@ -715,6 +881,14 @@ int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
         return settle(r, j, err);
     case REPL_DELETE:
         return delete_consumer(r, j, err);
+    case REPL_INFO:
+        return rift_repl_consumer_info(r, j, err);
+    case REPL_LIST:
+        return rift_repl_consumer_list(r, j, err);
+    case REPL_STREAM_INFO:
+        return rift_repl_stream_info(r, j, err);
+    case REPL_PURGE:
+        return rift_repl_purge(r, j, err);
     default:
         return ack(r, j, err);
     }

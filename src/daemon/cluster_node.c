@@ -114,6 +114,10 @@ static int start_replicated(rift_daemon_cluster *n, const rift_config *cfg,
     return rc;
 }
 
+void rift_daemon_cluster_end_waits(rift_daemon_cluster *n) {
+    rift_repl_end_waits(n->repl);
+}
+
 void rift_daemon_cluster_stop(rift_daemon_cluster *n) {
     rift_repl_stop(n->repl); /* before the connection it runs over */
     n->repl = NULL;
@@ -135,7 +139,7 @@ static json_t *replicated_json(rift_daemon_cluster *n) {
         rift_repl_get_status(n->repl, i, &st);
         json_array_append_new(
             a,
-            json_pack("{s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}",
+            json_pack("{s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}",
                       "name", st.name, "replicas", (json_int_t)st.replicas,
                       "ready", st.ready, "published", (json_int_t)st.published,
                       "duplicates", (json_int_t)st.duplicates, "retries",
@@ -143,7 +147,8 @@ static json_t *replicated_json(rift_daemon_cluster *n) {
                       "acked", (json_int_t)st.acked, "errors",
                       (json_int_t)st.errors, "last_sequence",
                       (json_int_t)st.last_sequence, "consumers",
-                      (json_int_t)st.consumers, "last_error", st.last_error));
+                      (json_int_t)st.consumers, "fetch_waits",
+                      (json_int_t)st.fetch_waits, "last_error", st.last_error));
     }
     return a;
 }

@@ -100,6 +100,10 @@ int rift_daemon_cluster_start(rift_daemon_cluster *n, rift_broker *broker,
 
 void rift_daemon_cluster_stop(rift_daemon_cluster *n);
 
+/* Ends the replicated streams' waiting fetches (rift_repl_end_waits):
+ * called before the QUIC server stops, which waits for them. */
+void rift_daemon_cluster_end_waits(rift_daemon_cluster *n);
+
 /* The QUIC server's stream backend for the replicated streams (all NULL
  * without any); valid until rift_daemon_cluster_stop. */
 rift_server_stream_backend rift_daemon_cluster_backend(rift_daemon_cluster *n);

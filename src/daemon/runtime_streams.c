@@ -726,6 +726,13 @@ int rift_runtime_streams_admin(rift_runtime_streams *rt,
         return rift_error_set(err, RIFT_ERR_PERMISSION,
                               "stream administration not permitted");
     }
+    if (req->backend) {
+        /* A replicated stream's purge: granted; its backend purges it. */
+        return req->verb == RIFT_SERVER_STREAM_PURGE
+                   ? 0
+                   : rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
+                                    "unknown stream");
+    }
     if (is_configured(rt, req->name)) {
         return rift_error_set(err, RIFT_ERR_INVALID_ARGUMENT,
                               "stream %s is configured: change it in riftd's "

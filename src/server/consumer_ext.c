@@ -60,8 +60,14 @@ static int write_info(srv_stream *ss, rift_consumer *c, const char *name,
         rift_srv_fail_err(ss, &err);
         return err.code;
     }
+    return rift_srv_write_consumer_info(ss, &info, name, name_len, created);
+}
+
+int rift_srv_write_consumer_info(srv_stream *ss, const rift_consumer_info *info,
+                                 const char *name, size_t name_len,
+                                 bool created) {
     rift_frame_consumer_info f;
-    rift_srv_consumer_info_frame(&info, name, name_len, created, &f);
+    rift_srv_consumer_info_frame(info, name, name_len, created, &f);
     rift_server *srv = ss->conn->srv;
     rift_ssize n =
         rift_frame_encode_consumer_info(srv->scratch, SRV_SCRATCH_BYTES, &f);
@@ -159,11 +165,6 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
         return;
     }
     rift_server *srv = ss->conn->srv;
-    srv_pin pin;
-    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
-    if (st == NULL) {
-        return;
-    }
     rift_consumer_config cfg;
     rift_consumer_config_default(&cfg);
     cfg.filter = f.filter;
@@ -177,6 +178,17 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
     cfg.ack_wait_ms = f.ack_wait_ms;
     cfg.max_ack_pending = f.max_ack_pending;
     cfg.max_deliver = f.max_deliver;
+    if (rift_srv_backend_serves(srv, f.stream, f.stream_len)) {
+        /* A replicated stream: JetStream's durable (stream_backend.c). */
+        rift_srv_backend_open(ss, f.stream, f.stream_len, scoped, f.name,
+                              f.name_len, &cfg, true);
+        return;
+    }
+    srv_pin pin;
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
+    if (st == NULL) {
+        return;
+    }
 
     size_t slot = srv->quota_slots[ss->conn->id_index];
     rift_consumer *existing = NULL;
@@ -252,31 +264,27 @@ static void consumer_open_ext(srv_stream *ss, const uint8_t *fields,
     rift_srv_op_submitted(op, rc, completed, &err);
 }
 
-/* Decodes and scopes stream and name; the stream (pinned in |pin|) or
- * NULL (failed, nothing pinned). */
-static rift_stream *consumer_ref(srv_stream *ss, const uint8_t *fields,
-                                 size_t len, rift_frame_consumer_ref *f,
-                                 char scoped[RIFT_SCOPED_CONSUMER_SIZE],
-                                 srv_pin *pin) {
-    rift_error err;
-    int rc = rift_frame_decode_consumer_ref(fields, len, f, &err);
-    if (rift_srv_scope_name(ss, f->decoded, f->name, f->name_len, rc, &err,
-                            scoped) != 0) {
-        return NULL;
-    }
-    return rift_srv_lookup_stream(ss, f->stream, f->stream_len, pin);
-}
-
 static void consumer_info_get(srv_stream *ss, const uint8_t *fields,
                               size_t len) {
     rift_frame_consumer_ref f;
     char scoped[RIFT_SCOPED_CONSUMER_SIZE];
+    rift_server *srv = ss->conn->srv;
+    rift_error derr;
+    int drc = rift_frame_decode_consumer_ref(fields, len, &f, &derr);
+    if (rift_srv_scope_name(ss, f.decoded, f.name, f.name_len, drc, &derr,
+                            scoped) != 0) {
+        return;
+    }
+    if (rift_srv_backend_serves(srv, f.stream, f.stream_len) &&
+        rift_srv_backend_info(ss, f.stream, f.stream_len, scoped, f.name,
+                              f.name_len)) {
+        return; /* a replicated stream: JetStream's consumer info */
+    }
     srv_pin pin;
-    rift_stream *st = consumer_ref(ss, fields, len, &f, scoped, &pin);
+    rift_stream *st = rift_srv_lookup_stream(ss, f.stream, f.stream_len, &pin);
     if (st == NULL) {
         return;
     }
-    rift_server *srv = ss->conn->srv;
     rift_error err;
     rift_consumer *c;
     if (rift_stream_consumer_get(st, scoped, RIFT_SCOPED_CONSUMER_LEN, &c,

@@ -144,6 +144,11 @@ void rift_srv_consumer_list(srv_stream *ss, const srv_frame *f) {
         return;
     }
     rift_server *srv = ss->conn->srv;
+    if (rift_srv_backend_serves(srv, req.stream, req.stream_len) &&
+        rift_srv_backend_list(ss, req.stream, req.stream_len, req.after,
+                              req.after_len, req.limit)) {
+        return; /* a replicated stream: stream_backend_ext.c */
+    }
     srv_pin pin;
     rift_stream *st =
         rift_srv_lookup_stream(ss, req.stream, req.stream_len, &pin);

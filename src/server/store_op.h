@@ -72,6 +72,10 @@ struct srv_store_op {
     /* Set by an extension opcode: writes its answer once the store is
      * done (instead of OK), before the stream finishes. */
     void (*answer)(srv_stream *ss, srv_store_op *op);
+    /* Set by an op that words its own failure (it fails |ss|): a backend
+     * stream's info hides its errors from an identity that may not read
+     * the stream. */
+    void (*fail_answer)(srv_stream *ss, srv_store_op *op);
     /* CONSUMER_OPEN_EXT: the client's consumer name (in |names|) and
      * whether this open created the consumer. */
     bool created;
@@ -90,6 +94,16 @@ struct srv_store_op {
     /* On a stream of the stream backend (stream_backend.c); its stream
      * and scoped consumer are in |names|. */
     bool backend;
+    /* A backend's CONSUMER_FETCH_WAIT: how long its first portion may
+     * wait (0 once asked). */
+    uint32_t backend_wait_ms;
+    /* A backend op's answer: in the server's memory (|backend_out|, a
+     * rift_server_backend_consumer or _stream_info), or the backend's
+     * (|backend_list|, |backend_count| consumers, its batch_free's). */
+    void *backend_out;
+    rift_server_backend_consumer *backend_list;
+    size_t backend_count;
+    uint64_t purged;
     /* Names kept past the frame, for the few ops that need them. */
     srv_op_names *names;
 };
@@ -133,9 +147,12 @@ void rift_srv_backend_publish(srv_stream *ss, const char *stream,
                               size_t subject_len, const char *reply,
                               size_t reply_len, const uint8_t *payload,
                               size_t payload_len);
+/* CONSUMER_OPEN (|ext| false; answers OK) and CONSUMER_OPEN_EXT
+ * (answers CONSUMER_INFO); |name| the client's own name. */
 void rift_srv_backend_open(srv_stream *ss, const char *stream,
                            size_t stream_len, const char *scoped,
-                           const rift_consumer_config *cfg);
+                           const char *name, size_t name_len,
+                           const rift_consumer_config *cfg, bool ext);
 void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
                           const char *scoped, uint64_t sequence);
 /* A fetch's op on a backend stream (NULL after failing |ss|); stream_ops.c
@@ -151,9 +168,34 @@ bool rift_srv_backend_settle(srv_stream *ss, uint8_t opcode, const char *stream,
 bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
                              size_t stream_len, const char *scoped);
 
+/* CONSUMER_INFO_GET, CONSUMER_LIST, STREAM_INFO_GET and STREAM_PURGE on a
+ * backend stream (stream_backend_ext.c); false when the backend has no
+ * such function (the caller goes on as for a store stream). */
+bool rift_srv_backend_info(srv_stream *ss, const char *stream,
+                           size_t stream_len, const char *scoped,
+                           const char *name, size_t name_len);
+bool rift_srv_backend_list(srv_stream *ss, const char *stream,
+                           size_t stream_len, const char *after,
+                           size_t after_len, uint32_t limit);
+bool rift_srv_backend_stream_info(srv_stream *ss, const char *stream,
+                                  size_t stream_len);
+bool rift_srv_backend_purge(srv_stream *ss, const char *stream,
+                            size_t stream_len);
+/* The backend op record shared by stream_backend*.c (NULL after failing
+ * |ss|); |scoped| may be NULL. */
+srv_store_op *rift_srv_backend_op(srv_stream *ss, uint8_t opcode,
+                                  const char *stream, size_t stream_len,
+                                  const char *scoped);
+/* Writes CONSUMER_INFO for |info| under the client's |name|; 0 or
+ * nonzero (failed or not written; consumer_ext.c). */
+int rift_srv_write_consumer_info(srv_stream *ss, const rift_consumer_info *info,
+                                 const char *name, size_t name_len,
+                                 bool created);
+
+/* |wait_ms| > 0: CONSUMER_FETCH_WAIT (its first portion may wait). */
 srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
                                         size_t stream_len, const char *scoped,
-                                        uint32_t limit);
+                                        uint32_t limit, uint32_t wait_ms);
 /* Asks the backend for |op|'s next portion |p|; the _async contract. */
 int rift_srv_backend_fetch(srv_store_op *op, srv_portion *p, rift_error *err);
 /* Releases a portion's backend records. */

@@ -25,10 +25,9 @@ bool rift_srv_backend_serves(const rift_server *srv, const char *name,
     return b->serves != NULL && b->serves(b->ud, name, len);
 }
 
-/* A backend op for |ss|, or NULL after failing it. */
-static srv_store_op *backend_op(srv_stream *ss, uint8_t opcode,
-                                const char *stream, size_t stream_len,
-                                const char *scoped) {
+srv_store_op *rift_srv_backend_op(srv_stream *ss, uint8_t opcode,
+                                  const char *stream, size_t stream_len,
+                                  const char *scoped) {
     srv_store_op *op = rift_srv_op_new(ss, opcode);
     if (op == NULL) {
         rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory");
@@ -56,8 +55,8 @@ void rift_srv_backend_publish(srv_stream *ss, const char *stream,
                               size_t subject_len, const char *reply,
                               size_t reply_len, const uint8_t *payload,
                               size_t payload_len) {
-    srv_store_op *op =
-        backend_op(ss, RIFT_OP_STREAM_PUBLISH, stream, stream_len, NULL);
+    srv_store_op *op = rift_srv_backend_op(ss, RIFT_OP_STREAM_PUBLISH, stream,
+                                           stream_len, NULL);
     if (op == NULL) {
         return;
     }
@@ -71,25 +70,54 @@ void rift_srv_backend_publish(srv_stream *ss, const char *stream,
     rift_srv_op_submitted(op, rc, false, &err);
 }
 
+/* CONSUMER_OPEN_EXT's answer: the consumer's info under the client's
+ * name (complete() finishes the stream whatever came of the write). */
+static void open_ext_answer(srv_stream *ss, srv_store_op *op) {
+    const rift_server_backend_consumer *c = op->backend_out;
+    (void)rift_srv_write_consumer_info(ss, &c->info, op->names->name,
+                                       op->names->name_len, c->created);
+}
+
 void rift_srv_backend_open(srv_stream *ss, const char *stream,
                            size_t stream_len, const char *scoped,
-                           const rift_consumer_config *cfg) {
-    srv_store_op *op =
-        backend_op(ss, RIFT_OP_CONSUMER_OPEN, stream, stream_len, scoped);
+                           const char *name, size_t name_len,
+                           const rift_consumer_config *cfg, bool ext) {
+    srv_store_op *op = rift_srv_backend_op(
+        ss, ext ? RIFT_OP_CONSUMER_OPEN_EXT : RIFT_OP_CONSUMER_OPEN, stream,
+        stream_len, scoped);
     if (op == NULL) {
         return;
     }
-    const rift_server_stream_backend *b = &op->srv->stream_backend;
+    rift_server *srv = op->srv;
+    rift_server_backend_consumer *out = NULL;
+    if (ext) {
+        out = rift_calloc(srv->mem, 1, sizeof(*out));
+        if (out == NULL) {
+            atomic_fetch_sub_explicit(&srv->store_inflight, 1,
+                                      memory_order_relaxed);
+            op->status = RIFT_ERR_NOMEM;
+            rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory"); /* frees op */
+            return;
+        }
+        op->backend_out = out;
+        op->answer = open_ext_answer;
+    }
+    /* The frame decoder bounds consumer names to RIFT_NAME_MAX. */
+    op->names->name_len = RIFT_MIN(name_len, (size_t)RIFT_NAME_MAX);
+    memcpy(op->names->name, name, op->names->name_len);
+    const rift_server_stream_backend *b = &srv->stream_backend;
     rift_error err = {0};
     int rc = b->consumer_open(b->ud, op->names->stream, op->names->stream_len,
-                              op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, cfg,
-                              rift_srv_op_done_cb, op, &err);
+                              op->names->scoped, RIFT_SCOPED_CONSUMER_LEN,
+                              op->names->name, op->names->name_len, cfg, ext,
+                              out, rift_srv_op_done_cb, op, &err);
     rift_srv_op_submitted(op, rc, false, &err);
 }
 
 void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
                           const char *scoped, uint64_t sequence) {
-    srv_store_op *op = backend_op(ss, RIFT_OP_ACK, stream, stream_len, scoped);
+    srv_store_op *op =
+        rift_srv_backend_op(ss, RIFT_OP_ACK, stream, stream_len, scoped);
     if (op == NULL) {
         return;
     }
@@ -108,7 +136,8 @@ bool rift_srv_backend_settle(srv_stream *ss, uint8_t opcode, const char *stream,
     if (b->settle == NULL) {
         return false;
     }
-    srv_store_op *op = backend_op(ss, opcode, stream, stream_len, scoped);
+    srv_store_op *op =
+        rift_srv_backend_op(ss, opcode, stream, stream_len, scoped);
     if (op == NULL) {
         return true;
     }
@@ -126,8 +155,8 @@ bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
     if (b->consumer_delete == NULL) {
         return false;
     }
-    srv_store_op *op =
-        backend_op(ss, RIFT_OP_CONSUMER_DELETE, stream, stream_len, scoped);
+    srv_store_op *op = rift_srv_backend_op(ss, RIFT_OP_CONSUMER_DELETE, stream,
+                                           stream_len, scoped);
     if (op == NULL) {
         return true;
     }
@@ -141,9 +170,9 @@ bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
 
 srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
                                         size_t stream_len, const char *scoped,
-                                        uint32_t limit) {
-    srv_store_op *op =
-        backend_op(ss, RIFT_OP_CONSUMER_FETCH, stream, stream_len, scoped);
+                                        uint32_t limit, uint32_t wait_ms) {
+    srv_store_op *op = rift_srv_backend_op(ss, RIFT_OP_CONSUMER_FETCH, stream,
+                                           stream_len, scoped);
     if (op == NULL) {
         return NULL;
     }
@@ -152,14 +181,17 @@ srv_store_op *rift_srv_backend_fetch_op(srv_stream *ss, const char *stream,
                               memory_order_relaxed);
     op->left = limit;
     op->more = true; /* nothing loaded yet: the first portion */
+    op->backend_wait_ms = wait_ms;
     return op;
 }
 
 int rift_srv_backend_fetch(srv_store_op *op, srv_portion *p, rift_error *err) {
     const rift_server_stream_backend *b = &op->srv->stream_backend;
+    uint32_t wait_ms = op->backend_wait_ms;
+    op->backend_wait_ms = 0; /* the later portions take what is there */
     return b->fetch(b->ud, op->names->stream, op->names->stream_len,
                     op->names->scoped, RIFT_SCOPED_CONSUMER_LEN, op->left,
-                    SRV_FETCH_BYTES, &p->batch, &p->backend_priv,
+                    SRV_FETCH_BYTES, wait_ms, &p->batch, &p->backend_priv,
                     rift_srv_op_done_cb, op, err);
 }
 

@@ -154,6 +154,10 @@ static void info_get(srv_stream *ss, const uint8_t *fields, size_t len) {
         rift_srv_fail_err(ss, &err);
         return;
     }
+    if (rift_srv_backend_serves(ss->conn->srv, name, name_len) &&
+        rift_srv_backend_stream_info(ss, name, name_len)) {
+        return; /* a replicated stream: stream_backend_ext.c */
+    }
     answer_info(ss, name, name_len);
 }
 
@@ -259,8 +263,17 @@ static void admin(srv_stream *ss, const srv_frame *f) {
                                          RIFT_SERVER_STREAM_CREATE);
     req.identity = ss->conn->id->name;
     req.name = name;
+    /* A backend stream's purge: the host grants it, the backend does it. */
+    bool backend_purge = f->opcode == RIFT_OP_STREAM_PURGE &&
+                         srv->stream_backend.purge != NULL &&
+                         rift_srv_backend_serves(srv, name, n);
+    req.backend = backend_purge;
     if ((rc = srv->stream_admin.call(srv->stream_admin.ud, &req, &err)) != 0) {
         rift_srv_fail_err(ss, &err);
+        return;
+    }
+    if (backend_purge) {
+        (void)rift_srv_backend_purge(ss, name, n);
         return;
     }
     if (spec_op) {

@@ -386,6 +386,11 @@ static void op_free(srv_store_op *op) {
                    op->opcode == RIFT_OP_STREAM_PUBLISH && op->status == 0);
     rift_free(op->srv->mem, op->err);
     rift_free(op->srv->mem, op->names);
+    rift_free(op->srv->mem, op->backend_out);
+    if (op->backend_list != NULL) {
+        const rift_server_stream_backend *b = &op->srv->stream_backend;
+        b->batch_free(b->ud, op->backend_list);
+    }
     rift_free(op->srv->mem, op);
 }
 
@@ -642,6 +647,10 @@ static void complete(srv_store_op *op) {
         }
         return;
     }
+    if (op->status != 0 && op->fail_answer != NULL) {
+        op->fail_answer(ss, op); /* fails the stream, which frees the op */
+        return;
+    }
     if (op->status != 0) {
         /* The error path frees the op: keep its text. */
         rift_error err;
@@ -795,7 +804,8 @@ static void consumer_open(srv_stream *ss, const uint8_t *fields, size_t len) {
     cfg.ack_wait_ms = f.ack_wait_ms;
     cfg.max_ack_pending = f.max_ack_pending;
     if (rift_srv_backend_serves(ss->conn->srv, f.stream, f.stream_len)) {
-        rift_srv_backend_open(ss, f.stream, f.stream_len, scoped, &cfg);
+        rift_srv_backend_open(ss, f.stream, f.stream_len, scoped, f.name,
+                              f.name_len, &cfg, false);
         return;
     }
     srv_pin pin;
@@ -877,9 +887,9 @@ static rift_consumer *find_consumer(srv_stream *ss, const char *stream,
 static void start_fetch(srv_stream *ss, const char *stream, size_t stream_len,
                         const char *scoped, uint32_t limit, uint32_t wait_ms) {
     if (rift_srv_backend_serves(ss->conn->srv, stream, stream_len)) {
-        /* A backend fetch answers at once, also when asked to wait. */
-        srv_store_op *bop =
-            rift_srv_backend_fetch_op(ss, stream, stream_len, scoped, limit);
+        /* A backend's fetch waits in the backend (its first portion). */
+        srv_store_op *bop = rift_srv_backend_fetch_op(ss, stream, stream_len,
+                                                      scoped, limit, wait_ms);
         if (bop != NULL) {
             fetch_write(ss, bop);
         }

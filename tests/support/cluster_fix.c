@@ -100,26 +100,35 @@ static bool start_riftd(cluster_fix *f, int i) {
     if (f->o.streams != NULL) {
         snprintf(streams, sizeof streams, "    streams = %s,\n", f->o.streams);
     }
+    char grant[512] = "";
+    if (f->o.app_streams != NULL) {
+        snprintf(grant, sizeof grant, ",\n      streams = %s",
+                 f->o.app_streams);
+    }
+    char worker[512] = "";
+    if (f->o.second_principal) {
+        snprintf(worker, sizeof worker,
+                 ",\n      { name = 'worker', token_env = "
+                 "'RIFT_TEST_TOKEN2',\n"
+                 "        publish = { '>' }, subscribe = %s }",
+                 f->o.worker_subscribe != NULL ? f->o.worker_subscribe
+                                               : "{ '>' }");
+    }
     char cfg[8192];
-    snprintf(cfg, sizeof cfg,
-             "return {\n  log = 'info',\n  messaging = {\n"
-             "    listen = '127.0.0.1:0', certificate = 'tls/server.pem',\n"
-             "    private_key = 'tls/server.key',\n"
-             "    subscription_capacity = 65536,\n%s"
-             "    principals = { { name = 'app', token_env = "
-             "'RIFT_TEST_TOKEN',\n"
-             "      publish = { '>' }, subscribe = { '>' }, control = true }%s "
-             "} },\n"
-             "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
-             "  cluster = { node = 'r%d',\n"
-             "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
-             streams,
-             f->o.second_principal
-                 ? ",\n      { name = 'worker', token_env = "
-                   "'RIFT_TEST_TOKEN2',\n"
-                   "        publish = { '>' }, subscribe = { '>' } }"
-                 : "",
-             i + 1, n->client_port);
+    snprintf(
+        cfg, sizeof cfg,
+        "return {\n  log = 'info',\n  messaging = {\n"
+        "    listen = '127.0.0.1:0', certificate = 'tls/server.pem',\n"
+        "    private_key = 'tls/server.key',\n"
+        "    subscription_capacity = 65536,\n%s"
+        "    principals = { { name = 'app', token_env = "
+        "'RIFT_TEST_TOKEN',\n"
+        "      publish = { '>' }, subscribe = { '>' }, control = true%s }%s "
+        "} },\n"
+        "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
+        "  cluster = { node = 'r%d',\n"
+        "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
+        streams, grant, worker, i + 1, n->client_port);
     if (!riftd_fix_init(&n->r, cfg)) {
         return false;
     }

@@ -33,6 +33,11 @@ typedef struct cluster_fix_opts {
     /* A second principal 'worker' (token RIFTD_FIX_TOKEN2, publish and
      * subscribe '>'). */
     bool second_principal;
+    /* Lua text of 'worker''s subscribe grant; NULL: "{ '>' }". */
+    const char *worker_subscribe;
+    /* Lua text of principal 'app''s `streams` grant, e.g. "{ 'orders' }"
+     * (stream administration: STREAM_PURGE of a replicated stream). */
+    const char *app_streams;
 } cluster_fix_opts;
 
 typedef struct cluster_fix {

@@ -1,0 +1,542 @@
+/*
+ * test_cluster_streams_ext.c — the extension opcodes on a replicated
+ * stream (replicas = 3, integration tests; docs/cluster.md "Replicated
+ * streams"): CONSUMER_OPEN_EXT with every start position, resumes and
+ * the store's "different <field>" text, max_deliver, CONSUMER_INFO_GET,
+ * CONSUMER_LIST scoped to the identity, STREAM_INFO_GET, STREAM_PURGE
+ * keeping sequences and CONSUMER_FETCH_WAIT, each asked of a node other
+ * than the publishing one; and riftd started while its backbone is down.
+ * Every wait polls a condition or is the protocol's own wait.
+ */
+// labels: threads slow
+#include "cluster_fix.h"
+#include "rift/client.h"
+#include "rift/client_stream.h"
+#include "test.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STREAM   "orders"
+#define READY_MS 60000
+#define WAIT_MS  20000
+
+static const char streams_lua[] =
+    "{ orders = { subjects = { 'orders.>' }, replicas = 3 } }";
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Publishes |payload| on orders.created; its STORED sequence or 0. */
+static uint64_t spub1(rift_client *c, const char *payload) {
+    rift_stored st = {0};
+    rift_error err = {0};
+    if (rift_client_stream_publish(c, STREAM, strlen(STREAM), "orders.created",
+                                   14, NULL, 0, (const uint8_t *)payload,
+                                   strlen(payload), &st, &err) != 0) {
+        fprintf(stderr, "  stream publish %s: %s\n", payload, err.text);
+        return 0;
+    }
+    return st.sequence;
+}
+
+static void ext_config(rift_consumer_config *cfg, rift_consumer_start start,
+                       uint64_t value) {
+    rift_consumer_config_default(cfg);
+    cfg->filter = "orders.>";
+    cfg->filter_len = strlen(cfg->filter);
+    cfg->start = start;
+    if (start == RIFT_START_SEQUENCE) {
+        cfg->start_sequence = value;
+    } else {
+        cfg->start_time_ms = value;
+    }
+}
+
+static int open_ext(rift_client *c, const char *name,
+                    const rift_consumer_config *cfg,
+                    rift_client_consumer_info *info, rift_error *err) {
+    return rift_client_consumer_open_ext(c, STREAM, strlen(STREAM), name,
+                                         strlen(name), cfg, info, err);
+}
+
+static bool open1(rift_client *c, const char *name, rift_consumer_start start,
+                  uint64_t value, rift_client_consumer_info *info) {
+    rift_consumer_config cfg;
+    ext_config(&cfg, start, value);
+    rift_error err = {0};
+    if (open_ext(c, name, &cfg, info, &err) != 0) {
+        fprintf(stderr, "  consumer open %s: %s\n", name, err.text);
+        return false;
+    }
+    return true;
+}
+
+/* Fetches up to 32 records' sequences into |seq| (acking none); -1 on
+ * error. |wait_ms| > 0: CONSUMER_FETCH_WAIT. */
+static int fetch(rift_client *c, const char *name, uint32_t wait_ms,
+                 uint64_t *seq, uint32_t *count) {
+    rift_client_delivery d[32];
+    size_t n = 0;
+    rift_error err = {0};
+    int rc = wait_ms > 0 ? rift_client_fetch_wait(c, STREAM, strlen(STREAM),
+                                                  name, strlen(name), 32,
+                                                  wait_ms, d, &n, &err)
+                         : rift_client_fetch(c, STREAM, strlen(STREAM), name,
+                                             strlen(name), 32, d, &n, &err);
+    if (rc != 0) {
+        fprintf(stderr, "  fetch %s: %s\n", name, err.text);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        seq[i] = d[i].sequence;
+        if (count != NULL) {
+            count[i] = d[i].delivery_count;
+        }
+        rift_msg_unref(d[i].msg);
+    }
+    return (int)n;
+}
+
+static bool ack1(rift_client *c, const char *name, uint64_t seq) {
+    rift_error err = {0};
+    if (rift_client_ack(c, STREAM, strlen(STREAM), name, strlen(name), seq,
+                        &err) != 0) {
+        fprintf(stderr, "  ack %s %" PRIu64 ": %s\n", name, seq, err.text);
+        return false;
+    }
+    return true;
+}
+
+static bool info1(rift_client *c, const char *name,
+                  rift_client_consumer_info *info) {
+    rift_error err = {0};
+    if (rift_client_consumer_get_info(c, STREAM, strlen(STREAM), name,
+                                      strlen(name), info, &err) != 0) {
+        fprintf(stderr, "  consumer info %s: %s\n", name, err.text);
+        return false;
+    }
+    return true;
+}
+
+/* The names of one page of |c|'s consumers, space-separated, in |out|. */
+static int list_names(rift_client *c, const char *after, uint32_t limit,
+                      char *out, size_t size, bool *more) {
+    rift_client_consumer_entry *e = NULL;
+    size_t n = 0;
+    rift_error err = {0};
+    out[0] = '\0';
+    if (rift_client_consumer_list(c, STREAM, strlen(STREAM), after,
+                                  after ? strlen(after) : 0, limit, &e, &n,
+                                  more, &err) != 0) {
+        fprintf(stderr, "  consumer list: %s\n", err.text);
+        return -1;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        at += (size_t)snprintf(out + at, size - at, "%s%s", i ? " " : "",
+                               e[i].name);
+    }
+    rift_client_consumer_list_free(e);
+    return (int)n;
+}
+
+/* ---- Start positions, info, list, max_deliver ---- */
+
+static void starts_body(cluster_fix *f) {
+    rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
+    CHECK_EQ_U64(spub1(c1, "m1"), 1);
+    CHECK_EQ_U64(spub1(c1, "m2"), 2);
+    /* A time between m2 and m3: m2 was stored before it. */
+    uint64_t t = wall_ms() + 2;
+    while (wall_ms() <= t) {
+    }
+    CHECK_EQ_U64(spub1(c1, "m3"), 3);
+
+    rift_client_consumer_info in;
+    uint64_t seq[32];
+    uint32_t cnt[32];
+    /* first: from 1; created, the start and the cursor reported. */
+    CHECK(open1(c2, "first", RIFT_START_FIRST, 0, &in));
+    CHECK(in.created);
+    CHECK_EQ_INT(in.config.start, RIFT_START_FIRST);
+    CHECK_EQ_U64(in.start_sequence, 1);
+    CHECK_EQ_U64(in.next_sequence, 1);
+    CHECK_EQ_STR(in.filter, "orders.>");
+    CHECK_EQ_INT(fetch(c3, "first", 0, seq, NULL), 3);
+    CHECK_EQ_U64(seq[0], 1);
+    /* last: the newest record. */
+    CHECK(open1(c2, "last", RIFT_START_LAST_RECEIVED, 0, &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_LAST_RECEIVED);
+    CHECK_EQ_U64(in.start_sequence, 3);
+    CHECK_EQ_INT(fetch(c3, "last", 0, seq, NULL), 1);
+    CHECK_EQ_U64(seq[0], 3);
+    /* new: only later records. */
+    CHECK(open1(c2, "new", RIFT_START_NEW_ONLY, 0, &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_NEW_ONLY);
+    CHECK_EQ_U64(in.start_sequence, 4);
+    CHECK_EQ_INT(fetch(c3, "new", 0, seq, NULL), 0);
+    /* seq:2 and time: from the record after the time. */
+    CHECK(open1(c2, "seq2", RIFT_START_SEQUENCE, 2, &in));
+    CHECK_EQ_U64(in.start_sequence, 2);
+    CHECK(open1(c2, "time", RIFT_START_TIME, t, &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_TIME);
+    CHECK_EQ_U64(in.config.start_time_ms, t);
+    CHECK_EQ_U64(in.start_sequence, 3);
+    /* since: an hour back reaches everything. */
+    CHECK(open1(c2, "since", RIFT_START_TIME_DELTA, 3600000, &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_TIME_DELTA);
+    CHECK(in.config.start_time_ms >= 3599000 &&
+          in.config.start_time_ms <= 3601000);
+    CHECK_EQ_U64(in.start_sequence, 1);
+    CHECK_EQ_U64(spub1(c1, "m4"), 4);
+    CHECK_EQ_INT(fetch(c3, "new", 0, seq, NULL), 1);
+    CHECK_EQ_U64(seq[0], 4);
+    CHECK_EQ_INT(fetch(c3, "seq2", 0, seq, NULL), 3);
+    CHECK_EQ_U64(seq[0], 2);
+    CHECK_EQ_INT(fetch(c1, "time", 0, seq, NULL), 2);
+    CHECK_EQ_U64(seq[0], 3);
+    CHECK_EQ_INT(fetch(c3, "since", 0, seq, NULL), 4);
+    CHECK_EQ_U64(seq[0], 1);
+
+    /* A resume from another node ignores the start; other settings are
+     * the store's error naming the field. */
+    CHECK(open1(c3, "first", RIFT_START_NEW_ONLY, 0, &in));
+    CHECK(!in.created);
+    CHECK_EQ_INT(in.config.start, RIFT_START_FIRST);
+    rift_consumer_config cfg;
+    ext_config(&cfg, RIFT_START_FIRST, 0);
+    cfg.ack_wait_ms = 5000;
+    rift_error err = {0};
+    CHECK(open_ext(c3, "first", &cfg, NULL, &err) != 0);
+    CHECK_EQ_STR(err.text, "invalid messaging configuration: consumer "
+                           "already exists with different ack_wait_ms");
+
+    /* The resolved starts stay known after deliveries, on any node. */
+    CHECK(info1(c1, "last", &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_LAST_RECEIVED);
+    CHECK_EQ_U64(in.start_sequence, 3);
+    CHECK(info1(c1, "new", &in));
+    CHECK_EQ_INT(in.config.start, RIFT_START_NEW_ONLY);
+    CHECK_EQ_U64(in.start_sequence, 4);
+    CHECK_EQ_U64(in.next_sequence, 5);
+    CHECK(info1(c1, "time", &in));
+    CHECK_EQ_U64(in.start_sequence, 3);
+    /* CONSUMER_INFO from node 1: seq2 fetched 2, 3, 4 on node 3. */
+    CHECK(info1(c1, "seq2", &in));
+    CHECK_EQ_U64(in.next_sequence, 5);
+    CHECK_EQ_INT(in.pending, 3);
+    CHECK(ack1(c3, "seq2", 2));
+    CHECK(info1(c1, "seq2", &in));
+    CHECK_EQ_INT(in.pending, 2);
+    CHECK(rift_client_consumer_get_info(c1, STREAM, strlen(STREAM), "nobody", 6,
+                                        &in, &err) != 0);
+    CHECK_EQ_STR(err.text, "consumer does not exist");
+
+    /* max_deliver 2: a record unacked twice is not delivered again. */
+    ext_config(&cfg, RIFT_START_SEQUENCE, 4);
+    cfg.ack_wait_ms = 500;
+    cfg.max_deliver = 2;
+    CHECK(open_ext(c2, "md", &cfg, &in, &err) == 0);
+    CHECK_EQ_INT(in.config.max_deliver, 2);
+    CHECK_EQ_INT(fetch(c3, "md", 0, seq, cnt), 1);
+    CHECK_EQ_INT(fetch(c3, "md", 5000, seq, cnt), 1);
+    CHECK_EQ_U64(seq[0], 4);
+    CHECK_EQ_INT(cnt[0], 2);
+    CHECK_EQ_INT(fetch(c3, "md", 2000, seq, cnt), 0);
+    CHECK(info1(c1, "md", &in));
+    CHECK_EQ_INT(in.config.max_deliver, 2);
+
+    /* CONSUMER_LIST from node 3: this identity's, sorted, paged. */
+    char names[512];
+    bool more = false;
+    CHECK_EQ_INT(list_names(c3, NULL, 256, names, sizeof names, &more), 7);
+    CHECK_EQ_STR(names, "first last md new seq2 since time");
+    CHECK(!more);
+    CHECK_EQ_INT(list_names(c3, NULL, 2, names, sizeof names, &more), 2);
+    CHECK_EQ_STR(names, "first last");
+    CHECK(more);
+    CHECK_EQ_INT(list_names(c3, "seq2", 2, names, sizeof names, &more), 2);
+    CHECK_EQ_STR(names, "since time");
+    CHECK(!more);
+    /* Another identity sees only its own, and is not seen. */
+    rift_client *w = NULL;
+    CHECK(riftd_fix_connect(&f->n[1].r, RIFTD_FIX_TOKEN2, &w));
+    if (w != NULL) {
+        CHECK(open1(w, "first", RIFT_START_FIRST, 0, &in));
+        CHECK(in.created); /* not app's "first" */
+        CHECK(open1(w, "zed", RIFT_START_FIRST, 0, &in));
+        CHECK_EQ_INT(list_names(w, NULL, 256, names, sizeof names, &more), 2);
+        CHECK_EQ_STR(names, "first zed");
+        rift_client_del(w);
+    }
+    CHECK_EQ_INT(list_names(c1, NULL, 256, names, sizeof names, &more), 7);
+    CHECK_EQ_STR(names, "first last md new seq2 since time");
+}
+
+RIFT_TEST(start_positions_info_list_max_deliver) {
+    cluster_fix f;
+    cluster_fix_opts o = {
+        .jetstream = true, .streams = streams_lua, .second_principal = true};
+    bool up = cluster_fix_start_opts(&f, &o) &&
+              cluster_fix_wait_replicated(&f, READY_MS);
+    if (up) {
+        starts_body(&f);
+    }
+    bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
+
+/* ---- Stream info, purge, fetch wait ---- */
+
+typedef struct late_pub {
+    rift_client *c;
+    uint64_t seq;
+} late_pub;
+
+static void *late_thread(void *arg) {
+    late_pub *p = arg;
+    struct timespec ts = {0, 500 * 1000000L};
+    nanosleep(&ts, NULL); /* after the fetch began to wait */
+    p->seq = spub1(p->c, "late");
+    return NULL;
+}
+
+typedef struct wait_job {
+    rift_client *c;
+    int n;
+} wait_job;
+
+static void *wait_thread(void *arg) {
+    wait_job *j = arg;
+    uint64_t seq[32];
+    j->n = fetch(j->c, "r", 60000, seq, NULL);
+    return NULL;
+}
+
+/* Whether node 2 reports one waiting fetch. */
+static bool node2_waiting(void *arg) {
+    json_t *st = cluster_fix_status(arg, 1);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    json_t *r = a ? json_array_get(a, 0) : NULL;
+    bool is =
+        r != NULL && json_integer_value(json_object_get(r, "fetch_waits")) == 1;
+    json_decref(st);
+    return is;
+}
+
+static void stream_body(cluster_fix *f) {
+    rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_U64(spub1(c1, "x"), (uint64_t)i + 1);
+    }
+    rift_client_consumer_info in;
+    CHECK(open1(c2, "r", RIFT_START_FIRST, 0, &in));
+
+    rift_client_stream_info si;
+    rift_error err = {0};
+    CHECK(rift_client_stream_get_info(c2, STREAM, strlen(STREAM), &si, &err) ==
+          0);
+    CHECK_EQ_STR(si.subjects, "orders.>");
+    CHECK_EQ_U64(si.messages, 3);
+    CHECK_EQ_U64(si.first_sequence, 1);
+    CHECK_EQ_U64(si.last_sequence, 3);
+    CHECK(si.bytes > 0);
+    CHECK_EQ_INT(si.consumers, 1);
+    CHECK(!si.runtime);
+
+    /* Purge from node 3: the records go, the sequences carry on. */
+    CHECK(rift_client_stream_purge(c3, STREAM, strlen(STREAM), &err) == 0);
+    CHECK(rift_client_stream_get_info(c2, STREAM, strlen(STREAM), &si, &err) ==
+          0);
+    CHECK_EQ_U64(si.messages, 0);
+    CHECK_EQ_U64(si.first_sequence, 4);
+    CHECK_EQ_U64(si.last_sequence, 3);
+    CHECK_EQ_U64(spub1(c1, "after"), 4);
+    uint64_t seq[32];
+    CHECK_EQ_INT(fetch(c3, "r", 0, seq, NULL), 1);
+    CHECK_EQ_U64(seq[0], 4);
+    CHECK(ack1(c3, "r", 4));
+    /* Without the grant: refused as for any stream; an identity that may
+     * not read the stream does not learn it is there. */
+    rift_client *w = NULL;
+    CHECK(riftd_fix_connect(&f->n[2].r, RIFTD_FIX_TOKEN2, &w));
+    if (w != NULL) {
+        CHECK(rift_client_stream_purge(w, STREAM, strlen(STREAM), &err) != 0);
+        CHECK_EQ_STR(err.text, "stream administration not permitted");
+        CHECK(rift_client_stream_get_info(w, STREAM, strlen(STREAM), &si,
+                                          &err) != 0);
+        CHECK_EQ_STR(err.text, "unknown stream");
+        rift_client_del(w);
+    }
+
+    /* FETCH_WAIT from node 2: nothing within the wait, then a record
+     * published on node 1 while it waits. */
+    int64_t t0 = now_ms();
+    CHECK_EQ_INT(fetch(c2, "r", 1000, seq, NULL), 0);
+    int64_t took = now_ms() - t0;
+    CHECK_MSG(took >= 900 && took < 5000, "empty wait took %lld ms",
+              (long long)took);
+    late_pub p = {.c = c1};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, late_thread, &p) == 0);
+    t0 = now_ms();
+    CHECK_EQ_INT(fetch(c2, "r", 10000, seq, NULL), 1);
+    took = now_ms() - t0;
+    pthread_join(th, NULL);
+    CHECK_EQ_U64(p.seq, 5);
+    CHECK_EQ_U64(seq[0], 5);
+    CHECK_MSG(took >= 400 && took < 5000, "wait took %lld ms", (long long)took);
+    CHECK(fetch(c2, "nobody", 1000, seq, NULL) < 0);
+
+    /* riftd's stop ends a waiting fetch at once (its server waits for
+     * the backend's operations). */
+    wait_job wj = {0};
+    CHECK(riftd_fix_connect(&f->n[1].r, RIFTD_FIX_TOKEN, &wj.c));
+    if (wj.c == NULL) {
+        return;
+    }
+    CHECK(pthread_create(&th, NULL, wait_thread, &wj) == 0);
+    CHECK(rift_test_wait_until(node2_waiting, f, WAIT_MS));
+    t0 = now_ms();
+    CHECK_EQ_INT(riftd_fix_stop(&f->n[1].r), 0);
+    took = now_ms() - t0;
+    pthread_join(th, NULL);
+    rift_client_del(wj.c);
+    CHECK_MSG(took < 10000, "stop took %lld ms", (long long)took);
+    CHECK(wj.n <= 0);
+}
+
+RIFT_TEST(stream_info_purge_and_fetch_wait) {
+    cluster_fix f;
+    cluster_fix_opts o = {.jetstream = true,
+                          .streams = streams_lua,
+                          .second_principal = true,
+                          .worker_subscribe = "{ 'notes.>' }",
+                          .app_streams = "{ 'orders' }"};
+    bool up = cluster_fix_start_opts(&f, &o) &&
+              cluster_fix_wait_replicated(&f, READY_MS);
+    if (up) {
+        stream_body(&f);
+    }
+    bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
+
+/* ---- riftd started while its backbone is down ---- */
+
+static const char two_streams_lua[] =
+    "{ orders = { subjects = { 'orders.>' }, replicas = 3 },\n"
+    "      notes = { subjects = { 'notes.>' } } }";
+
+/* Whether node 1's replicated stream reports |ready| in `rift status`. */
+static bool r1_ready_is(cluster_fix *f, bool ready) {
+    json_t *st = cluster_fix_status(f, 0);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    json_t *r = a ? json_array_get(a, 0) : NULL;
+    bool is = r != NULL && json_is_true(json_object_get(r, "ready")) == ready;
+    json_decref(st);
+    return is;
+}
+
+static bool r1_ready(void *arg) {
+    return r1_ready_is(arg, true);
+}
+
+static void down_start_body(cluster_fix *f) {
+    cluster_fix_riftd_kill(f, 0);
+    cluster_fix_ns_kill(f, 0);
+    CHECK(cluster_fix_riftd_start(f, 0));
+    rift_client *c1 = f->n[0].c, *c2 = f->n[1].c;
+    if (c1 == NULL) {
+        return;
+    }
+    /* It started: its local stream works. */
+    rift_stored st = {0};
+    rift_error err = {0};
+    CHECK(rift_client_stream_publish(c1, "notes", 5, "notes.a", 7, NULL, 0,
+                                     (const uint8_t *)"n", 1, &st, &err) == 0);
+    CHECK_EQ_U64(st.sequence, 1);
+    /* The replicated one answers at once, and says why. */
+    int64_t t0 = now_ms();
+    CHECK(rift_client_stream_publish(c1, STREAM, strlen(STREAM),
+                                     "orders.created", 14, NULL, 0,
+                                     (const uint8_t *)"x", 1, &st, &err) != 0);
+    CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "publish: %s",
+              err.text);
+    rift_client_consumer_info in;
+    CHECK(rift_client_consumer_get_info(c1, STREAM, strlen(STREAM), "r", 1, &in,
+                                        &err) != 0);
+    CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
+              err.text);
+    rift_client_stream_info si;
+    CHECK(rift_client_stream_get_info(c1, STREAM, strlen(STREAM), &si, &err) !=
+          0);
+    CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
+              err.text);
+    CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms", (long long)(now_ms() - t0));
+    /* Also then, an identity that may not read it hears "unknown". */
+    rift_client *w = NULL;
+    CHECK(riftd_fix_connect(&f->n[0].r, RIFTD_FIX_TOKEN2, &w));
+    if (w != NULL) {
+        CHECK(rift_client_stream_get_info(w, STREAM, strlen(STREAM), &si,
+                                          &err) != 0);
+        CHECK_EQ_STR(err.text, "unknown stream");
+        rift_client_del(w);
+    }
+    CHECK(r1_ready_is(f, false));
+    /* Its nats-server back: the stream becomes ready and works. */
+    CHECK(cluster_fix_ns_start(f, 0));
+    CHECK(rift_test_wait_until(r1_ready, f, READY_MS));
+    CHECK(open1(c2, "r", RIFT_START_FIRST, 0, &in));
+    uint64_t seq = 0;
+    int64_t end = now_ms() + WAIT_MS;
+    while (seq == 0 && now_ms() < end) {
+        /* The restarted server may still be catching up: retry. */
+        if (rift_client_stream_publish(
+                c1, STREAM, strlen(STREAM), "orders.created", 14, NULL, 0,
+                (const uint8_t *)"up", 2, &st, &err) == 0) {
+            seq = st.sequence;
+        }
+    }
+    CHECK_MSG(seq == 1, "sequence %llu (%s)", (unsigned long long)seq,
+              err.text);
+    uint64_t got[32];
+    CHECK_EQ_INT(fetch(c2, "r", 5000, got, NULL), 1);
+    CHECK_EQ_U64(got[0], 1);
+    CHECK(info1(c1, "r", &in));
+    CHECK_EQ_U64(in.next_sequence, 2);
+}
+
+RIFT_TEST(riftd_started_with_backbone_down_then_ready) {
+    cluster_fix f;
+    cluster_fix_opts o = {.jetstream = true,
+                          .streams = two_streams_lua,
+                          .second_principal = true,
+                          .worker_subscribe = "{ 'notes.>' }"};
+    bool up = cluster_fix_start_opts(&f, &o) &&
+              cluster_fix_wait_replicated(&f, READY_MS);
+    if (up) {
+        down_start_body(&f);
+    }
+    bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
