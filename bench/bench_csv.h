@@ -48,6 +48,21 @@ static inline double bench_cpu_seconds(void) {
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* qsort comparator of uint64_t samples (nanoseconds), ascending. */
+static inline int bench_cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a;
+    uint64_t y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The |p|-th percentile of |n| sorted nanosecond samples, in µs: the
+ * original's rule, the sample at index floor((n-1)*p/100); 0 without
+ * samples. */
+static inline double bench_pct_us(const uint64_t *sorted, size_t n,
+                                  unsigned p) {
+    return n == 0 ? 0 : (double)sorted[(n - 1) * p / 100] / 1e3;
+}
+
 static inline void bench_csv_opt(FILE *f, double v, int prec, int last) {
     if (v >= 0) {
         fprintf(f, "%.*f", prec, v);

@@ -22,17 +22,6 @@
 
 #define MAX_SAMPLES 1000000
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The original's rule: the sorted sample at index floor((n-1)*p/100). */
-static double pct_us(const uint64_t *sorted, size_t n, unsigned p) {
-    return (double)sorted[(n - 1) * p / 100] / 1e3;
-}
-
 static void usage(void) {
     fprintf(stderr, "usage: fsync_ceiling [--dir DIR] [--size B] "
                     "[--seconds S] [--csv FILE] [--label TEXT]\n");
@@ -112,11 +101,11 @@ int main(int argc, char **argv) {
     cpu1 = bench_cpu_seconds();
     secs = (double)(now - t0) / 1e9;
 
-    qsort(lat, n, sizeof(*lat), cmp_u64);
+    qsort(lat, n, sizeof(*lat), bench_cmp_u64);
     printf("fsync_ceiling: %zu B append + fdatasync in %s: %.0f ops/s, "
            "p50 %.1f us p99 %.1f us max %.1f us (%zu ops in %.2f s)\n",
-           size, dir, (double)n / secs, pct_us(lat, n, 50), pct_us(lat, n, 99),
-           pct_us(lat, n, 100), n, secs);
+           size, dir, (double)n / secs, bench_pct_us(lat, n, 50),
+           bench_pct_us(lat, n, 99), bench_pct_us(lat, n, 100), n, secs);
     if (csv != NULL) {
         bench_row row = {
             .impl = "disk",
@@ -130,10 +119,10 @@ int main(int argc, char **argv) {
             .batch = 1,
             .seconds = secs,
             .lat_what = "sync",
-            .p50_us = pct_us(lat, n, 50),
-            .p95_us = pct_us(lat, n, 95),
-            .p99_us = pct_us(lat, n, 99),
-            .max_us = pct_us(lat, n, 100),
+            .p50_us = bench_pct_us(lat, n, 50),
+            .p95_us = bench_pct_us(lat, n, 95),
+            .p99_us = bench_pct_us(lat, n, 99),
+            .max_us = bench_pct_us(lat, n, 100),
             .errors = 0,
             .client_cpu_s = cpu1 - cpu0,
             .server_cpu_s = -1,

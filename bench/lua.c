@@ -62,11 +62,6 @@ static void remove_plugin(const char *dir, const char *name) {
     (void)rmdir(path);
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 #define TOKEN "lua-benchmark-only-token-of-32-bytes"
 
 typedef struct latencies {
@@ -79,7 +74,7 @@ typedef struct latencies {
 static void report(const char *what, const latencies *l, double cpu,
                    const char *csv, const char *scenario,
                    const char *transport) {
-    qsort(l->ns, l->n, sizeof(*l->ns), cmp_u64);
+    qsort(l->ns, l->n, sizeof(*l->ns), bench_cmp_u64);
     double p50 = (double)l->ns[l->n / 2] / 1e3;
     double p95 = (double)l->ns[l->n * 95 / 100] / 1e3;
     double p99 = (double)l->ns[l->n * 99 / 100] / 1e3;

@@ -410,15 +410,6 @@ typedef struct result {
     uint64_t errors;
 } result;
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(const uint64_t *v, size_t n, unsigned p) {
-    return (double)v[(n - 1) * p / 100] / 1000.0;
-}
-
 typedef struct wait_msgs {
     bstream *s;
     uint64_t want;
@@ -456,10 +447,10 @@ static bool rtt(rift_loop *loop, const child *ch, size_t count, result *r) {
     r->seconds = (double)(rift_now_ns() - start) / 1e9;
     r->client_cpu = bench_cpu_seconds() - cpu0;
     r->server_cpu = child_cpu(ch) - scpu0;
-    qsort(lat + 1000, count, sizeof(*lat), cmp_u64);
-    r->p50 = pct(lat + 1000, count, 50);
-    r->p95 = pct(lat + 1000, count, 95);
-    r->p99 = pct(lat + 1000, count, 99);
+    qsort(lat + 1000, count, sizeof(*lat), bench_cmp_u64);
+    r->p50 = bench_pct_us(lat + 1000, count, 50);
+    r->p95 = bench_pct_us(lat + 1000, count, 95);
+    r->p99 = bench_pct_us(lat + 1000, count, 99);
     r->max = (double)lat[total - 1] / 1000.0;
     r->msgs = count;
     r->errors = p.sub->bad + p.sub->errors + p.pub->errors;
@@ -681,10 +672,10 @@ static bool lib_rtt(const child *ch, size_t count, result *r) {
     r->client_cpu = bench_cpu_seconds() - cpu0;
     r->server_cpu = child_cpu(ch) - scpu0;
     if (ok) {
-        qsort(lat + 1000, count, sizeof(*lat), cmp_u64);
-        r->p50 = pct(lat + 1000, count, 50);
-        r->p95 = pct(lat + 1000, count, 95);
-        r->p99 = pct(lat + 1000, count, 99);
+        qsort(lat + 1000, count, sizeof(*lat), bench_cmp_u64);
+        r->p50 = bench_pct_us(lat + 1000, count, 50);
+        r->p95 = bench_pct_us(lat + 1000, count, 95);
+        r->p99 = bench_pct_us(lat + 1000, count, 99);
         r->msgs = count;
     }
     free(lat);

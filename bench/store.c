@@ -15,6 +15,8 @@
  * --recovery-mib MiB (default 1024) once and times opening it (page cache
  * warm: dropping caches needs root and hurts everybody else).
  */
+#include "bench_csv.h"
+
 #include "rift/stream.h"
 #include "common/common.h"
 
@@ -55,18 +57,10 @@ static double median(double *v, int n) {
     return v[n / 2];
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* p-th percentile of |n| nanosecond samples, in microseconds. */
+/* p-th percentile of |n| nanosecond samples (sorted here), in µs. */
 static double pct_us(uint64_t *v, size_t n, unsigned p) {
-    if (n == 0) {
-        return 0;
-    }
-    qsort(v, n, sizeof(uint64_t), cmp_u64);
-    return (double)v[(n - 1) * p / 100] / 1e3;
+    qsort(v, n, sizeof(uint64_t), bench_cmp_u64);
+    return bench_pct_us(v, n, p);
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag,

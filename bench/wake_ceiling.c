@@ -123,17 +123,6 @@ static void end_link(end *e, const end *other, uint16_t other_port) {
                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The sorted sample at index floor((n-1)*p/100), in µs. */
-static double pct_us(const uint64_t *sorted, size_t n, unsigned p) {
-    return (double)sorted[(n - 1) * p / 100] / 1e3;
-}
-
 static void usage(void) {
     fprintf(stderr, "usage: wake_ceiling [--mode eventfd|udp] [--seconds S] "
                     "[--csv FILE] [--label TEXT]\n");
@@ -214,12 +203,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     double secs = (double)(now - t0) / 1e9;
-    qsort(lat, n, sizeof(*lat), cmp_u64);
+    qsort(lat, n, sizeof(*lat), bench_cmp_u64);
     printf("wake_ceiling: %s, thread -> thread -> thread: %.0f round trips/s, "
            "p50 %.1f us p99 %.1f us (one hand-off p50 %.1f us), CPU %.1f us "
            "per round trip\n",
-           mode, (double)n / secs, pct_us(lat, n, 50), pct_us(lat, n, 99),
-           pct_us(lat, n, 50) / 2, (cpu1 - cpu0) * 1e6 / (double)n);
+           mode, (double)n / secs, bench_pct_us(lat, n, 50),
+           bench_pct_us(lat, n, 99), bench_pct_us(lat, n, 50) / 2,
+           (cpu1 - cpu0) * 1e6 / (double)n);
     int rc = 0;
     if (csv != NULL) {
         bench_row row = {
@@ -234,10 +224,10 @@ int main(int argc, char **argv) {
             .batch = 1,
             .seconds = secs,
             .lat_what = "rtt",
-            .p50_us = pct_us(lat, n, 50),
-            .p95_us = pct_us(lat, n, 95),
-            .p99_us = pct_us(lat, n, 99),
-            .max_us = pct_us(lat, n, 100),
+            .p50_us = bench_pct_us(lat, n, 50),
+            .p95_us = bench_pct_us(lat, n, 95),
+            .p99_us = bench_pct_us(lat, n, 99),
+            .max_us = bench_pct_us(lat, n, 100),
             .errors = 0,
             .client_cpu_s = cpu1 - cpu0,
             .server_cpu_s = -1,
