@@ -2,11 +2,13 @@
  * replicated_pub.c — publishes of the replicated-stream backend (cluster
  * layer; see replicated.h and docs/cluster.md), asynchronous:
  *
- *   - The server thread (or a worker, after ENSURE) queues the job; the
- *     publisher thread builds its message (Nats-Msg-Id
- *     <node>.<boot>.<n>, Rift-Ts, Rift-Reply) and hands it to
- *     js_PublishMsgAsync, at most REPL_PUB_WINDOW at a time; the others
- *     wait in the queue. No worker thread waits for an answer.
+ *   - The server thread (or a worker, after ENSURE) submits the job: with
+ *     room in the window (REPL_PUB_WINDOW) and nothing queued, it builds
+ *     the message (Nats-Msg-Id <node>.<boot>.<n>, Rift-Ts, Rift-Reply)
+ *     and hands it to js_PublishMsgAsync itself (a buffered write, as the
+ *     bridge's plain publishes); otherwise the job waits in the queue for
+ *     the publisher thread, which sends it when the window has room. No
+ *     thread waits for an answer.
  *   - libnats calls on_ack on its reply subscription's thread with the
  *     PubAck or the error (its MaxWait timer makes a lost answer a
  *     timeout after PUBLISH_TRY_MS). STORED = the PubAck's sequence, the
@@ -214,20 +216,57 @@ static natsStatus build(repl_job *j) {
     return st;
 }
 
-/* One try of |j| (counted in the window by the caller). */
-static void send_one(rift_repl *r, repl_job *j) {
+/* Hands |j| back to the publisher, which tries it (again) at once: a try
+ * by a submitting thread that could not start, so that no job completes
+ * inside the server's submit call. */
+static void hand_back(rift_repl *r, repl_job *j) {
+    pthread_mutex_lock(&r->pub_mu);
+    r->pub_inflight--;
+    j->next = r->pub_head;
+    r->pub_head = j;
+    if (r->pub_tail == NULL) {
+        r->pub_tail = j;
+    }
+    pthread_cond_signal(&r->pub_cv);
+    pthread_mutex_unlock(&r->pub_mu);
+}
+
+/* One try of |j| (counted in the window by the caller). |direct|: the
+ * submitting thread's own try, which hands the job back to the publisher
+ * instead of failing it. */
+static void send_one(rift_repl *r, repl_job *j, bool direct) {
     repl_stream *s = j->s;
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MaxWait = PUBLISH_TRY_MS;
     char id[200];
-    if (j->msg == NULL) {
-        if (build(j) != NATS_OK) {
-            rift_error err = {0};
-            settle(r, j, false,
-                   rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"), &err);
+    bool first = j->deadline_ms == 0; /* never handed to libnats */
+    if (j->msg == NULL && build(j) != NATS_OK) {
+        natsMsg_Destroy(j->msg);
+        j->msg = NULL;
+        if (direct) {
+            hand_back(r, j);
             return;
         }
+        rift_error err = {0};
+        settle(r, j, false,
+               rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"), &err);
+        return;
+    }
+    pthread_mutex_lock(&r->pub_mu);
+    int rc = rift_pmap_insert(&r->pub_sent, NULL, msg_hash(j->msg), j);
+    pthread_mutex_unlock(&r->pub_mu);
+    if (rc != 0) {
+        if (direct) {
+            hand_back(r, j);
+            return;
+        }
+        rift_error err = {0};
+        settle(r, j, false,
+               rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"), &err);
+        return;
+    }
+    if (first) {
         /* The id and the expected stream stay in the message's headers
          * for its retries. */
         snprintf(id, sizeof id, "%s.%016" PRIx64 ".%" PRIu64, r->node, r->boot,
@@ -235,15 +274,6 @@ static void send_one(rift_repl *r, repl_job *j) {
         po.MsgId = id;
         po.ExpectStream = s->js_name;
         j->deadline_ms = now_ms() + PUBLISH_FOR_MS;
-    }
-    pthread_mutex_lock(&r->pub_mu);
-    int rc = rift_pmap_insert(&r->pub_sent, NULL, msg_hash(j->msg), j);
-    pthread_mutex_unlock(&r->pub_mu);
-    if (rc != 0) {
-        rift_error err = {0};
-        settle(r, j, false,
-               rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"), &err);
-        return;
     }
     /* From here on_ack may run (even before the call returns). */
     natsMsg *m = j->msg;
@@ -253,9 +283,12 @@ static void send_one(rift_repl *r, repl_job *j) {
     }
     /* Refused: libnats kept nothing and calls no handler for it. */
     pthread_mutex_lock(&r->pub_mu);
-    repl_job *mine = take_locked(r, j->msg);
+    (void)take_locked(r, j->msg); /* == j */
     pthread_mutex_unlock(&r->pub_mu);
-    (void)mine; /* == j */
+    if (direct) {
+        hand_back(r, j);
+        return;
+    }
     rift_error err = {0};
     int frc = 0;
     bool retry = failed(r, j, st, 0, &frc, &err);
@@ -302,7 +335,7 @@ static void *publisher_main(void *arg) {
         }
         r->pub_inflight++;
         pthread_mutex_unlock(&r->pub_mu);
-        send_one(r, j);
+        send_one(r, j, false);
         pthread_mutex_lock(&r->pub_mu);
     }
     pthread_mutex_unlock(&r->pub_mu);
@@ -334,15 +367,25 @@ int rift_repl_pub_start(rift_repl *r, rift_error *err) {
 int rift_repl_pub_submit(rift_repl *r, repl_job *j, rift_error *err) {
     j->retry_at_ms = 0;
     pthread_mutex_lock(&r->pub_mu);
-    bool stopping = r->pub_stopping || !r->pub_started;
-    if (!stopping) {
+    if (r->pub_stopping || !r->pub_started) {
+        pthread_mutex_unlock(&r->pub_mu);
+        return rift_error_set(err, RIFT_ERR_STORAGE,
+                              "stream storage: node is stopping");
+    }
+    /* Room in the window and nobody ahead: this thread hands it to
+     * libnats (a buffered write), sparing the publisher's wake-up. */
+    bool direct = r->pub_head == NULL && r->pub_inflight < REPL_PUB_WINDOW;
+    if (direct) {
+        r->pub_inflight++;
+    } else {
         push_locked(r, j);
         pthread_cond_signal(&r->pub_cv);
     }
     pthread_mutex_unlock(&r->pub_mu);
-    return stopping ? rift_error_set(err, RIFT_ERR_STORAGE,
-                                     "stream storage: node is stopping")
-                    : 0;
+    if (direct) {
+        send_one(r, j, true);
+    }
+    return 0;
 }
 
 /* Waits until nothing is in flight (and no handler runs), or |until_ms|
