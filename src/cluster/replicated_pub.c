@@ -235,7 +235,6 @@ static void hand_back(rift_repl *r, repl_job *j) {
  * submitting thread's own try, which hands the job back to the publisher
  * instead of failing it. */
 static void send_one(rift_repl *r, repl_job *j, bool direct) {
-    repl_stream *s = j->s;
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MaxWait = PUBLISH_TRY_MS;
@@ -267,12 +266,15 @@ static void send_one(rift_repl *r, repl_job *j, bool direct) {
         return;
     }
     if (first) {
-        /* The id and the expected stream stay in the message's headers
-         * for its retries. */
+        /* The id stays in the message's headers for its retries. No
+         * Nats-Expected-Stream: JetStream refuses streams with overlapping
+         * subjects, so only the stream of this private namespace stores
+         * it, and on_ack checks the PubAck's stream name; the header cost
+         * nats-server about half the direct path's CPU per message on the
+         * cluster-stream bench row (docs/cluster.md, "Cost"). */
         snprintf(id, sizeof id, "%s.%016" PRIx64 ".%" PRIu64, r->node, r->boot,
                  (uint64_t)atomic_fetch_add(&r->next_id, 1));
         po.MsgId = id;
-        po.ExpectStream = s->js_name;
         j->deadline_ms = now_ms() + PUBLISH_FOR_MS;
     }
     /* From here on_ack may run (even before the call returns). */
