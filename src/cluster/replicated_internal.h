@@ -1,7 +1,8 @@
 /*
  * replicated_internal.h — the parts of the replicated-stream backend
  * (cluster layer) that replicated.c (the server-facing queue and its
- * workers) and replicated_js.c (each operation in JetStream terms) share.
+ * workers), replicated_js.c (each operation in JetStream terms) and
+ * replicated_pub.c (asynchronous publishes and their window) share.
  */
 #ifndef RIFT_CLUSTER_REPLICATED_INTERNAL_H
 #define RIFT_CLUSTER_REPLICATED_INTERNAL_H
