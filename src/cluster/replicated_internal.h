@@ -93,6 +93,8 @@ typedef struct repl_job {
     uint64_t at_ms;      /* Rift-Ts */
     int64_t deadline_ms; /* no try starts after it */
     int64_t retry_at_ms; /* a retry waits until then */
+    int64_t try_end_ms;  /* the try in flight is lost after it */
+    struct repl_job *fprev, *fnext; /* in flight, oldest try first */
     /* OPEN */
     char *filter;
     size_t filter_len;
@@ -140,9 +142,10 @@ struct rift_repl {
     pthread_cond_t pub_cv;      /* the publisher: work, room in the window */
     pthread_cond_t pub_idle_cv; /* stop: in flight and callbacks drop */
     repl_job *pub_head, *pub_tail;
-    rift_pmap pub_sent;   /* in flight, by natsMsg pointer */
-    size_t pub_inflight;  /* in libnats or being handed to it */
-    size_t pub_callbacks; /* ack handlers running */
+    rift_pmap pub_sent;              /* in flight, by natsMsg pointer */
+    repl_job *pub_fhead, *pub_ftail; /* the same, by try_end_ms */
+    size_t pub_inflight;             /* in libnats or being handed to it */
+    size_t pub_callbacks;            /* ack handlers running */
     bool pub_stopping;
     bool pub_started;
     pthread_t publisher;

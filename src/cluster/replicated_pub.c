@@ -10,9 +10,17 @@
  *     the publisher thread, which sends it when the window has room. No
  *     thread waits for an answer.
  *   - libnats calls on_ack on its reply subscription's thread with the
- *     PubAck or the error (its MaxWait timer makes a lost answer a
- *     timeout after PUBLISH_TRY_MS). STORED = the PubAck's sequence, the
- *     job completes there (the server's done callback runs on any thread).
+ *     PubAck or the error. STORED = the PubAck's sequence, the job
+ *     completes there (the server's done callback runs on any thread).
+ *   - A try is lost after PUBLISH_TRY_MS. That timer is the publisher's,
+ *     not libnats' MaxWait, which allocates for every publish and later
+ *     dispatches a timeout message for each, answered or not (it cost
+ *     about 40 CPU s per M on the cluster-stream bench row at --scale 2).
+ *     libnats cannot give back one pending publish, so when the oldest
+ *     try is lost the publisher takes every pending one back
+ *     (js_PublishAsyncGetPendingList) and ends all their tries with a
+ *     timeout: the others are sent again too, deduplicated by their ids.
+ *     That happens only when an answer is lost.
  *   - A timeout or no-responders while connected is tried again after
  *     RETRY_PAUSE_MS with the same message (the same id: if the first try
  *     was stored, the retry's PubAck is a duplicate naming its sequence),
@@ -69,6 +77,17 @@ static repl_job *take_locked(rift_repl *r, const natsMsg *m) {
         repl_job *j = p->slots[i].item;
         if (p->slots[i].hash == h && j->msg == m) {
             rift_pmap_remove(p, h, j);
+            if (j->fprev != NULL) {
+                j->fprev->fnext = j->fnext;
+            } else {
+                r->pub_fhead = j->fnext;
+            }
+            if (j->fnext != NULL) {
+                j->fnext->fprev = j->fprev;
+            } else {
+                r->pub_ftail = j->fprev;
+            }
+            j->fprev = j->fnext = NULL;
             return j;
         }
     }
@@ -237,7 +256,7 @@ static void hand_back(rift_repl *r, repl_job *j) {
 static void send_one(rift_repl *r, repl_job *j, bool direct) {
     jsPubOptions po;
     jsPubOptions_Init(&po);
-    po.MaxWait = PUBLISH_TRY_MS;
+    po.MaxWait = 0; /* the publisher's timer, see the top */
     char id[200];
     bool first = j->deadline_ms == 0; /* never handed to libnats */
     if (j->msg == NULL && build(j) != NATS_OK) {
@@ -254,6 +273,20 @@ static void send_one(rift_repl *r, repl_job *j, bool direct) {
     }
     pthread_mutex_lock(&r->pub_mu);
     int rc = rift_pmap_insert(&r->pub_sent, NULL, msg_hash(j->msg), j);
+    if (rc == 0) {
+        /* The same try length for all: the tail is the newest end. */
+        j->try_end_ms = now_ms() + PUBLISH_TRY_MS;
+        j->fnext = NULL;
+        j->fprev = r->pub_ftail;
+        if (r->pub_ftail != NULL) {
+            r->pub_ftail->fnext = j;
+        } else {
+            r->pub_fhead = j;
+            /* The publisher may sleep without a deadline: give it one. */
+            pthread_cond_signal(&r->pub_cv);
+        }
+        r->pub_ftail = j;
+    }
     pthread_mutex_unlock(&r->pub_mu);
     if (rc != 0) {
         if (direct) {
@@ -297,10 +330,56 @@ static void send_one(rift_repl *r, repl_job *j, bool direct) {
     settle(r, j, retry, frc, &err);
 }
 
+/* The oldest try is lost: every pending publish taken back from libnats
+ * (whose late answers it then drops) ends its try with a timeout. */
+static void expire(rift_repl *r) {
+    natsMsgList list = {0};
+    if (js_PublishAsyncGetPendingList(&list, r->js) != NATS_OK) {
+        return; /* none: the handler of the oldest is running */
+    }
+    for (int i = 0; i < list.Count; i++) {
+        pthread_mutex_lock(&r->pub_mu);
+        repl_job *j = take_locked(r, list.Msgs[i]);
+        pthread_mutex_unlock(&r->pub_mu);
+        if (j == NULL) {
+            continue; /* not ours: the list destroys it */
+        }
+        list.Msgs[i] = NULL; /* j->msg again */
+        rift_error err = {0};
+        int rc = 0;
+        bool retry = failed(r, j, NATS_TIMEOUT, 0, &rc, &err);
+        settle(r, j, retry, rc, &err);
+    }
+    natsMsgList_Destroy(&list);
+}
+
+static struct timespec at_ms(int64_t ms) {
+    return (struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+}
+
 static void *publisher_main(void *arg) {
     rift_repl *r = arg;
     pthread_mutex_lock(&r->pub_mu);
     for (;;) {
+        int64_t now = now_ms();
+        if (!r->pub_stopping && r->pub_fhead != NULL &&
+            r->pub_fhead->try_end_ms <= now) {
+            repl_job *oldest = r->pub_fhead;
+            pthread_mutex_unlock(&r->pub_mu);
+            expire(r);
+            pthread_mutex_lock(&r->pub_mu);
+            if (r->pub_fhead == oldest) {
+                /* Its handler is running: it leaves the list soon. */
+                struct timespec until = at_ms(now_ms() + 10);
+                pthread_cond_timedwait(&r->pub_cv, &r->pub_mu, &until);
+            }
+            continue;
+        }
+        /* Woken by work, room in the window, a retry's time or the end of
+         * the oldest try. */
+        int64_t wake = r->pub_fhead != NULL && !r->pub_stopping
+                           ? r->pub_fhead->try_end_ms
+                           : 0;
         repl_job *j = r->pub_head;
         if (j == NULL && r->pub_stopping) {
             break;
@@ -320,15 +399,18 @@ static void *publisher_main(void *arg) {
             pthread_mutex_lock(&r->pub_mu);
             continue;
         }
-        if (j == NULL || r->pub_inflight >= REPL_PUB_WINDOW) {
-            pthread_cond_wait(&r->pub_cv, &r->pub_mu);
-            continue;
+        if (j != NULL && r->pub_inflight < REPL_PUB_WINDOW &&
+            j->retry_at_ms > now) {
+            wake = wake == 0 ? j->retry_at_ms : RIFT_MIN(wake, j->retry_at_ms);
         }
-        int64_t now = now_ms();
-        if (j->retry_at_ms > now) {
-            struct timespec until = {(time_t)(j->retry_at_ms / 1000),
-                                     (long)(j->retry_at_ms % 1000) * 1000000L};
-            pthread_cond_timedwait(&r->pub_cv, &r->pub_mu, &until);
+        if (j == NULL || r->pub_inflight >= REPL_PUB_WINDOW ||
+            j->retry_at_ms > now) {
+            if (wake == 0) {
+                pthread_cond_wait(&r->pub_cv, &r->pub_mu);
+            } else {
+                struct timespec until = at_ms(wake);
+                pthread_cond_timedwait(&r->pub_cv, &r->pub_mu, &until);
+            }
             continue;
         }
         r->pub_head = j->next;
@@ -416,8 +498,8 @@ static void drain(rift_repl *r) {
     pthread_mutex_unlock(&r->pub_mu);
     pthread_join(r->publisher, NULL); /* the queue is failed and empty */
     r->pub_started = false;
-    /* In flight: each answers within one try while connected (libnats'
-     * MaxWait timer), without a retry now. */
+    /* In flight: answered within one try unless lost, without a retry
+     * now; the lost ones are taken back below. */
     pthread_mutex_lock(&r->pub_mu);
     bool idle = wait_idle_locked(r, now_ms() + PUBLISH_TRY_MS + 1000);
     pthread_mutex_unlock(&r->pub_mu);
