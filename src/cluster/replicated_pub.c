@@ -444,7 +444,9 @@ int rift_repl_pub_start(rift_repl *r, rift_error *err) {
     if (pthread_create(&r->publisher, NULL, publisher_main, r) != 0) {
         return rift_error_set(err, RIFT_ERR_NOMEM, "cluster: publisher thread");
     }
+    pthread_mutex_lock(&r->pub_mu); /* submit reads it */
     r->pub_started = true;
+    pthread_mutex_unlock(&r->pub_mu);
     return 0;
 }
 
@@ -497,7 +499,6 @@ static void drain(rift_repl *r) {
     pthread_cond_broadcast(&r->pub_cv);
     pthread_mutex_unlock(&r->pub_mu);
     pthread_join(r->publisher, NULL); /* the queue is failed and empty */
-    r->pub_started = false;
     /* In flight: answered within one try unless lost, without a retry
      * now; the lost ones are taken back below. */
     pthread_mutex_lock(&r->pub_mu);
