@@ -3,7 +3,9 @@
  * replicated.h): the server's calls validated and queued, a few worker
  * threads that run them (replicated_js.c) and complete them, start, stop
  * and status. Workers let one slow JetStream round trip (a leader
- * election takes seconds) hold up only its own operation.
+ * election takes seconds) hold up only its own operation. Publishes go
+ * to the asynchronous publisher (replicated_pub.c) directly once their
+ * stream is ready, through a worker (ENSURE) before.
  */
 #include "cluster/replicated_internal.h"
 
@@ -25,7 +27,7 @@ static repl_stream *find(const rift_repl *r, const char *name, size_t len) {
 
 /* ---- Workers ---- */
 
-static void finish(repl_job *j, int rc, const rift_error *err) {
+void rift_repl_finish(repl_job *j, int rc, const rift_error *err) {
     j->done(j->arg, rc, rc != 0 ? err : NULL);
     rift_free(NULL, j);
 }
@@ -92,8 +94,10 @@ static void *worker_main(void *arg) {
                                            "stream storage: node is stopping")
                  : j->kind == REPL_ENSURE ? run_ensure(r, &err)
                                           : rift_repl_run(r, j, &err);
-        if (j->done != NULL) {
-            finish(j, rc, &err);
+        if (rc == REPL_HANDED) {
+            /* the publisher completes it */
+        } else if (j->done != NULL) {
+            rift_repl_finish(j, rc, &err);
         } else {
             rift_free(NULL, j);
         }
@@ -191,6 +195,14 @@ static int b_publish(void *ud, const char *stream, size_t stream_len,
         }
         j->payload_len = payload_len;
         j->stored = out;
+        /* The usual case: straight to the publisher, no worker. */
+        if (rift_repl_ready(s) && rift_repl_backbone_up(r)) {
+            int rc = rift_repl_pub_submit(r, j, err);
+            if (rc != 0) {
+                rift_free(NULL, j);
+            }
+            return rc;
+        }
     }
     return submit(r, j, err);
 }
@@ -493,6 +505,10 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     pthread_cond_init(&r->stop_cv, NULL);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = 5000;
+    rift_repl_pub_options(r, &jo);
     r->c = c;
     r->nc = rift_cluster_connection(c);
     snprintf(r->node, sizeof r->node, "%s", node);
@@ -502,9 +518,6 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
         r->n = i + 1;
         rc = stream_init(&r->streams[i], r, prefix, &v[i], err);
     }
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = 5000;
     if (rc == 0 && natsConnection_JetStream(&r->js, r->nc, &jo) != NATS_OK) {
         rc = rift_error_set(err, RIFT_ERR_NOMEM, "cluster: JetStream context");
     }
@@ -514,6 +527,9 @@ int rift_repl_start(rift_repl **pr, rift_cluster *c, const char *node,
             break;
         }
         r->n_workers++;
+    }
+    if (rc == 0) {
+        rc = rift_repl_pub_start(r, err);
     }
     /* Create the JetStream streams now, in the background. */
     if (rc == 0 && r->n > 0) {
@@ -540,6 +556,7 @@ void rift_repl_stop(rift_repl *r) {
     for (size_t i = 0; i < r->n_workers; i++) {
         pthread_join(r->workers[i], NULL);
     }
+    rift_repl_pub_stop(r); /* after the workers, which may hand it some */
     for (size_t i = 0; i < r->n; i++) {
         repl_stream *s = &r->streams[i];
         rift_repl_stream_release(s);

@@ -7,8 +7,10 @@
  * Rift stream N is JetStream stream RIFT_<hex(N)> on the subjects
  * <prefix>_stream.<hex(N)>.> (a private namespace: rift streams may
  * overlap, JetStream streams may not, and live subscribers of
- * <prefix>.> never see it). Every libnats call blocks, so they run on
- * the backend's worker threads; the server only submits.
+ * <prefix>.> never see it). The consumer operations block in libnats, so
+ * they run on the backend's worker threads; publishes are asynchronous
+ * JetStream publishes, at most REPL_PUB_WINDOW in flight (replicated_pub.c).
+ * The server only submits.
  */
 #ifndef RIFT_CLUSTER_REPLICATED_H
 #define RIFT_CLUSTER_REPLICATED_H

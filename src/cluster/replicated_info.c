@@ -114,15 +114,15 @@ int rift_repl_seq_at_time(rift_repl *r, repl_stream *s, uint64_t at_ms,
     natsStatus st = js_GetStreamInfo(&si, r->js, s->js_name, NULL, &jerr);
     if (st != NATS_OK || si == NULL) {
         jsStreamInfo_Destroy(si);
-        return rift_repl_js_fail(s, "stream info",
-                                 st != NATS_OK ? st : NATS_ERR, jerr, err);
+        return rift_repl_fail(s, "stream info", st != NATS_OK ? st : NATS_ERR,
+                              jerr, err);
     }
     uint64_t lo =
         si->State.Msgs > 0 ? si->State.FirstSeq : si->State.LastSeq + 1;
     uint64_t hi = si->State.LastSeq + 1;
     jsStreamInfo_Destroy(si);
     if (lo == 0 || lo > hi) {
-        return rift_repl_js_fail(s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
+        return rift_repl_fail(s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
     }
     /* At most 64 steps: the records' times grow with their sequences. */
     while (lo < hi) {
@@ -130,7 +130,7 @@ int rift_repl_seq_at_time(rift_repl *r, repl_stream *s, uint64_t at_ms,
         jerr = 0;
         int64_t ms = record_ms(r, s, mid, &st, &jerr);
         if (ms < 0) {
-            return rift_repl_js_fail(s, "get message", st, jerr, err);
+            return rift_repl_fail(s, "get message", st, jerr, err);
         }
         if ((uint64_t)ms >= at_ms) {
             hi = mid;
@@ -262,7 +262,7 @@ int rift_repl_consumer_info(rift_repl *r, repl_job *j, rift_error *err) {
         return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
                               "consumer does not exist");
     }
-    return rift_repl_js_fail(s, "consumer info", st, jerr, err);
+    return rift_repl_fail(s, "consumer info", st, jerr, err);
 }
 
 /* Most consumers one list reads (the server pages them). */
@@ -278,7 +278,7 @@ int rift_repl_consumer_list(rift_repl *r, repl_job *j, rift_error *err) {
     }
     if (st != NATS_OK) {
         jsConsumerInfoList_Destroy(list);
-        return rift_repl_js_fail(s, "consumer list", st, jerr, err);
+        return rift_repl_fail(s, "consumer list", st, jerr, err);
     }
     size_t n = list != NULL && list->Count > 0
                    ? RIFT_MIN((size_t)list->Count, (size_t)LIST_MAX)
@@ -315,14 +315,14 @@ int rift_repl_stream_info(rift_repl *r, repl_job *j, rift_error *err) {
             s->ready = false; /* deleted behind our back: make it again */
             pthread_mutex_unlock(&s->mu);
         }
-        return rift_repl_js_fail(s, "stream info",
-                                 st != NATS_OK ? st : NATS_ERR, jerr, err);
+        return rift_repl_fail(s, "stream info", st != NATS_OK ? st : NATS_ERR,
+                              jerr, err);
     }
     const jsStreamState *ss = &si->State;
     if (ss->Msgs > 0 && (ss->FirstSeq == 0 || ss->FirstSeq > ss->LastSeq ||
                          ss->Msgs > ss->LastSeq - ss->FirstSeq + 1)) {
         jsStreamInfo_Destroy(si);
-        return rift_repl_js_fail(s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
+        return rift_repl_fail(s, "stream info", NATS_PROTOCOL_ERROR, 0, err);
     }
     rift_server_backend_stream_info *o = j->sinfo; /* spec: b_stream_info */
     o->messages = ss->Msgs;
@@ -350,7 +350,7 @@ int rift_repl_purge(rift_repl *r, repl_job *j, rift_error *err) {
     jerr = 0;
     natsStatus st = js_PurgeStream(r->js, s->js_name, NULL, &jerr);
     if (st != NATS_OK) {
-        return rift_repl_js_fail(s, "purge", st, jerr, err);
+        return rift_repl_fail(s, "purge", st, jerr, err);
     }
     rift_log(RIFT_LOG_INFO,
              "cluster: replicated stream %s purged (%" PRIu64 " records)",

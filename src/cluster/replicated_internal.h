@@ -1,7 +1,8 @@
 /*
  * replicated_internal.h — the parts of the replicated-stream backend
  * (cluster layer) that replicated.c (the server-facing queue and its
- * workers) and replicated_js.c (each operation in JetStream terms) share.
+ * workers), replicated_js.c (each operation in JetStream terms) and
+ * replicated_pub.c (asynchronous publishes and their window) share.
  */
 #ifndef RIFT_CLUSTER_REPLICATED_INTERNAL_H
 #define RIFT_CLUSTER_REPLICATED_INTERNAL_H
@@ -18,6 +19,11 @@
 
 #define REPL_NAME_MAX    96
 #define REPL_SUBJECT_MAX 2048
+
+/* NATS headers of a stored message: the node's clock at the publish (2.9's
+ * PubAck has no time) and the rift reply subject. */
+#define REPL_HDR_TS    "Rift-Ts"
+#define REPL_HDR_REPLY "Rift-Reply"
 
 /* A message this node fetched and keeps until it is acknowledged (the
  * ACK goes back on it), or until a redelivery of the same sequence
@@ -87,6 +93,12 @@ typedef struct repl_job {
     uint8_t *payload;
     size_t subject_len, reply_len, payload_len;
     rift_stored *stored;
+    natsMsg *msg;        /* built on the first try, kept for the retries */
+    uint64_t at_ms;      /* Rift-Ts */
+    int64_t deadline_ms; /* no try starts after it */
+    int64_t retry_at_ms; /* a retry waits until then */
+    int64_t try_end_ms;  /* the try in flight is lost after it */
+    struct repl_job *fprev, *fnext; /* in flight, oldest try first */
     /* OPEN (|ext|: CONSUMER_OPEN_EXT, |out| its answer) */
     char *filter;
     size_t filter_len;
@@ -133,23 +145,72 @@ struct rift_repl {
     pthread_cond_t stop_cv; /* broadcast when stopping (ENSURE's pause) */
     repl_job *head, *tail;
     bool stopping;
-    /* Each job blocks on its JetStream round trip (js_PublishMsg and
-     * the rest are synchronous), so the workers are the publishes in
-     * flight: 4 gave 2.7 k msg/s on the cluster-stream bench row, 32 gave
-     * 8.2 k. Asynchronous JetStream publishes would lift that bound. */
-    pthread_t workers[32];
+    /* Each consumer job blocks on its JetStream round trip, a waiting
+     * fetch for up to its wait (REPL_MAX_WAITS of them at most); publishes
+     * only pass through a worker while their stream is not ready (ENSURE
+     * blocks). 24: the waits leave 8 for the other consumer jobs. */
+    pthread_t workers[24];
     size_t n_workers;
+
+    /* Publishes (replicated_pub.c): asynchronous, at most REPL_PUB_WINDOW
+     * in flight; the others wait in |pub_head| (bounded by the server's
+     * per-connection budgets), as do retries until their retry_at_ms. */
+    pthread_mutex_t pub_mu;     /* guards the fields below */
+    pthread_cond_t pub_cv;      /* the publisher: work, room in the window */
+    pthread_cond_t pub_idle_cv; /* stop: in flight and callbacks drop */
+    repl_job *pub_head, *pub_tail;
+    rift_pmap pub_sent;              /* in flight, by natsMsg pointer */
+    repl_job *pub_fhead, *pub_ftail; /* the same, by try_end_ms */
+    size_t pub_inflight;             /* in libnats or being handed to it */
+    size_t pub_callbacks;            /* ack handlers running */
+    bool pub_stopping;
+    bool pub_started;
+    pthread_t publisher;
     /* Fetches waiting for a first record (CONSUMER_FETCH_WAIT), each on
-     * a worker for up to its wait: at most REPL_MAX_WAITS, so publishes
-     * keep workers; a wait beyond that answers at once. */
+     * a worker for up to its wait: at most REPL_MAX_WAITS, so the other
+     * consumer jobs keep workers; a wait beyond that answers at once. */
     atomic_uint_fast32_t waits;
     atomic_bool no_waits; /* rift_repl_end_waits: stop waiting */
 };
 
 #define REPL_MAX_WAITS 16
 
-/* The JetStream side of one job; 0 or a RIFT_ERR_* code with |err|. */
+/* Publishes in flight to JetStream per node. */
+#define REPL_PUB_WINDOW 4096
+
+/* rift_repl_run's "the job is no longer the worker's": a publish handed
+ * to the publisher, which completes it. */
+#define REPL_HANDED 1
+
+/* The JetStream side of one job; 0, REPL_HANDED, or a RIFT_ERR_* code
+ * with |err|. */
 int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err);
+
+/* replicated_js.c's failure paths, shared with replicated_pub.c: a failed
+ * JetStream call (status text only, counted, shown in `rift status`), the
+ * connection's state, and "backbone unavailable" while it is down. */
+int rift_repl_fail(repl_stream *s, const char *what, natsStatus st,
+                   jsErrCode jerr, rift_error *err);
+bool rift_repl_backbone_up(rift_repl *r);
+int rift_repl_backbone_check(rift_repl *r, repl_stream *s, rift_error *err);
+
+/* replicated_pub.c. rift_repl_pub_options sets the ack handler of the
+ * JetStream context (before natsConnection_JetStream); pub_start starts
+ * the publisher thread. pub_submit queues a publish job whose stream is
+ * ready: 0 (the publisher completes it), or an error (the job is still
+ * the caller's). pub_stop fails what waits, lets what is in flight answer
+ * (one try at most), fails the rest and joins the thread; before
+ * jsCtx_Destroy. */
+void rift_repl_pub_options(rift_repl *r, jsOptions *jo);
+int rift_repl_pub_start(rift_repl *r, rift_error *err);
+int rift_repl_pub_submit(rift_repl *r, repl_job *j, rift_error *err);
+void rift_repl_pub_stop(rift_repl *r);
+
+/* Whether |s| exists in JetStream with our limits (s->ready). */
+bool rift_repl_ready(repl_stream *s);
+
+/* Completes |j| (its done callback) and frees it. */
+void rift_repl_finish(repl_job *j, int rc, const rift_error *err);
 
 /* Creates (or updates) |s|'s JetStream stream unless it is ready. */
 int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err);
@@ -159,11 +220,6 @@ void rift_repl_stream_release(repl_stream *s);
 
 /* The batch_free of the backend: a fetch's records, a consumer list. */
 void rift_repl_batch_free(void *ud, void *priv);
-
-/* The error of a failed JetStream call (status text only, recorded for
- * `rift status`). */
-int rift_repl_js_fail(repl_stream *s, const char *what, natsStatus st,
-                      jsErrCode jerr, rift_error *err);
 
 /* The JetStream consumer's description for rift: "<start kind>
  * <resolved start sequence> <start_time_ms as given> <label>" into

@@ -3,10 +3,9 @@
  * (cluster layer; see replicated.h and docs/cluster.md), run on the
  * backend's worker threads where libnats may block.
  *
- *   publish   js_PublishMsg with Nats-Msg-Id <node>.<boot>.<n>, so the
- *             retries of one publish (timeouts during a leader election)
- *             are stored once; STORED = the PubAck's sequence and the
- *             Rift-Ts header (2.9's PubAck has no time).
+ *   publish   replicated_pub.c (asynchronous); a publish comes here only
+ *             while its stream is not ready, to be handed over after
+ *             ENSURE.
  *   open      js_GetConsumerInfo, then js_AddConsumer (durable, explicit
  *             ack, AckWait, MaxAckPending, MaxDeliver, FilterSubject, the
  *             start resolved to a start sequence unless it is the first
@@ -31,22 +30,14 @@
 #include <string.h>
 #include <time.h>
 
-#define HDR_TS           "Rift-Ts"
-#define HDR_REPLY        "Rift-Reply"
-#define PUBLISH_TRY_MS   2000
-#define PUBLISH_FOR_MS   30000
-#define RETRY_PAUSE_MS   100
+#define HDR_TS           REPL_HDR_TS
+#define HDR_REPLY        REPL_HDR_REPLY
 #define FETCH_EXPIRES_MS 100
 
 static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 static uint64_t seq_hash(uint64_t seq) {
@@ -65,11 +56,6 @@ static int js_fail(repl_stream *s, const char *what, natsStatus st,
     return rift_error_set(err, RIFT_ERR_STORAGE,
                           "stream storage: replicated stream %s: %s: %s",
                           s->name, what, natsStatus_GetText(st));
-}
-
-int rift_repl_js_fail(repl_stream *s, const char *what, natsStatus st,
-                      jsErrCode jerr, rift_error *err) {
-    return js_fail(s, what, st, jerr, err);
 }
 
 static bool backbone_up(rift_repl *r) {
@@ -99,13 +85,30 @@ static int backbone_check(rift_repl *r, repl_stream *s, rift_error *err) {
                           s->name);
 }
 
+int rift_repl_fail(repl_stream *s, const char *what, natsStatus st,
+                   jsErrCode jerr, rift_error *err) {
+    return js_fail(s, what, st, jerr, err);
+}
+
+bool rift_repl_backbone_up(rift_repl *r) {
+    return backbone_up(r);
+}
+
+int rift_repl_backbone_check(rift_repl *r, repl_stream *s, rift_error *err) {
+    return backbone_check(r, s, err);
+}
+
 /* ---- The JetStream stream ---- */
 
-int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
+bool rift_repl_ready(repl_stream *s) {
     pthread_mutex_lock(&s->mu);
     bool ready = s->ready;
     pthread_mutex_unlock(&s->mu);
-    if (ready) {
+    return ready;
+}
+
+int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
+    if (rift_repl_ready(s)) {
         return 0;
     }
     int rc = backbone_check(r, s, err);
@@ -148,86 +151,6 @@ int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     pthread_mutex_unlock(&s->mu);
     rift_log(RIFT_LOG_INFO, "cluster: replicated stream %s is JetStream %s",
              s->name, s->js_name);
-    return 0;
-}
-
-/* ---- Publish ---- */
-
-static bool retryable(natsStatus st) {
-    return st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS ||
-           st == NATS_NOT_YET_CONNECTED || st == NATS_CONNECTION_DISCONNECTED ||
-           st == NATS_CONNECTION_CLOSED;
-}
-
-static int publish(rift_repl *r, repl_job *j, rift_error *err) {
-    repl_stream *s = j->s;
-    char subj[REPL_SUBJECT_MAX];
-    snprintf(subj, sizeof subj, "%s%.*s", s->subj, (int)j->subject_len,
-             j->subject);
-    char id[200], ts[24];
-    snprintf(id, sizeof id, "%s.%016" PRIx64 ".%" PRIu64, r->node, r->boot,
-             (uint64_t)atomic_fetch_add(&r->next_id, 1));
-    uint64_t at = (uint64_t)now_ms();
-    snprintf(ts, sizeof ts, "%" PRIu64, at);
-    natsMsg *m = NULL;
-    natsStatus st = natsMsg_Create(&m, subj, NULL, (const char *)j->payload,
-                                   (int)j->payload_len);
-    if (st == NATS_OK) {
-        st = natsMsgHeader_Set(m, HDR_TS, ts);
-    }
-    if (st == NATS_OK && j->reply_len > 0) {
-        char reply[REPL_SUBJECT_MAX];
-        snprintf(reply, sizeof reply, "%.*s", (int)j->reply_len, j->reply);
-        st = natsMsgHeader_Set(m, HDR_REPLY, reply);
-    }
-    if (st != NATS_OK) {
-        natsMsg_Destroy(m);
-        return rift_error_set(err, RIFT_ERR_NOMEM, "out of memory");
-    }
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MsgId = id;
-    po.MaxWait = PUBLISH_TRY_MS;
-    po.ExpectStream = s->js_name;
-    int64_t deadline = now_ms() + PUBLISH_FOR_MS;
-    jsPubAck *pa = NULL;
-    jsErrCode jerr = 0;
-    for (;;) {
-        st = js_PublishMsg(&pa, r->js, m, &po, &jerr);
-        if (st == NATS_OK || !retryable(st) || now_ms() >= deadline ||
-            !backbone_up(r)) {
-            break;
-        }
-        /* Same id: if the first try was stored, this one is a duplicate
-         * and its PubAck names the first sequence. */
-        atomic_fetch_add(&s->retries, 1);
-        pause_ms(RETRY_PAUSE_MS);
-    }
-    natsMsg_Destroy(m);
-    if (st != NATS_OK && !backbone_up(r)) {
-        /* Lost while trying: stored or not, the client must retry. */
-        return backbone_check(r, s, err);
-    }
-    if (st != NATS_OK) {
-        if (jerr == JSStreamNotFoundErr) {
-            pthread_mutex_lock(&s->mu);
-            s->ready = false; /* deleted behind our back: make it again */
-            pthread_mutex_unlock(&s->mu);
-        }
-        return js_fail(s, "publish", st, jerr, err);
-    }
-    j->stored->sequence = pa->Sequence;
-    j->stored->timestamp_ms = at;
-    if (pa->Duplicate) {
-        atomic_fetch_add(&s->duplicates, 1);
-    } else {
-        atomic_fetch_add(&s->published, 1);
-    }
-    uint64_t prev = atomic_load(&s->last_seq);
-    while (pa->Sequence > prev &&
-           !atomic_compare_exchange_weak(&s->last_seq, &prev, pa->Sequence)) {
-    }
-    jsPubAck_Destroy(pa);
     return 0;
 }
 
@@ -872,7 +795,8 @@ int rift_repl_run(rift_repl *r, repl_job *j, rift_error *err) {
     }
     switch (j->kind) {
     case REPL_PUBLISH:
-        return publish(r, j, err);
+        rc = rift_repl_pub_submit(r, j, err);
+        return rc == 0 ? REPL_HANDED : rc;
     case REPL_OPEN:
         return open_consumer(r, j, err);
     case REPL_FETCH:

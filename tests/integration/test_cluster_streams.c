@@ -4,7 +4,9 @@
  * streams"): three nats-servers with JetStream and routes, three riftd on
  * loopback, one stream "orders" with replicas = 3. STORED carries
  * JetStream's sequence; consumers opened, fetched and acked on other nodes;
- * a retried publish deduplicated by its message id; ack-wait redelivery
+ * many publishes in flight from one client (all STORED, each sequence
+ * once, each record the publish its STORED named); a retried publish
+ * deduplicated by its message id; ack-wait redelivery
  * with delivery counts, max ack pending held cluster-wide, a start
  * sequence; two identities with the same consumer name isolated; 10,000
  * publishes while a nats-server and a riftd are killed -9 and restarted
@@ -234,6 +236,127 @@ RIFT_TEST(publish_on_one_node_fetch_and_ack_on_others) {
         publish_fetch_ack_body(&f);
     }
     bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
+
+/* ---- Many publishes in flight from one client ---- */
+
+enum {
+    N_WIN = 3000
+};
+
+typedef struct win {
+    uint64_t seq[N_WIN];
+    int status[N_WIN];
+    atomic_size_t done;
+} win;
+
+typedef struct win_arg {
+    win *w;
+    size_t i;
+} win_arg;
+
+static void win_stored(void *user_data, int status, const rift_stored *stored,
+                       const rift_error *err) {
+    win_arg *a = user_data;
+    (void)err;
+    a->w->status[a->i] = status;
+    a->w->seq[a->i] = status == 0 ? stored->sequence : 0;
+    atomic_fetch_add(&a->w->done, 1);
+}
+
+static bool win_done(void *arg) {
+    return atomic_load(&((win *)arg)->done) == N_WIN;
+}
+
+/* Every publish submitted at once: far more in flight than the 32 worker
+ * threads that used to bound them. All STORED, the sequences 1..N_WIN
+ * each once, and the record at seq[i] is publish i. */
+static void window_body(cluster_fix *f, win *w, win_arg *a) {
+    rift_client *c1 = f->n[0].c, *c2 = f->n[1].c;
+    for (size_t i = 0; i < N_WIN; i++) {
+        char p[16];
+        snprintf(p, sizeof p, "w%zu", i);
+        a[i] = (win_arg){w, i};
+        rift_error err = {0};
+        int rc = rift_client_stream_publish_async(
+            c1, STREAM, strlen(STREAM), "orders.created", 14, NULL, 0,
+            (const uint8_t *)p, strlen(p), win_stored, &a[i], &err);
+        CHECK_MSG(rc == 0, "submit %zu: %s", i, err.text);
+        if (rc != 0) {
+            return;
+        }
+    }
+    CHECK(rift_test_wait_until(win_done, w, 60000));
+    if (!win_done(w)) {
+        return;
+    }
+    bool *seen = calloc(N_WIN + 1, sizeof *seen);
+    CHECK(seen != NULL);
+    size_t ok = 0, distinct = 0;
+    for (size_t i = 0; seen != NULL && i < N_WIN; i++) {
+        if (w->status[i] != 0) {
+            continue;
+        }
+        ok++;
+        if (w->seq[i] >= 1 && w->seq[i] <= N_WIN && !seen[w->seq[i]]) {
+            seen[w->seq[i]] = true;
+            distinct++;
+        }
+    }
+    CHECK_EQ_U64(ok, N_WIN);
+    CHECK_EQ_U64(distinct, N_WIN);
+    CHECK_EQ_INT(repl_counter(f, 0, "published"), N_WIN);
+    CHECK_EQ_INT(repl_counter(f, 0, "last_sequence"), N_WIN);
+    /* Read back from node 2 in sequence order: record k is the publish
+     * whose STORED said k. */
+    uint64_t *who = calloc(N_WIN + 1, sizeof *who);
+    CHECK(who != NULL);
+    for (size_t i = 0; who != NULL && i < N_WIN; i++) {
+        if (w->seq[i] >= 1 && w->seq[i] <= N_WIN) {
+            who[w->seq[i]] = i;
+        }
+    }
+    CHECK(open1(c2, "win", 1, 60000, N_WIN));
+    rec r[256];
+    uint64_t next = 1;
+    int64_t end = now_ms() + WAIT_MS;
+    while (who != NULL && next <= N_WIN && now_ms() < end) {
+        int n = fetch(c2, "win", 256, r);
+        CHECK(n >= 0);
+        if (n < 0) {
+            break;
+        }
+        for (int k = 0; k < n; k++) {
+            char want[24];
+            CHECK_EQ_U64(r[k].seq, next);
+            if (r[k].seq > N_WIN) {
+                break;
+            }
+            snprintf(want, sizeof want, "w%" PRIu64, who[r[k].seq]);
+            CHECK_EQ_STR(r[k].payload, want);
+            next = r[k].seq + 1;
+        }
+    }
+    CHECK_EQ_U64(next, (uint64_t)N_WIN + 1);
+    free(who);
+    free(seen);
+}
+
+RIFT_TEST(many_publishes_in_flight_from_one_client) {
+    cluster_fix f;
+    win *w = calloc(1, sizeof *w);
+    win_arg *a = calloc(N_WIN, sizeof *a);
+    CHECK(w != NULL && a != NULL);
+    bool up = w != NULL && a != NULL && start(&f, false);
+    if (up) {
+        window_body(&f, w, a);
+    }
+    /* Stopping the cluster closes c1: every callback has run after it. */
+    bool down = w == NULL || a == NULL || cluster_fix_stop(&f);
+    free(a);
+    free(w);
     CHECK(up);
     CHECK(down);
 }
