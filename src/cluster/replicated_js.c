@@ -40,6 +40,11 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void pause_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static uint64_t seq_hash(uint64_t seq) {
     return seq * 0x9e3779b97f4a7c15ull;
 }
