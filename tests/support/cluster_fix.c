@@ -4,6 +4,7 @@
  */
 #include "cluster_fix.h"
 
+#include "quic/certgen.h"
 #include "test.h"
 
 #include <arpa/inet.h>
@@ -53,12 +54,26 @@ static bool write_ns_config(cluster_fix *f, int i) {
                  "  max_memory_store: 64MB\n  max_file_store: 1GB\n}\n",
                  n->ns_dir);
     }
-    char cfg[2048];
+    /* Top-level tls and authorization apply to the client port only. */
+    char tls[1600] = "";
+    if (f->o.backbone_tls) {
+        snprintf(tls, sizeof tls,
+                 "tls {\n  cert_file: \"%s/server.pem\"\n"
+                 "  key_file: \"%s/server.key\"\n  timeout: 2\n}\n",
+                 f->tls_dir, f->tls_dir);
+    }
+    char auth[256] = "";
+    if (f->o.backbone_auth) {
+        snprintf(auth, sizeof auth,
+                 "authorization {\n  user: riftd\n  password: \"%s\"\n}\n",
+                 RIFTD_FIX_BACKBONE_PW);
+    }
+    char cfg[4096];
     snprintf(cfg, sizeof cfg,
-             "server_name: n%d\nhost: 127.0.0.1\nport: %d\n%s"
+             "server_name: n%d\nhost: 127.0.0.1\nport: %d\n%s%s%s"
              "cluster {\n  name: rift\n  host: 127.0.0.1\n  port: %d\n"
              "  routes: [%s]\n  no_advertise: true\n}\n",
-             i + 1, n->client_port, js, n->route_port, routes);
+             i + 1, n->client_port, js, tls, auth, n->route_port, routes);
     return rift_proc_write_file(n->ns_dir, "nats.conf", cfg);
 }
 
@@ -114,6 +129,20 @@ static bool start_riftd(cluster_fix *f, int i) {
                  f->o.worker_subscribe != NULL ? f->o.worker_subscribe
                                                : "{ '>' }");
     }
+    char backbone[1024];
+    snprintf(backbone, sizeof backbone, "servers = { '%s://127.0.0.1:%d' }",
+             f->o.backbone_tls ? "tls" : "nats", n->client_port);
+    if (f->o.backbone_auth) {
+        size_t len = strlen(backbone);
+        snprintf(backbone + len, sizeof backbone - len,
+                 ", user = 'riftd', password_env = "
+                 "'RIFT_TEST_BACKBONE_PASSWORD'");
+    }
+    if (f->o.backbone_tls) {
+        size_t len = strlen(backbone);
+        snprintf(backbone + len, sizeof backbone - len,
+                 ",\n      tls = { ca = '%s/ca.pem' }", f->tls_dir);
+    }
     char cfg[8192];
     snprintf(
         cfg, sizeof cfg,
@@ -127,8 +156,8 @@ static bool start_riftd(cluster_fix *f, int i) {
         "} },\n"
         "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
         "  cluster = { node = 'r%d',\n"
-        "    nats = { servers = { 'nats://127.0.0.1:%d' } } },\n}\n",
-        streams, grant, worker, i + 1, n->client_port);
+        "    nats = { %s } },\n}\n",
+        streams, grant, worker, i + 1, backbone);
     if (!riftd_fix_init(&n->r, cfg)) {
         return false;
     }
@@ -180,6 +209,19 @@ bool cluster_fix_start_opts(cluster_fix *f, const cluster_fix_opts *o) {
         n->route_port = cluster_fix_free_port();
         if ((n->ns_dir = rift_test_tmpdir()) == NULL || n->client_port == 0 ||
             n->route_port == 0) {
+            return false;
+        }
+    }
+    if (f->o.backbone_tls) {
+        rift_error err = {0};
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/tls", f->n[0].ns_dir);
+        if (rift_certgen_dev(dir, NULL, &err) != 0) {
+            fprintf(stderr, "  certgen: %s\n", err.text);
+            return false;
+        }
+        f->tls_dir = strdup(dir);
+        if (f->tls_dir == NULL) {
             return false;
         }
     }
@@ -281,6 +323,11 @@ bool cluster_fix_stop(cluster_fix *f) {
     }
     for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
         cluster_fix_ns_kill(f, i);
+    }
+    /* tls_dir lies inside n[0]'s directory. */
+    free(f->tls_dir);
+    f->tls_dir = NULL;
+    for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
         rift_test_rmdir(f->n[i].ns_dir);
         f->n[i].ns_dir = NULL;
     }

@@ -38,11 +38,22 @@ typedef struct cluster_fix_opts {
     /* Lua text of principal 'app''s `streams` grant, e.g. "{ 'orders' }"
      * (stream administration: STREAM_PURGE of a replicated stream). */
     const char *app_streams;
+    /* TLS on every nats-server's client port (routes stay plain), with a
+     * certificate of a CA made for the cluster (cluster_fix.tls_dir); the
+     * riftd use tls:// URLs and `tls = { ca = <tls_dir>/ca.pem }`. */
+    bool backbone_tls;
+    /* `authorization { user: riftd, password: RIFTD_FIX_BACKBONE_PW }` on
+     * every nats-server's client port; the riftd use user 'riftd' and
+     * password_env 'RIFT_TEST_BACKBONE_PASSWORD' (riftd_fix sets it). */
+    bool backbone_auth;
 } cluster_fix_opts;
 
 typedef struct cluster_fix {
     cluster_node n[CLUSTER_FIX_NODES];
     cluster_fix_opts o;
+    /* ca.pem, server.pem, server.key of the nats-servers (backbone_tls);
+     * NULL otherwise. */
+    char *tls_dir;
 } cluster_fix;
 
 /* A free TCP port on 127.0.0.1 (bound once and released), or 0. */

@@ -40,7 +40,9 @@ bool riftd_fix_start(riftd_fix *f, const char *const *extra) {
     }
     args[n] = NULL;
     const char *env[] = {"RIFT_TEST_TOKEN=" RIFTD_FIX_TOKEN,
-                         "RIFT_TEST_TOKEN2=" RIFTD_FIX_TOKEN2, NULL};
+                         "RIFT_TEST_TOKEN2=" RIFTD_FIX_TOKEN2,
+                         "RIFT_TEST_BACKBONE_PASSWORD=" RIFTD_FIX_BACKBONE_PW,
+                         NULL};
     if (!rift_proc_start(&f->p, rift_proc_riftd(), f->dir, "riftd", args, env,
                          NULL, 0)) {
         fprintf(stderr, "  cannot start riftd (RIFT_TEST_RIFTD unset?)\n");

@@ -16,6 +16,9 @@
 /* Tokens handed to riftd as RIFT_TEST_TOKEN and RIFT_TEST_TOKEN2. */
 #define RIFTD_FIX_TOKEN  "plugin-token-0123456789abcdef0123456789"
 #define RIFTD_FIX_TOKEN2 "worker-token-0123456789abcdef0123456789"
+/* The backbone password riftd reads from RIFT_TEST_BACKBONE_PASSWORD
+ * (cluster_fix backbone_auth). */
+#define RIFTD_FIX_BACKBONE_PW "bb-pw-5f0c2a91d7e34b68a1c9"
 
 typedef struct riftd_fix {
     char *dir;
