@@ -662,10 +662,39 @@ int rift_cluster_start(rift_cluster **pc, rift_broker *b,
         return rc;
     }
     if (later) {
+        /* Why: one connect without retries (its status text only, which
+         * names e.g. an authentication or SSL failure, never a secret). */
+        const char *why = "unreachable";
+        natsOptions *po = NULL;
+        natsConnection *probe = NULL;
+        natsStatus ps = natsOptions_Create(&po);
+        if (ps == NATS_OK) {
+            ps = set_options(po, s, c, false);
+        }
+        if (ps == NATS_OK) {
+            ps = natsOptions_SetRetryOnFailedConnect(po, false, NULL, NULL);
+        }
+        if (ps == NATS_OK) {
+            ps = natsOptions_SetClosedCB(po, NULL, NULL);
+        }
+        if (ps == NATS_OK) {
+            ps = natsOptions_SetDisconnectedCB(po, NULL, NULL);
+        }
+        if (ps == NATS_OK) {
+            ps = natsOptions_SetReconnectedCB(po, NULL, NULL);
+        }
+        if (ps == NATS_OK) {
+            ps = natsConnection_Connect(&probe, po);
+            why = ps == NATS_OK ? "reachable now" : natsStatus_GetText(ps);
+        }
+        if (probe != NULL) {
+            natsConnection_Destroy(probe);
+        }
+        natsOptions_Destroy(po);
         rift_log(RIFT_LOG_WARN,
-                 "cluster: node %s: no backbone server reachable yet, "
+                 "cluster: node %s: no backbone server reachable yet (%s), "
                  "retrying; local traffic is served meanwhile",
-                 c->node);
+                 c->node, why);
     } else {
         set_state(c, c->nc, true);
     }

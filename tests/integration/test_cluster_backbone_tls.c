@@ -193,7 +193,14 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
     CHECK(started);
     rift_client *c = NULL;
     if (started) {
-        CHECK(rift_proc_wait_text(&r.p, true, why, RIFT_PROC_WAIT_MS));
+        bool said = rift_proc_wait_text(&r.p, true, why, RIFT_PROC_WAIT_MS);
+        if (!said) {
+            char *log = rift_proc_read(r.p.err);
+            fprintf(stderr, "  log without \"%s\":\n%s\n", why,
+                    log ? log : "(none)");
+            free(log);
+        }
+        CHECK(said);
         CHECK(riftd_fix_connect(&r, RIFTD_FIX_TOKEN, &c));
     }
     if (c != NULL) {
@@ -224,8 +231,9 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
     }
     char *log = rift_proc_read(r.p.err);
     CHECK_MSG(no_secret(log), "log shows a secret");
-    if (log != NULL && strstr(log, why) == NULL) {
-        fprintf(stderr, "  log without \"%s\":\n%s\n", why, log);
+    if (log == NULL || strstr(log, why) == NULL) {
+        fprintf(stderr, "  log without \"%s\":\n%s\n", why,
+                log ? log : "(none)");
     }
     free(log);
     if (started) {
@@ -247,10 +255,10 @@ RIFT_TEST(tls_and_password_backbone) {
         /* RIFT_TEST_TOKEN2 holds another value than the password. */
         char ca[800];
         snprintf(ca, sizeof ca, "%s/ca.pem", f.tls_dir);
-        bad_node(&f, "RIFT_TEST_TOKEN2", ca, "uthorization");
+        bad_node(&f, "RIFT_TEST_TOKEN2", ca, "(Authentication");
         /* tls/ca.pem of the riftd's own directory: another CA. */
         bad_node(&f, "RIFT_TEST_BACKBONE_PASSWORD", "tls/ca.pem",
-                 "certificate");
+                 "(SSL");
     }
     bool down = cluster_fix_stop(&f);
     CHECK(up);
