@@ -661,7 +661,34 @@ int rift_cluster_start(rift_cluster **pc, rift_broker *b,
         rift_cluster_stop(c);
         return rc;
     }
+    if (!later) {
+        set_state(c, c->nc, true);
+    }
+    in->c = c;
+    in->inbox = true;
+    char subject[600];
+    snprintf(subject, sizeof subject, "%s>", c->inbox);
+    pthread_mutex_lock(&c->mu);
+    st = csub_open(c, in, subject);
+    if (st == NATS_OK) {
+        c->inbox_sub = in;
+        c->live++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (st != NATS_OK) {
+        int rc = rift_error_set(err, RIFT_ERR_CONNECTION,
+                                "cluster: subscribe %s: %s", subject,
+                                natsStatus_GetText(st));
+        if (in->ns != NULL) {
+            natsSubscription_Destroy(in->ns);
+        }
+        rift_free(NULL, in);
+        rift_cluster_stop(c);
+        return rc;
+    }
     if (later) {
+        /* After the inbox subscription: libnats may close a connection
+         * that keeps failing authentication. */
         /* Why: one connect without retries (its status text only, which
          * names e.g. an authentication or SSL failure, never a secret). */
         const char *why = "unreachable";
@@ -695,30 +722,6 @@ int rift_cluster_start(rift_cluster **pc, rift_broker *b,
                  "cluster: node %s: no backbone server reachable yet (%s), "
                  "retrying; local traffic is served meanwhile",
                  c->node, why);
-    } else {
-        set_state(c, c->nc, true);
-    }
-    in->c = c;
-    in->inbox = true;
-    char subject[600];
-    snprintf(subject, sizeof subject, "%s>", c->inbox);
-    pthread_mutex_lock(&c->mu);
-    st = csub_open(c, in, subject);
-    if (st == NATS_OK) {
-        c->inbox_sub = in;
-        c->live++;
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (st != NATS_OK) {
-        int rc = rift_error_set(err, RIFT_ERR_CONNECTION,
-                                "cluster: subscribe %s: %s", subject,
-                                natsStatus_GetText(st));
-        if (in->ns != NULL) {
-            natsSubscription_Destroy(in->ns);
-        }
-        rift_free(NULL, in);
-        rift_cluster_stop(c);
-        return rc;
     }
     c->b = b;
     c->bridge = (rift_broker_bridge){
