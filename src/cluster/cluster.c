@@ -46,6 +46,12 @@ typedef struct csub {
     size_t pattern_len, queue_len;
     char *queue; /* inside name[] after the pattern, or NULL */
     bool inbox;  /* the node inbox */
+    /* Under c->mu. libnats ends a subscription (on_complete) either after
+     * we destroyed it, or by itself when it closes the connection (a
+     * backbone that keeps refusing our credentials): whichever of
+     * |released| (our Destroy done) and |done| (on_complete ran) comes
+     * second frees the csub, so a map entry never dangles. */
+    bool released, done;
     char name[]; /* pattern NUL [queue NUL] */
 } csub;
 
@@ -204,8 +210,24 @@ static void on_complete(void *closure) {
     pthread_mutex_lock(&c->mu);
     c->live--;
     pthread_cond_broadcast(&c->cv);
+    s->done = true;
+    bool free_it = s->released;
     pthread_mutex_unlock(&c->mu);
-    rift_free(NULL, s);
+    if (free_it) {
+        rift_free(NULL, s);
+    }
+}
+
+/* Ends our side of |s| (c->mu held): unsubscribes and destroys its NATS
+ * subscription, then frees |s| if libnats has already completed it. */
+static void csub_release(csub *s) {
+    natsSubscription_Unsubscribe(s->ns);
+    natsSubscription_Destroy(s->ns);
+    s->ns = NULL;
+    s->released = true;
+    if (s->done) {
+        rift_free(NULL, s);
+    }
 }
 
 /* ---- Interest (broker write lock held) ---- */
@@ -284,9 +306,8 @@ static void on_interest(void *ud, const char *p, size_t plen, const char *q,
                      natsStatus_GetText(st));
             atomic_fetch_add(&c->errors, 1);
             if (s->ns != NULL) {
-                c->live++; /* on_complete frees it */
-                natsSubscription_Unsubscribe(s->ns);
-                natsSubscription_Destroy(s->ns);
+                c->live++; /* on_complete or csub_release frees it */
+                csub_release(s);
             } else {
                 rift_free(NULL, s);
             }
@@ -297,8 +318,7 @@ static void on_interest(void *ud, const char *p, size_t plen, const char *q,
     } else if (delta < 0 && s != NULL && --s->refs == 0) {
         rift_pmap_remove(&c->subs, h, s);
         c->nsubs--;
-        natsSubscription_Unsubscribe(s->ns);
-        natsSubscription_Destroy(s->ns); /* s goes in on_complete */
+        csub_release(s);
     }
 out:
     pthread_mutex_unlock(&c->mu);
@@ -415,12 +435,25 @@ static void on_disconnected(natsConnection *nc, void *closure) {
 }
 
 static void on_closed(natsConnection *nc, void *closure) {
-    (void)nc;
     rift_cluster *c = closure;
     pthread_mutex_lock(&c->mu);
+    bool ours = c->closing;
     c->closed = true;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    if (!ours) {
+        /* libnats gives up on a server that refuses the same credentials
+         * twice; it never reconnects after this. Its status text only:
+         * the last error's text may quote a URL. */
+        const char *text = NULL;
+        natsStatus why = natsConnection_GetLastError(nc, &text);
+        rift_log(RIFT_LOG_ERROR,
+                 "cluster: node %s: the backbone connection was closed (%s) "
+                 "and will not be retried; local traffic is still served; "
+                 "fix the cluster.nats credentials or TLS settings and "
+                 "restart riftd",
+                 c->node, natsStatus_GetText(why));
+    }
 }
 
 static void on_asap_connected(natsConnection *nc, void *closure) {
@@ -552,14 +585,12 @@ void rift_cluster_stop(rift_cluster *c) {
     for (size_t i = 0; c->subs.slots && i <= c->subs.mask; i++) {
         csub *s = c->subs.slots[i].item;
         if (s != NULL) {
-            natsSubscription_Unsubscribe(s->ns);
-            natsSubscription_Destroy(s->ns);
+            csub_release(s);
         }
     }
     rift_pmap_free(&c->subs, NULL);
     if (c->inbox_sub != NULL) {
-        natsSubscription_Unsubscribe(c->inbox_sub->ns);
-        natsSubscription_Destroy(c->inbox_sub->ns);
+        csub_release(c->inbox_sub);
         c->inbox_sub = NULL;
     }
     pthread_mutex_unlock(&c->mu);

@@ -5,9 +5,10 @@
  * `authorization { user, password }`, three riftd with tls:// URLs,
  * `tls.ca` and the password from an environment variable. A replicated
  * stream (replicas = 3) and live traffic work across the nodes; the
- * password appears neither in a log nor in `rift status`. (A node with a
- * wrong password or another CA is not tested yet: libnats closes such a
- * connection and riftd then fails; see docs/cluster.md.)
+ * password appears neither in a log nor in `rift status`. A fourth riftd
+ * with a wrong password, and one whose tls.ca is another CA, start, serve
+ * local traffic, report the backbone down, refuse replicated publishes
+ * at once with "backbone unavailable" and log why without the secret.
  */
 // labels: threads slow
 #include "cluster_fix.h"
@@ -166,6 +167,81 @@ static void good_body(cluster_fix *f) {
     }
 }
 
+/* A fourth riftd on nats-server 1 with |password_env| and |ca|: it starts,
+ * serves local traffic, reports the backbone down, refuses a replicated
+ * publish at once, and its log contains |why| and no secret. */
+static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
+                     const char *why) {
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg,
+             "return {\n  log = 'info',\n  messaging = {\n"
+             "    listen = '127.0.0.1:0', certificate = 'tls/server.pem',\n"
+             "    private_key = 'tls/server.key',\n"
+             "    streams = %s,\n"
+             "    principals = { { name = 'app', token_env = "
+             "'RIFT_TEST_TOKEN',\n"
+             "      publish = { '>' }, subscribe = { '>' }, control = true } "
+             "} },\n"
+             "  cluster = { node = 'bad',\n"
+             "    nats = { servers = { 'tls://127.0.0.1:%d' },\n"
+             "      user = 'riftd', password_env = '%s',\n"
+             "      tls = { ca = '%s' } } },\n}\n",
+             streams_lua, f->n[0].client_port, password_env, ca);
+    riftd_fix r;
+    CHECK(riftd_fix_init(&r, cfg));
+    bool started = riftd_fix_start(&r, NULL);
+    CHECK(started);
+    rift_client *c = NULL;
+    if (started) {
+        bool said = rift_proc_wait_text(&r.p, true, why, RIFT_PROC_WAIT_MS);
+        if (!said) {
+            char *log = rift_proc_read(r.p.err);
+            fprintf(stderr, "  log without \"%s\":\n%s\n", why,
+                    log ? log : "(none)");
+            free(log);
+        }
+        CHECK(said);
+        CHECK(riftd_fix_connect(&r, RIFTD_FIX_TOKEN, &c));
+    }
+    if (c != NULL) {
+        rift_client_sub *s = sub(c, "a.b");
+        CHECK(s != NULL);
+        CHECK(pub(c, "a.b", "local"));
+        char buf[64] = "";
+        CHECK(s != NULL && next(s, 10000, buf, sizeof buf));
+        CHECK_EQ_STR(buf, "local");
+        if (s != NULL) {
+            rift_client_sub_close(s);
+        }
+        char *st = status_text(c);
+        CHECK_MSG(st != NULL && strstr(st, "\"backbone\":\"down\"") != NULL,
+                  "status: %s", st ? st : "(none)");
+        CHECK(no_secret(st));
+        free(st);
+        rift_error err = {0};
+        uint64_t seq = 0;
+        int64_t t0 = now_ms();
+        CHECK(spub(c, "lost", &seq, &err) != 0);
+        CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL,
+                  "publish: %s", err.text);
+        CHECK(no_secret(err.text));
+        CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms",
+                  (long long)(now_ms() - t0));
+        rift_client_del(c);
+    }
+    char *log = rift_proc_read(r.p.err);
+    CHECK_MSG(no_secret(log), "log shows a secret");
+    if (log == NULL || strstr(log, why) == NULL) {
+        fprintf(stderr, "  log without \"%s\":\n%s\n", why,
+                log ? log : "(none)");
+    }
+    free(log);
+    if (started) {
+        CHECK_EQ_INT(riftd_fix_stop(&r), 0);
+    }
+    riftd_fix_free(&r);
+}
+
 RIFT_TEST(tls_and_password_backbone) {
     cluster_fix f;
     cluster_fix_opts o = {.jetstream = true,
@@ -176,6 +252,12 @@ RIFT_TEST(tls_and_password_backbone) {
               cluster_fix_wait_replicated(&f, READY_MS);
     if (up) {
         good_body(&f);
+        /* RIFT_TEST_TOKEN2 holds another value than the password. */
+        char ca[800];
+        snprintf(ca, sizeof ca, "%s/ca.pem", f.tls_dir);
+        bad_node(&f, "RIFT_TEST_TOKEN2", ca, "(Authentication");
+        /* tls/ca.pem of the riftd's own directory: another CA. */
+        bad_node(&f, "RIFT_TEST_BACKBONE_PASSWORD", "tls/ca.pem", "(SSL");
     }
     bool down = cluster_fix_stop(&f);
     CHECK(up);
