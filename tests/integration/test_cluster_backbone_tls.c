@@ -190,6 +190,11 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
     riftd_fix r;
     CHECK(riftd_fix_init(&r, cfg));
     bool started = riftd_fix_start(&r, NULL);
+    if (!started) {
+        char *log = rift_proc_read(r.p.err);
+        fprintf(stderr, "  riftd did not start:\n%s\n", log ? log : "(none)");
+        free(log);
+    }
     CHECK(started);
     rift_client *c = NULL;
     if (started) {
