@@ -70,7 +70,7 @@ fi
 if has tsan; then
     echo "== tsan"
     scripts/build.sh tsan
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
         run_ctest tsan -L threads
 fi
 if has fuzz; then

@@ -279,6 +279,9 @@ static void on_interest(void *ud, const char *p, size_t plen, const char *q,
     uint64_t h = rift_hash_bytes(p, plen, qlen) ^
                  (qlen ? rift_hash_bytes(q, qlen, 7) : 0);
     pthread_mutex_lock(&c->mu);
+    if (c->closed && !c->closing) {
+        goto out; /* libnats closed the connection for good (on_closed) */
+    }
     csub *s = csub_find(c, h, p, plen, q, qlen);
     if (delta > 0 && s != NULL) {
         s->refs++;
@@ -706,6 +709,13 @@ int rift_cluster_start(rift_cluster **pc, rift_broker *b,
         c->live++;
     }
     pthread_mutex_unlock(&c->mu);
+    if (st != NATS_OK && later && in->ns == NULL &&
+        natsConnection_IsClosed(c->nc)) {
+        /* libnats already gave up (on_closed said why): the node serves
+         * local traffic without a backbone, as when it is just down. */
+        rift_free(NULL, in);
+        st = NATS_OK;
+    }
     if (st != NATS_OK) {
         int rc = rift_error_set(err, RIFT_ERR_CONNECTION,
                                 "cluster: subscribe %s: %s", subject,
