@@ -107,9 +107,27 @@ static bool pins_are(void *arg) {
     return atomic_load(&w->fx->pins) == w->pins;
 }
 
+typedef struct park_wait {
+    fixture *fx;
+    uint64_t callbacks; /* the plugin's callbacks settled by then */
+} park_wait;
+
+/* The fetch is parked: its request exists and its callback has yielded.
+ * The request alone is not enough: it is counted before the fetch looks
+ * once more, so a record stored in between would still be fetched by
+ * that look. A yield settles the callback as a return does. */
 static bool plugin_waits(void *arg) {
-    fixture *fx = arg;
-    return lt_get(fx->x.h, "p").requests == 1;
+    park_wait *w = arg;
+    lt_status st = lt_get(w->fx->x.h, "p");
+    return st.requests == 1 && st.callbacks == w->callbacks;
+}
+
+/* Publishes go.wait and waits until its fetch is parked, the plugin's
+ * |callbacks|-th settled callback. */
+static bool start_waiting_fetch(fixture *fx, uint64_t callbacks) {
+    park_wait w = {fx, callbacks};
+    return publish(fx, "go.wait") == 0 &&
+           rift_test_wait_until(plugin_waits, &w, 10000);
 }
 
 static int store_publish(fixture *fx, const char *payload) {
@@ -150,16 +168,14 @@ RIFT_TEST(every_call_releases_its_pin) {
 
     /* A waiting fetch (the record is pending now: nothing to deliver)
      * holds one pin while it waits, and none once woken. */
-    CHECK_OK(publish(&fx, "go.wait"));
-    CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
+    CHECK(start_waiting_fetch(&fx, 2));
     CHECK_EQ_INT(atomic_load(&fx.pins), 1);
     CHECK_OK(store_publish(&fx, "b"));
     CHECK_EQ_STR(lsf_next_out(&fx.x), "woke:1:b");
     CHECK_EQ_INT(atomic_load(&fx.pins), 0);
 
     /* Gone while a fetch waits: the wake-up finds no stream. */
-    CHECK_OK(publish(&fx, "go.wait"));
-    CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
+    CHECK(start_waiting_fetch(&fx, 4));
     CHECK_EQ_INT(atomic_load(&fx.pins), 1);
     atomic_store(&fx.gone, true);
     CHECK_OK(store_publish(&fx, "c"));
@@ -184,8 +200,7 @@ RIFT_TEST(every_call_releases_its_pin) {
               err.text);
     CHECK_OK(publish(&fx, "go.wait")); /* the record stored while gone */
     CHECK_EQ_STR(lsf_next_out(&fx.x), "woke:1:c");
-    CHECK_OK(publish(&fx, "go.wait"));
-    CHECK(rift_test_wait_until(plugin_waits, &fx, 10000));
+    CHECK(start_waiting_fetch(&fx, 8));
     pin_wait one = {&fx, 1};
     CHECK(pins_are(&one));
     CHECK_OK(rift_plugin_host_apply(fx.x.h, NULL, 0, NULL, &err));
