@@ -13,6 +13,7 @@
  * probes until the path carries traffic, never sleeps.
  */
 // labels: threads slow
+#include "cluster_client.h"
 #include "cluster_fix.h"
 #include "natsraw.h"
 #include "rift/client.h"
@@ -34,43 +35,6 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * RIFT_SEC + ts.tv_nsec;
 }
 
-static bool pub(rift_client *c, const char *subject, const char *payload) {
-    rift_error err = {0};
-    int rc =
-        rift_client_publish(c, subject, strlen(subject),
-                            (const uint8_t *)payload, strlen(payload), &err);
-    if (rc != 0) {
-        fprintf(stderr, "  publish %s: %s\n", subject, err.text);
-    }
-    return rc == 0;
-}
-
-static rift_client_sub *sub(rift_client *c, const char *pattern,
-                            const char *queue) {
-    rift_client_sub *s = NULL;
-    rift_error err = {0};
-    if (rift_client_subscribe(c, pattern, strlen(pattern), queue,
-                              queue ? strlen(queue) : 0, &s, &err) != 0) {
-        fprintf(stderr, "  subscribe %s: %s\n", pattern, err.text);
-        return NULL;
-    }
-    return s;
-}
-
-/* Takes one message within |ms| into |buf| (its payload); false if none. */
-static bool next(rift_client_sub *s, int ms, char *buf, size_t cap) {
-    rift_msg *m = NULL;
-    rift_error err = {0};
-    if (rift_client_sub_recv(s, ms * RIFT_MSEC, &m, &err) != 0) {
-        return false;
-    }
-    size_t len;
-    const uint8_t *p = rift_msg_payload(m, &len);
-    snprintf(buf, cap, "%.*s", (int)len, (const char *)p);
-    rift_msg_unref(m);
-    return true;
-}
-
 /* Publishes |probe| on |subject| through |c| until every one of |subs|
  * has received one (the interest crossed the routes). */
 static bool probe(rift_client *c, const char *subject, rift_client_sub **subs,
@@ -79,12 +43,12 @@ static bool probe(rift_client *c, const char *subject, rift_client_sub **subs,
     size_t have = 0;
     int64_t end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
     while (have < n && now_ns() < end) {
-        if (!pub(c, subject, "probe")) {
+        if (!cl_pub(c, subject, "probe")) {
             return false;
         }
         for (size_t i = 0; i < n; i++) {
             char buf[64];
-            while (next(subs[i], seen[i] ? 1 : 50, buf, sizeof buf)) {
+            while (cl_next(subs[i], seen[i] ? 1 : 50, buf, sizeof buf)) {
                 if (!seen[i] && strcmp(buf, "probe") == 0) {
                     seen[i] = true;
                     have++;
@@ -98,7 +62,7 @@ static bool probe(rift_client *c, const char *subject, rift_client_sub **subs,
 /* Reads |s| until the payload |marker|; false when it does not come. */
 static bool until_marker(rift_client_sub *s, const char *marker) {
     char buf[64];
-    while (next(s, 10000, buf, sizeof buf)) {
+    while (cl_next(s, 10000, buf, sizeof buf)) {
         if (strcmp(buf, marker) == 0) {
             return true;
         }
@@ -113,7 +77,7 @@ static bool exactly_once(rift_client_sub *s, size_t n, const char *marker) {
     char buf[64];
     size_t got = 0, dup = 0, other = 0;
     bool end = false;
-    while (!end && next(s, 10000, buf, sizeof buf)) {
+    while (!end && cl_next(s, 10000, buf, sizeof buf)) {
         unsigned i;
         if (strcmp(buf, marker) == 0) {
             end = true;
@@ -193,11 +157,11 @@ RIFT_TEST(live_traffic_across_nodes) {
 
     /* Pub/sub: a local and remote subscribers, literal and wildcards. */
     rift_client_sub *s[4] = {
-        sub(c1, "orders.*", NULL), sub(c3, "orders.*", NULL),
-        sub(c3, "orders.created", NULL), sub(c2, "orders.>", NULL)};
+        cl_sub(c1, "orders.*", NULL), cl_sub(c3, "orders.*", NULL),
+        cl_sub(c3, "orders.created", NULL), cl_sub(c2, "orders.>", NULL)};
     CHECK(s[0] && s[1] && s[2] && s[3]);
     CHECK(probe(c1, "orders.created", s, 4));
-    CHECK(pub(c1, "orders.created", "start"));
+    CHECK(cl_pub(c1, "orders.created", "start"));
     for (size_t i = 0; i < 4; i++) {
         CHECK(until_marker(s[i], "start"));
     }
@@ -207,9 +171,9 @@ RIFT_TEST(live_traffic_across_nodes) {
     for (unsigned i = 0; i < N; i++) {
         char p[16];
         snprintf(p, sizeof p, "m%u", i);
-        CHECK(pub(c1, "orders.created", p));
+        CHECK(cl_pub(c1, "orders.created", p));
     }
-    CHECK(pub(c1, "orders.created", "end"));
+    CHECK(cl_pub(c1, "orders.created", "end"));
     for (size_t i = 0; i < 4; i++) {
         CHECK_MSG(exactly_once(s[i], N, "end"), "subscriber %zu", i);
     }
@@ -218,14 +182,14 @@ RIFT_TEST(live_traffic_across_nodes) {
     }
 
     /* A queue group with a member on every node: each message to one. */
-    rift_client_sub *q[3] = {sub(c1, "jobs.*", "workers"),
-                             sub(c2, "jobs.*", "workers"),
-                             sub(c3, "jobs.*", "workers")};
+    rift_client_sub *q[3] = {cl_sub(c1, "jobs.*", "workers"),
+                             cl_sub(c2, "jobs.*", "workers"),
+                             cl_sub(c3, "jobs.*", "workers")};
     CHECK(q[0] && q[1] && q[2]);
     CHECK(probe(c2, "jobs.run", q, 3));
     for (size_t i = 0; i < 3; i++) { /* probes still in flight */
         char buf[64];
-        while (next(q[i], 200, buf, sizeof buf)) {
+        while (cl_next(q[i], 200, buf, sizeof buf)) {
         }
     }
     enum {
@@ -234,7 +198,7 @@ RIFT_TEST(live_traffic_across_nodes) {
     for (unsigned i = 0; i < Q; i++) {
         char p[16];
         snprintf(p, sizeof p, "m%u", i);
-        CHECK(pub(i % 2 ? c1 : c3, "jobs.run", p));
+        CHECK(cl_pub(i % 2 ? c1 : c3, "jobs.run", p));
     }
     unsigned char *seen = calloc(Q, 1);
     size_t got = 0, dup = 0, per[3] = {0};
@@ -243,7 +207,7 @@ RIFT_TEST(live_traffic_across_nodes) {
         for (size_t i = 0; i < 3; i++) {
             char buf[64];
             unsigned k;
-            while (next(q[i], 20, buf, sizeof buf)) {
+            while (cl_next(q[i], 20, buf, sizeof buf)) {
                 if (sscanf(buf, "m%u", &k) == 1 && k < Q) {
                     dup += seen[k]++ > 0;
                     got += seen[k] == 1;
@@ -256,7 +220,7 @@ RIFT_TEST(live_traffic_across_nodes) {
     for (size_t i = 0; i < 3; i++) {
         char buf[64];
         unsigned k;
-        while (next(q[i], 300, buf, sizeof buf)) {
+        while (cl_next(q[i], 300, buf, sizeof buf)) {
             if (sscanf(buf, "m%u", &k) == 1 && k < Q) {
                 dup += seen[k]++ > 0;
                 per[i]++;
@@ -274,7 +238,7 @@ RIFT_TEST(live_traffic_across_nodes) {
     }
 
     /* Request/reply across nodes, and no-responders from the backbone. */
-    responder r = {.c = c2, .s = sub(c2, "svc.echo", NULL)};
+    responder r = {.c = c2, .s = cl_sub(c2, "svc.echo", NULL)};
     CHECK(r.s != NULL);
     atomic_init(&r.stop, false);
     CHECK(pthread_create(&r.t, NULL, respond, &r) == 0);
@@ -316,18 +280,18 @@ RIFT_TEST(live_traffic_across_nodes) {
     bool crossed = false;
     end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
     while (!crossed && now_ns() < end) {
-        CHECK(pub(c3, "mixed.a", "from-quic"));
+        CHECK(cl_pub(c3, "mixed.a", "from-quic"));
         crossed = natsraw_expect(nc, "from-quic", 200);
     }
     CHECK_MSG(crossed, "QUIC on r3 -> NATS on r1");
-    rift_client_sub *mb = sub(c3, "mixed.b", NULL);
+    rift_client_sub *mb = cl_sub(c3, "mixed.b", NULL);
     CHECK(mb != NULL);
     crossed = false;
     end = now_ns() + (int64_t)PROBE_MS * RIFT_MSEC;
     while (!crossed && now_ns() < end) {
         CHECK(natsraw_send(nc, "PUB mixed.b 9\r\nfrom-nats\r\n", 0));
         crossed =
-            next(mb, 200, out, sizeof out) && strcmp(out, "from-nats") == 0;
+            cl_next(mb, 200, out, sizeof out) && strcmp(out, "from-nats") == 0;
     }
     CHECK_MSG(crossed, "NATS on r1 -> QUIC on r3");
     rift_client_sub_close(mb);
@@ -341,8 +305,7 @@ RIFT_TEST(live_traffic_across_nodes) {
     natsraw_close(nc);
 
     /* Status: node, backbone, server; echoes were dropped on r1. */
-    json_t *st = cluster_fix_status(&f, 0);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *cl = cluster_fix_cluster(&f, 0);
     CHECK(cl != NULL);
     CHECK_EQ_STR(json_string_value(json_object_get(cl, "node")), "r1");
     CHECK_EQ_STR(json_string_value(json_object_get(cl, "backbone")), "up");
@@ -350,7 +313,7 @@ RIFT_TEST(live_traffic_across_nodes) {
     CHECK(server != NULL && strstr(server, "127.0.0.1") != NULL);
     CHECK(json_integer_value(json_object_get(json_object_get(cl, "messages"),
                                              "echoes_dropped")) > 0);
-    json_decref(st);
+    json_decref(cl);
 
     for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
         long riftd = cluster_fix_rss_kib(f.n[i].r.p.pid);
@@ -406,7 +369,7 @@ RIFT_TEST(nats_headers_cross_nodes) {
      * same header block, and a Rift v1 subscriber on r3 with the payload
      * only. */
     static const char hdr[] = "NATS/1.0\r\nX-Trace: abc\r\nX-Two: 2\r\n\r\n";
-    rift_client_sub *v1 = sub(f.n[2].c, "hdr.x", NULL);
+    rift_client_sub *v1 = cl_sub(f.n[2].c, "hdr.x", NULL);
     CHECK(v1 != NULL);
     CHECK(natsraw_send(b, "SUB hdr.x 1\r\n", 0) && natsraw_ping(b));
     char hpub[256], hmsg[256], out[64];
@@ -419,7 +382,7 @@ RIFT_TEST(nats_headers_cross_nodes) {
         crossed = natsraw_expect(b, hmsg, 200);
     }
     CHECK_MSG(crossed, "HMSG with the same headers on r3");
-    CHECK(next(v1, 10000, out, sizeof out));
+    CHECK(cl_next(v1, 10000, out, sizeof out));
     CHECK_EQ_STR(out, "hello");
     /* Without headers it stays MSG: no rift block leaks in. */
     CHECK(natsraw_send(a, "PUB hdr.x 5\r\nplain\r\n", 0));
@@ -457,10 +420,9 @@ RIFT_TEST(nats_headers_cross_nodes) {
     CHECK(until_marker(v1, "end"));
     CHECK(natsraw_expect(b, "MSG hdr.x 1 3\r\nend\r\n", 10000));
     CHECK_MSG(!natsraw_has(b, "junk"), "a foreign message was delivered");
-    json_t *st = cluster_fix_status(&f, 2);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *cl = cluster_fix_cluster(&f, 2);
     CHECK(json_integer_value(json_object_get(cl, "errors")) > 0);
-    json_decref(st);
+    json_decref(cl);
 
     rift_client_sub_close(v1);
     natsraw_close(a);
@@ -480,12 +442,12 @@ RIFT_TEST(stalled_subscriber_slows_nobody) {
     }
     rift_client *c1 = f.n[0].c, *c2 = f.n[1].c, *c3 = f.n[2].c;
     /* r2's subscriber never reads; r3's reads everything. */
-    rift_client_sub *stalled = sub(c2, "flood.x", NULL);
-    rift_client_sub *reader = sub(c3, "flood.x", NULL);
+    rift_client_sub *stalled = cl_sub(c2, "flood.x", NULL);
+    rift_client_sub *reader = cl_sub(c3, "flood.x", NULL);
     CHECK(stalled && reader);
     rift_client_sub *both[2] = {stalled, reader};
     CHECK(probe(c1, "flood.x", both, 2));
-    CHECK(pub(c1, "flood.x", "start"));
+    CHECK(cl_pub(c1, "flood.x", "start"));
     CHECK(until_marker(reader, "start"));
     enum {
         N = 20000
@@ -506,11 +468,11 @@ RIFT_TEST(stalled_subscriber_slows_nobody) {
     }
     CHECK_OK(rift_publisher_flush(p, &err));
     rift_publisher_close(p);
-    CHECK(pub(c1, "flood.x", "end"));
+    CHECK(cl_pub(c1, "flood.x", "end"));
     size_t got = 0;
     char buf[64];
     bool end = false;
-    while (!end && next(reader, 10000, buf, sizeof buf)) {
+    while (!end && cl_next(reader, 10000, buf, sizeof buf)) {
         unsigned k;
         if (strcmp(buf, "end") == 0) {
             end = true;
@@ -524,12 +486,11 @@ RIFT_TEST(stalled_subscriber_slows_nobody) {
     CHECK(end);
     CHECK_EQ_INT((long long)got, N);
     /* r2 is still on the backbone, never cut off, and still routes. */
-    json_t *st = cluster_fix_status(&f, 1);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *cl = cluster_fix_cluster(&f, 1);
     CHECK_EQ_STR(json_string_value(json_object_get(cl, "backbone")), "up");
     CHECK_EQ_INT(json_integer_value(json_object_get(cl, "reconnects")), 0);
-    json_decref(st);
-    rift_client_sub *fresh = sub(c2, "after.stall", NULL);
+    json_decref(cl);
+    rift_client_sub *fresh = cl_sub(c2, "after.stall", NULL);
     CHECK(fresh != NULL);
     CHECK(probe(c1, "after.stall", &fresh, 1));
     rift_client_sub_close(fresh);
@@ -571,8 +532,8 @@ RIFT_TEST(backbone_killed_and_restarted) {
         return;
     }
     rift_client *c1 = f.n[0].c, *c2 = f.n[1].c;
-    rift_client_sub *ev = sub(c2, "rift.events.cluster", NULL);
-    rift_client_sub *remote = sub(c2, "news.*", NULL);
+    rift_client_sub *ev = cl_sub(c2, "rift.events.cluster", NULL);
+    rift_client_sub *remote = cl_sub(c2, "news.*", NULL);
     CHECK(ev && remote);
     CHECK(probe(c1, "news.a", &remote, 1));
 
@@ -580,27 +541,25 @@ RIFT_TEST(backbone_killed_and_restarted) {
     CHECK(event_state(ev, "down"));
     CHECK(rift_proc_wait_text(&f.n[1].r.p, true, "lost backbone",
                               RIFT_PROC_WAIT_MS));
-    json_t *st = cluster_fix_status(&f, 1);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *cl = cluster_fix_cluster(&f, 1);
     CHECK_EQ_STR(json_string_value(json_object_get(cl, "backbone")), "down");
-    json_decref(st);
+    json_decref(cl);
     /* Local traffic on r2 goes on without its backbone. */
-    rift_client_sub *local = sub(c2, "local.x", NULL);
+    rift_client_sub *local = cl_sub(c2, "local.x", NULL);
     CHECK(local != NULL);
-    CHECK(pub(c2, "local.x", "still here"));
+    CHECK(cl_pub(c2, "local.x", "still here"));
     char buf[64];
-    CHECK(next(local, 10000, buf, sizeof buf));
+    CHECK(cl_next(local, 10000, buf, sizeof buf));
     CHECK_EQ_STR(buf, "still here");
     rift_client_sub_close(local);
 
     CHECK(cluster_fix_ns_start(&f, 1));
     CHECK(event_state(ev, "up"));
     CHECK(probe(c1, "news.a", &remote, 1));
-    st = cluster_fix_status(&f, 1);
-    cl = st ? json_object_get(st, "cluster") : NULL;
+    cl = cluster_fix_cluster(&f, 1);
     CHECK_EQ_STR(json_string_value(json_object_get(cl, "backbone")), "up");
     CHECK(json_integer_value(json_object_get(cl, "reconnects")) >= 1);
-    json_decref(st);
+    json_decref(cl);
     rift_client_sub_close(ev);
     rift_client_sub_close(remote);
     CHECK(cluster_fix_stop(&f));
@@ -630,11 +589,11 @@ RIFT_TEST(start_with_backbone_down) {
     CHECK(rift_proc_wait_text(&r.p, true, "retrying", RIFT_PROC_WAIT_MS));
     rift_client *c = NULL;
     CHECK(riftd_fix_connect(&r, RIFTD_FIX_TOKEN, &c));
-    rift_client_sub *s = sub(c, "a.b", NULL);
+    rift_client_sub *s = cl_sub(c, "a.b", NULL);
     CHECK(s != NULL);
-    CHECK(pub(c, "a.b", "local"));
+    CHECK(cl_pub(c, "a.b", "local"));
     char buf[64];
-    CHECK(next(s, 10000, buf, sizeof buf));
+    CHECK(cl_next(s, 10000, buf, sizeof buf));
     CHECK_EQ_STR(buf, "local");
     json_t *v = riftd_fix_control(c, "status", "{}", NULL);
     json_t *cl = json_object_get(json_object_get(v, "data"), "cluster");

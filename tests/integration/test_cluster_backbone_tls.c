@@ -11,6 +11,7 @@
  * at once with "backbone unavailable" and log why without the secret.
  */
 // labels: threads slow
+#include "cluster_client.h"
 #include "cluster_fix.h"
 #include "rift/client.h"
 #include "test.h"
@@ -18,63 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define STREAM   "orders"
-#define READY_MS 60000
-#define WAIT_MS  20000
-#define N_PUB    20
-
-static const char streams_lua[] =
-    "{ orders = { subjects = { 'orders.>' }, replicas = 3 } }";
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int spub(rift_client *c, const char *payload, uint64_t *seq,
-                rift_error *err) {
-    rift_stored st = {0};
-    int rc = rift_client_stream_publish(
-        c, STREAM, strlen(STREAM), "orders.created", 14, NULL, 0,
-        (const uint8_t *)payload, strlen(payload), &st, err);
-    *seq = rc == 0 ? st.sequence : 0;
-    return rc;
-}
-
-static rift_client_sub *sub(rift_client *c, const char *pattern) {
-    rift_client_sub *s = NULL;
-    rift_error err = {0};
-    if (rift_client_subscribe(c, pattern, strlen(pattern), NULL, 0, &s, &err) !=
-        0) {
-        fprintf(stderr, "  subscribe %s: %s\n", pattern, err.text);
-        return NULL;
-    }
-    return s;
-}
-
-static bool pub(rift_client *c, const char *subject, const char *payload) {
-    rift_error err = {0};
-    return rift_client_publish(c, subject, strlen(subject),
-                               (const uint8_t *)payload, strlen(payload),
-                               &err) == 0;
-}
-
-/* One message within |ms| into |buf|; false if none. */
-static bool next(rift_client_sub *s, int ms, char *buf, size_t cap) {
-    rift_msg *m = NULL;
-    rift_error err = {0};
-    if (rift_client_sub_recv(s, ms * RIFT_MSEC, &m, &err) != 0) {
-        return false;
-    }
-    size_t len;
-    const uint8_t *p = rift_msg_payload(m, &len);
-    snprintf(buf, cap, "%.*s", (int)len, (const char *)p);
-    rift_msg_unref(m);
-    return true;
-}
+#define N_PUB 20
 
 /* The whole `rift status` of node |c| as text (caller frees), or NULL. */
 static char *status_text(rift_client *c) {
@@ -96,7 +42,8 @@ static void good_body(cluster_fix *f) {
         char p[16];
         snprintf(p, sizeof p, "m%d", i);
         uint64_t seq = 0;
-        CHECK_MSG(spub(c1, p, &seq, &err) == 0, "publish %d: %s", i, err.text);
+        CHECK_MSG(cl_spub(c1, CL_SUBJECT, p, &seq, &err) == 0, "publish %d: %s",
+                  i, err.text);
         CHECK_EQ_U64(seq, (uint64_t)i + 1);
     }
     rift_consumer_config cfg;
@@ -104,16 +51,16 @@ static void good_body(cluster_fix *f) {
     cfg.filter = "orders.>";
     cfg.filter_len = strlen(cfg.filter);
     cfg.start_sequence = 1;
-    CHECK_MSG(rift_client_consumer_open(c2, STREAM, strlen(STREAM), "reader", 6,
-                                        &cfg, &err) == 0,
+    CHECK_MSG(rift_client_consumer_open(c2, CL_STREAM, strlen(CL_STREAM),
+                                        "reader", 6, &cfg, &err) == 0,
               "consumer open: %s", err.text);
     int got = 0;
-    int64_t end = now_ms() + WAIT_MS;
-    while (got < N_PUB && now_ms() < end) {
+    int64_t end = cl_now_ms() + CL_WAIT_MS;
+    while (got < N_PUB && cl_now_ms() < end) {
         rift_client_delivery d[N_PUB];
         size_t n = 0;
-        if (rift_client_fetch(c2, STREAM, strlen(STREAM), "reader", 6, N_PUB, d,
-                              &n, &err) != 0) {
+        if (rift_client_fetch(c2, CL_STREAM, strlen(CL_STREAM), "reader", 6,
+                              N_PUB, d, &n, &err) != 0) {
             CHECK_MSG(false, "fetch: %s", err.text);
             break;
         }
@@ -124,7 +71,7 @@ static void good_body(cluster_fix *f) {
             snprintf(want, sizeof want, "m%d", got);
             CHECK_EQ_U64(d[i].sequence, (uint64_t)got + 1);
             CHECK(plen == strlen(want) && memcmp(p, want, plen) == 0);
-            CHECK(rift_client_ack(c2, STREAM, strlen(STREAM), "reader", 6,
+            CHECK(rift_client_ack(c2, CL_STREAM, strlen(CL_STREAM), "reader", 6,
                                   d[i].sequence, &err) == 0);
             rift_msg_unref(d[i].msg);
             got++;
@@ -134,20 +81,20 @@ static void good_body(cluster_fix *f) {
 
     /* Live pub/sub across nodes: publish until node 3's interest crossed
      * the backbone, then one exact message. */
-    rift_client_sub *s = sub(f->n[2].c, "live.x");
+    rift_client_sub *s = cl_sub(f->n[2].c, "live.x", NULL);
     CHECK(s != NULL);
     char buf[64] = "";
     bool seen = false;
-    end = now_ms() + WAIT_MS;
-    while (s != NULL && !seen && now_ms() < end) {
-        CHECK(pub(c1, "live.x", "probe"));
-        seen = next(s, 200, buf, sizeof buf);
+    end = cl_now_ms() + CL_WAIT_MS;
+    while (s != NULL && !seen && cl_now_ms() < end) {
+        CHECK(cl_pub(c1, "live.x", "probe"));
+        seen = cl_next(s, 200, buf, sizeof buf);
     }
     CHECK(seen);
-    while (s != NULL && next(s, 100, buf, sizeof buf)) {
+    while (s != NULL && cl_next(s, 100, buf, sizeof buf)) {
     }
-    CHECK(pub(c1, "live.x", "hello"));
-    CHECK(s != NULL && next(s, 10000, buf, sizeof buf));
+    CHECK(cl_pub(c1, "live.x", "hello"));
+    CHECK(s != NULL && cl_next(s, 10000, buf, sizeof buf));
     CHECK_EQ_STR(buf, "hello");
     if (s != NULL) {
         rift_client_sub_close(s);
@@ -186,7 +133,7 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
              "    nats = { servers = { 'tls://127.0.0.1:%d' },\n"
              "      user = 'riftd', password_env = '%s',\n"
              "      tls = { ca = '%s' } } },\n}\n",
-             streams_lua, f->n[0].client_port, password_env, ca);
+             CL_ORDERS_LUA, f->n[0].client_port, password_env, ca);
     riftd_fix r;
     CHECK(riftd_fix_init(&r, cfg));
     bool started = riftd_fix_start(&r, NULL);
@@ -209,11 +156,11 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
         CHECK(riftd_fix_connect(&r, RIFTD_FIX_TOKEN, &c));
     }
     if (c != NULL) {
-        rift_client_sub *s = sub(c, "a.b");
+        rift_client_sub *s = cl_sub(c, "a.b", NULL);
         CHECK(s != NULL);
-        CHECK(pub(c, "a.b", "local"));
+        CHECK(cl_pub(c, "a.b", "local"));
         char buf[64] = "";
-        CHECK(s != NULL && next(s, 10000, buf, sizeof buf));
+        CHECK(s != NULL && cl_next(s, 10000, buf, sizeof buf));
         CHECK_EQ_STR(buf, "local");
         if (s != NULL) {
             rift_client_sub_close(s);
@@ -225,13 +172,13 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
         free(st);
         rift_error err = {0};
         uint64_t seq = 0;
-        int64_t t0 = now_ms();
-        CHECK(spub(c, "lost", &seq, &err) != 0);
+        int64_t t0 = cl_now_ms();
+        CHECK(cl_spub(c, CL_SUBJECT, "lost", &seq, &err) != 0);
         CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL,
                   "publish: %s", err.text);
         CHECK(no_secret(err.text));
-        CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms",
-                  (long long)(now_ms() - t0));
+        CHECK_MSG(cl_now_ms() - t0 < 5000, "took %lld ms",
+                  (long long)(cl_now_ms() - t0));
         rift_client_del(c);
     }
     char *log = rift_proc_read(r.p.err);
@@ -250,11 +197,11 @@ static void bad_node(cluster_fix *f, const char *password_env, const char *ca,
 RIFT_TEST(tls_and_password_backbone) {
     cluster_fix f;
     cluster_fix_opts o = {.jetstream = true,
-                          .streams = streams_lua,
+                          .streams = CL_ORDERS_LUA,
                           .backbone_tls = true,
                           .backbone_auth = true};
     bool up = cluster_fix_start_opts(&f, &o) &&
-              cluster_fix_wait_replicated(&f, READY_MS);
+              cluster_fix_wait_replicated(&f, CL_READY_MS);
     if (up) {
         good_body(&f);
         /* RIFT_TEST_TOKEN2 holds another value than the password. */

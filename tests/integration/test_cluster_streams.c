@@ -15,6 +15,7 @@
  * with a deadline.
  */
 // labels: threads slow
+#include "cluster_client.h"
 #include "cluster_fix.h"
 #include "rift/client.h"
 #include "test.h"
@@ -28,23 +29,11 @@
 #include <string.h>
 #include <time.h>
 
-#define STREAM   "orders"
-#define READY_MS 60000
-#define WAIT_MS  20000
 /* Generous bounds under ASan, whose quarantine (256 MiB by default) keeps
  * freed memory resident: riftd r1 measured ~200 MiB after this test's
  * 20,000 stream operations, 75 MiB with a 16 MiB quarantine. */
 #define RIFTD_RSS_MAX_KIB (400L * 1024)
 #define NS_RSS_MAX_KIB    (200L * 1024)
-
-static const char streams_lua[] =
-    "{ orders = { subjects = { 'orders.>' }, replicas = 3 } }";
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void pause_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -54,32 +43,10 @@ static void pause_ms(int ms) {
 /* The cluster with JetStream and "orders", its stream ready everywhere. */
 static bool start(cluster_fix *f, bool second_principal) {
     cluster_fix_opts o = {.jetstream = true,
-                          .streams = streams_lua,
+                          .streams = CL_ORDERS_LUA,
                           .second_principal = second_principal};
     return cluster_fix_start_opts(f, &o) &&
-           cluster_fix_wait_replicated(f, READY_MS);
-}
-
-static int spub(rift_client *c, const char *subject, const char *payload,
-                uint64_t *seq, rift_error *err) {
-    rift_stored st = {0};
-    int rc = rift_client_stream_publish(
-        c, STREAM, strlen(STREAM), subject, strlen(subject), NULL, 0,
-        (const uint8_t *)payload, strlen(payload), &st, err);
-    if (seq != NULL) {
-        *seq = rc == 0 ? st.sequence : 0;
-    }
-    return rc;
-}
-
-/* Publishes |payload| and returns its STORED sequence (0 on failure). */
-static uint64_t spub1(rift_client *c, const char *payload) {
-    uint64_t seq = 0;
-    rift_error err = {0};
-    if (spub(c, "orders.created", payload, &seq, &err) != 0) {
-        fprintf(stderr, "  stream publish %s: %s\n", payload, err.text);
-    }
-    return seq;
+           cluster_fix_wait_replicated(f, CL_READY_MS);
 }
 
 static int open_consumer(rift_client *c, const char *name, uint64_t start,
@@ -92,7 +59,7 @@ static int open_consumer(rift_client *c, const char *name, uint64_t start,
     cfg.start_sequence = start;
     cfg.ack_wait_ms = ack_wait_ms;
     cfg.max_ack_pending = max_pending;
-    return rift_client_consumer_open(c, STREAM, strlen(STREAM), name,
+    return rift_client_consumer_open(c, CL_STREAM, strlen(CL_STREAM), name,
                                      strlen(name), &cfg, err);
 }
 
@@ -106,69 +73,8 @@ static bool open1(rift_client *c, const char *name, uint64_t start,
     return true;
 }
 
-/* One fetched record, copied out of its message. */
-typedef struct rec {
-    uint64_t seq, ts;
-    uint32_t count;
-    char payload[32];
-    char subject[64];
-} rec;
-
-/* Fetches up to |limit| (≤ 256) records into |out|; -1 on error. */
-static int fetch(rift_client *c, const char *name, uint32_t limit, rec *out) {
-    rift_client_delivery d[256];
-    size_t n = 0;
-    rift_error err = {0};
-    if (rift_client_fetch(c, STREAM, strlen(STREAM), name, strlen(name), limit,
-                          d, &n, &err) != 0) {
-        fprintf(stderr, "  fetch %s: %s\n", name, err.text);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        size_t plen, slen;
-        const uint8_t *p = rift_msg_payload(d[i].msg, &plen);
-        const char *s = rift_msg_subject(d[i].msg, &slen);
-        out[i].seq = d[i].sequence;
-        out[i].ts = d[i].timestamp_ms;
-        out[i].count = d[i].delivery_count;
-        snprintf(out[i].payload, sizeof out[i].payload, "%.*s", (int)plen,
-                 (const char *)p);
-        snprintf(out[i].subject, sizeof out[i].subject, "%.*s", (int)slen, s);
-        rift_msg_unref(d[i].msg);
-    }
-    return (int)n;
-}
-
-static int ack(rift_client *c, const char *name, uint64_t seq,
-               rift_error *err) {
-    return rift_client_ack(c, STREAM, strlen(STREAM), name, strlen(name), seq,
-                           err);
-}
-
-static bool ack1(rift_client *c, const char *name, uint64_t seq) {
-    rift_error err = {0};
-    if (ack(c, name, seq, &err) != 0) {
-        fprintf(stderr, "  ack %s %" PRIu64 ": %s\n", name, seq, err.text);
-        return false;
-    }
-    return true;
-}
-
-/* replicated[0] of node |i|'s status (a new reference), or NULL. */
-static json_t *repl_status(cluster_fix *f, int i) {
-    json_t *st = cluster_fix_status(f, i);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
-    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
-    json_t *r = a ? json_array_get(a, 0) : NULL;
-    if (r != NULL) {
-        json_incref(r);
-    }
-    json_decref(st);
-    return r;
-}
-
 static long long repl_counter(cluster_fix *f, int i, const char *key) {
-    json_t *r = repl_status(f, i);
+    json_t *r = cluster_fix_replicated(f, i);
     long long v = r ? json_integer_value(json_object_get(r, key)) : -1;
     json_decref(r);
     return v;
@@ -179,17 +85,17 @@ static long long repl_counter(cluster_fix *f, int i, const char *key) {
 static void publish_fetch_ack_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
     /* STORED carries JetStream's sequence: 1, 2, 3 in a new stream. */
-    CHECK_EQ_U64(spub1(c1, "m0"), 1);
-    CHECK_EQ_U64(spub1(c1, "m1"), 2);
-    CHECK_EQ_U64(spub1(c1, "m2"), 3);
+    CHECK_EQ_U64(cl_spub1(c1, "m0"), 1);
+    CHECK_EQ_U64(cl_spub1(c1, "m1"), 2);
+    CHECK_EQ_U64(cl_spub1(c1, "m2"), 3);
     /* A subject outside the stream is refused before the backbone. */
     rift_error err = {0};
-    CHECK(spub(c1, "other.x", "no", NULL, &err) != 0);
+    CHECK(cl_spub(c1, "other.x", "no", NULL, &err) != 0);
     CHECK(strstr(err.text, "subject does not match this stream") != NULL);
 
     CHECK(open1(c2, "reader", 1, 30000, 128));
-    rec r[256];
-    int n = fetch(c2, "reader", 10, r);
+    cl_rec r[256];
+    int n = cl_fetch(c2, "reader", 10, 0, r);
     CHECK_EQ_INT(n, 3);
     for (int i = 0; i < n; i++) {
         char want[16];
@@ -199,27 +105,27 @@ static void publish_fetch_ack_body(cluster_fix *f) {
         CHECK_EQ_STR(r[i].subject, "orders.created");
         CHECK_EQ_INT(r[i].count, 1);
         CHECK(r[i].ts > 0);
-        CHECK(ack1(c2, "reader", r[i].seq));
+        CHECK(cl_ack1(c2, "reader", r[i].seq));
     }
     /* The same durable from node 3: reopened with the same settings, and
      * everything node 2 acked is gone cluster-wide. */
     CHECK(open1(c3, "reader", 1, 30000, 128));
-    CHECK_EQ_INT(fetch(c3, "reader", 10, r), 0);
-    CHECK_EQ_U64(spub1(c1, "m3"), 4);
-    n = fetch(c3, "reader", 10, r);
+    CHECK_EQ_INT(cl_fetch(c3, "reader", 10, 0, r), 0);
+    CHECK_EQ_U64(cl_spub1(c1, "m3"), 4);
+    n = cl_fetch(c3, "reader", 10, 0, r);
     CHECK_EQ_INT(n, 1);
     CHECK_EQ_U64(r[0].seq, 4);
-    CHECK(ack1(c3, "reader", 4));
+    CHECK(cl_ack1(c3, "reader", 4));
     /* Acking twice: no longer pending. */
-    CHECK(ack(c3, "reader", 4, &err) != 0);
+    CHECK(cl_ack(c3, "reader", 4, &err) != 0);
     CHECK(strstr(err.text, "not pending") != NULL);
     /* Reopening with other settings is the store's error. */
     CHECK(open_consumer(c3, "reader", 1, 5000, 128, &err) != 0);
     CHECK(strstr(err.text, "different settings") != NULL);
     /* An unknown consumer says so, on any node. */
-    CHECK(fetch(c2, "nobody", 1, r) < 0);
+    CHECK(cl_fetch(c2, "nobody", 1, 0, r) < 0);
 
-    json_t *st = repl_status(f, 0);
+    json_t *st = cluster_fix_replicated(f, 0);
     CHECK(st != NULL);
     CHECK_EQ_INT(json_integer_value(json_object_get(st, "published")), 4);
     CHECK_EQ_INT(json_integer_value(json_object_get(st, "last_sequence")), 4);
@@ -281,7 +187,7 @@ static void window_body(cluster_fix *f, win *w, win_arg *a) {
         a[i] = (win_arg){w, i};
         rift_error err = {0};
         int rc = rift_client_stream_publish_async(
-            c1, STREAM, strlen(STREAM), "orders.created", 14, NULL, 0,
+            c1, CL_STREAM, strlen(CL_STREAM), "orders.created", 14, NULL, 0,
             (const uint8_t *)p, strlen(p), win_stored, &a[i], &err);
         CHECK_MSG(rc == 0, "submit %zu: %s", i, err.text);
         if (rc != 0) {
@@ -319,11 +225,11 @@ static void window_body(cluster_fix *f, win *w, win_arg *a) {
         }
     }
     CHECK(open1(c2, "win", 1, 60000, N_WIN));
-    rec r[256];
+    cl_rec r[256];
     uint64_t next = 1;
-    int64_t end = now_ms() + WAIT_MS;
-    while (who != NULL && next <= N_WIN && now_ms() < end) {
-        int n = fetch(c2, "win", 256, r);
+    int64_t end = cl_now_ms() + CL_WAIT_MS;
+    while (who != NULL && next <= N_WIN && cl_now_ms() < end) {
+        int n = cl_fetch(c2, "win", 256, 0, r);
         CHECK(n >= 0);
         if (n < 0) {
             break;
@@ -372,7 +278,7 @@ typedef struct pub_job {
 
 static void *pub_thread(void *arg) {
     pub_job *j = arg;
-    j->rc = spub(j->c, "orders.created", "dedup", &j->seq, &j->err);
+    j->rc = cl_spub(j->c, "orders.created", "dedup", &j->seq, &j->err);
     return NULL;
 }
 
@@ -382,7 +288,7 @@ static bool retried(void *arg) {
 
 static void dedup_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c;
-    CHECK_EQ_U64(spub1(c1, "first"), 1);
+    CHECK_EQ_U64(cl_spub1(c1, "first"), 1);
     /* r1's nats-server stops answering: the first try is written to it
      * and times out (2 s); riftd tries again with the same message id.
      * Resumed (before a Raft election would start), the server stores the
@@ -391,17 +297,17 @@ static void dedup_body(cluster_fix *f) {
     pub_job j = {.c = c1};
     pthread_t t;
     CHECK(pthread_create(&t, NULL, pub_thread, &j) == 0);
-    bool again = rift_test_wait_until(retried, f, WAIT_MS);
+    bool again = rift_test_wait_until(retried, f, CL_WAIT_MS);
     kill(f->n[0].ns.pid, SIGCONT);
     pthread_join(t, NULL);
     CHECK_MSG(again, "riftd did not retry the publish");
     CHECK_MSG(j.rc == 0, "publish: %s", j.err.text);
     CHECK_EQ_U64(j.seq, 2);
     CHECK(repl_counter(f, 0, "duplicates") >= 1);
-    CHECK_EQ_U64(spub1(c1, "last"), 3);
+    CHECK_EQ_U64(cl_spub1(c1, "last"), 3);
     CHECK(open1(c2, "all", 1, 30000, 128));
-    rec r[256];
-    int n = fetch(c2, "all", 10, r);
+    cl_rec r[256];
+    int n = cl_fetch(c2, "all", 10, 0, r);
     CHECK_EQ_INT(n, 3);
     CHECK_EQ_STR(r[0].payload, "first");
     CHECK_EQ_STR(r[1].payload, "dedup");
@@ -422,11 +328,10 @@ RIFT_TEST(retried_publish_is_deduplicated) {
 /* ---- A node without its backbone ---- */
 
 static bool backbone_is(cluster_fix *f, int i, bool up) {
-    json_t *st = cluster_fix_status(f, i);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    json_t *cl = cluster_fix_cluster(f, i);
     bool is =
         cl != NULL && json_is_true(json_object_get(cl, "connected")) == up;
-    json_decref(st);
+    json_decref(cl);
     return is;
 }
 
@@ -440,34 +345,35 @@ static bool r1_up(void *arg) {
 
 static void backbone_down_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c;
-    CHECK_EQ_U64(spub1(c1, "before"), 1);
+    CHECK_EQ_U64(cl_spub1(c1, "before"), 1);
     CHECK(open1(c1, "r", 1, 30000, 128));
     cluster_fix_ns_kill(f, 0);
-    CHECK(rift_test_wait_until(r1_down, f, WAIT_MS));
+    CHECK(rift_test_wait_until(r1_down, f, CL_WAIT_MS));
     /* Cluster-only operations fail at once, and say why. */
     rift_error err = {0};
-    int64_t t0 = now_ms();
-    CHECK(spub(c1, "orders.created", "lost", NULL, &err) != 0);
+    int64_t t0 = cl_now_ms();
+    CHECK(cl_spub(c1, "orders.created", "lost", NULL, &err) != 0);
     CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "publish: %s",
               err.text);
-    rec r[256];
+    cl_rec r[256];
     rift_client_delivery d[1];
     size_t n = 0;
-    CHECK(rift_client_fetch(c1, STREAM, strlen(STREAM), "r", 1, 1, d, &n,
+    CHECK(rift_client_fetch(c1, CL_STREAM, strlen(CL_STREAM), "r", 1, 1, d, &n,
                             &err) != 0);
     CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "fetch: %s",
               err.text);
-    CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms", (long long)(now_ms() - t0));
+    CHECK_MSG(cl_now_ms() - t0 < 5000, "took %lld ms",
+              (long long)(cl_now_ms() - t0));
     /* The other nodes keep the stream (2 of 3 servers are a quorum). */
-    CHECK_EQ_U64(spub1(c2, "during"), 2);
+    CHECK_EQ_U64(cl_spub1(c2, "during"), 2);
     /* Back: riftd reconnects by itself and the stream works again. */
     CHECK(cluster_fix_ns_start(f, 0));
-    CHECK(rift_test_wait_until(r1_up, f, WAIT_MS));
+    CHECK(rift_test_wait_until(r1_up, f, CL_WAIT_MS));
     uint64_t seq = 0;
-    int64_t end = now_ms() + WAIT_MS;
-    while (seq == 0 && now_ms() < end) {
+    int64_t end = cl_now_ms() + CL_WAIT_MS;
+    while (seq == 0 && cl_now_ms() < end) {
         /* The restarted server may still be catching up: retry. */
-        if (spub(c1, "orders.created", "after", &seq, &err) != 0) {
+        if (cl_spub(c1, "orders.created", "after", &seq, &err) != 0) {
             pause_ms(100);
         }
     }
@@ -476,9 +382,9 @@ static void backbone_down_body(cluster_fix *f) {
     /* The consumer's records come once its JetStream replica caught up
      * (a fetch waits 100 ms): fetch until all three are there. */
     int k = 0;
-    end = now_ms() + WAIT_MS;
-    while (k < 3 && now_ms() < end) {
-        int got = fetch(c1, "r", 10, r + k);
+    end = cl_now_ms() + CL_WAIT_MS;
+    while (k < 3 && cl_now_ms() < end) {
+        int got = cl_fetch(c1, "r", 10, 0, r + k);
         k += got > 0 ? got : 0;
     }
     CHECK_EQ_INT(k, 3);
@@ -505,24 +411,24 @@ static void redelivery_body(cluster_fix *f) {
     for (int i = 0; i < 5; i++) {
         char p[16];
         snprintf(p, sizeof p, "m%d", i);
-        CHECK_EQ_U64(spub1(c1, p), (uint64_t)i + 1);
+        CHECK_EQ_U64(cl_spub1(c1, p), (uint64_t)i + 1);
     }
     CHECK(open1(c2, "slow", 1, 1000, 2));
-    rec r[256];
+    cl_rec r[256];
     /* Max ack pending 2 holds cluster-wide: node 3 gets nothing more. */
-    int n = fetch(c2, "slow", 5, r);
+    int n = cl_fetch(c2, "slow", 5, 0, r);
     CHECK_EQ_INT(n, 2);
     CHECK_EQ_U64(r[0].seq, 1);
     CHECK_EQ_U64(r[1].seq, 2);
     CHECK_EQ_INT(r[0].count, 1);
-    CHECK_EQ_INT(fetch(c3, "slow", 5, r), 0);
-    CHECK(ack1(c2, "slow", 1));
+    CHECK_EQ_INT(cl_fetch(c3, "slow", 5, 0, r), 0);
+    CHECK(cl_ack1(c2, "slow", 1));
     /* Sequence 2 is not acked: after the ack wait JetStream delivers it
      * again, with delivery count 2, to whichever node fetches. */
     bool redelivered = false;
-    int64_t end = now_ms() + WAIT_MS;
-    while (!redelivered && now_ms() < end) {
-        n = fetch(c3, "slow", 5, r);
+    int64_t end = cl_now_ms() + CL_WAIT_MS;
+    while (!redelivered && cl_now_ms() < end) {
+        n = cl_fetch(c3, "slow", 5, 0, r);
         CHECK(n >= 0);
         for (int i = 0; i < n; i++) {
             CHECK(r[i].seq >= 2);
@@ -532,7 +438,7 @@ static void redelivery_body(cluster_fix *f) {
             } else {
                 CHECK_EQ_INT(r[i].count, 1);
             }
-            CHECK(ack1(c3, "slow", r[i].seq));
+            CHECK(cl_ack1(c3, "slow", r[i].seq));
         }
         if (n == 0) {
             pause_ms(50); /* polling the redelivery */
@@ -541,12 +447,12 @@ static void redelivery_body(cluster_fix *f) {
     CHECK_MSG(redelivered, "sequence 2 was not redelivered");
     /* A sequence node 3 never fetched is not pending there. */
     rift_error err = {0};
-    CHECK(ack(c3, "slow", 99, &err) != 0);
+    CHECK(cl_ack(c3, "slow", 99, &err) != 0);
     CHECK(strstr(err.text, "not pending") != NULL);
 
     /* A start sequence: the consumer begins at record 4. */
     CHECK(open1(c3, "late", 4, 30000, 128));
-    n = fetch(c3, "late", 10, r);
+    n = cl_fetch(c3, "late", 10, 0, r);
     CHECK_EQ_INT(n, 2);
     CHECK_EQ_U64(r[0].seq, 4);
     CHECK_EQ_U64(r[1].seq, 5);
@@ -560,26 +466,28 @@ static void settle_body(cluster_fix *f) {
     for (int i = 0; i < 3; i++) {
         char p[16];
         snprintf(p, sizeof p, "m%d", i);
-        CHECK_EQ_U64(spub1(c1, p), (uint64_t)i + 1);
+        CHECK_EQ_U64(cl_spub1(c1, p), (uint64_t)i + 1);
     }
     const char *name = "settle";
     size_t nl = strlen(name);
     CHECK(open1(c2, name, 1, 1000, 128));
-    rec r[256];
-    CHECK_EQ_INT(fetch(c2, name, 10, r), 3);
+    cl_rec r[256];
+    CHECK_EQ_INT(cl_fetch(c2, name, 10, 0, r), 3);
     rift_error err = {0};
     /* PROGRESS keeps 3 pending, the ACK that follows settles it. */
+    CHECK_OK(rift_client_in_progress(c2, CL_STREAM, strlen(CL_STREAM), name, nl,
+                                     3, &err));
+    CHECK(cl_ack1(c2, name, 3));
     CHECK_OK(
-        rift_client_in_progress(c2, STREAM, strlen(STREAM), name, nl, 3, &err));
-    CHECK(ack1(c2, name, 3));
-    CHECK_OK(rift_client_term(c2, STREAM, strlen(STREAM), name, nl, 2, &err));
-    CHECK_OK(rift_client_nak(c2, STREAM, strlen(STREAM), name, nl, 1, 0, &err));
+        rift_client_term(c2, CL_STREAM, strlen(CL_STREAM), name, nl, 2, &err));
+    CHECK_OK(rift_client_nak(c2, CL_STREAM, strlen(CL_STREAM), name, nl, 1, 0,
+                             &err));
     /* The NAK'd record comes back at once; the TERM'd one never, also not
      * after its ack wait (1 s): watched for 2.5 s. */
     bool again = false, termed = false, acked_back = false;
-    int64_t end = now_ms() + 2500;
-    while (now_ms() < end) {
-        int n = fetch(c2, name, 10, r);
+    int64_t end = cl_now_ms() + 2500;
+    while (cl_now_ms() < end) {
+        int n = cl_fetch(c2, name, 10, 0, r);
         CHECK(n >= 0);
         for (int i = 0; i < n; i++) {
             again = again || (r[i].seq == 1 && r[i].count >= 2);
@@ -594,26 +502,26 @@ static void settle_body(cluster_fix *f) {
     CHECK_MSG(!termed, "the TERM'd record was delivered again");
     CHECK_MSG(!acked_back, "the acked record was delivered again");
     /* A sequence this node does not hold is not pending. */
-    CHECK(rift_client_term(c2, STREAM, strlen(STREAM), name, nl, 99, &err) !=
-          0);
+    CHECK(rift_client_term(c2, CL_STREAM, strlen(CL_STREAM), name, nl, 99,
+                           &err) != 0);
     CHECK(strstr(err.text, "not pending") != NULL);
 
     /* CONSUMER_DELETE from another node removes the JetStream durable:
      * node 2's binding says so, a second delete too; opened again under
      * the name it starts over, with every record new. */
     rift_client *c3 = f->n[2].c;
-    CHECK_OK(rift_client_consumer_delete(c3, STREAM, strlen(STREAM), name, nl,
-                                         &err));
-    CHECK(fetch(c2, name, 10, r) < 0);
-    CHECK(rift_client_consumer_delete(c3, STREAM, strlen(STREAM), name, nl,
-                                      &err) != 0);
+    CHECK_OK(rift_client_consumer_delete(c3, CL_STREAM, strlen(CL_STREAM), name,
+                                         nl, &err));
+    CHECK(cl_fetch(c2, name, 10, 0, r) < 0);
+    CHECK(rift_client_consumer_delete(c3, CL_STREAM, strlen(CL_STREAM), name,
+                                      nl, &err) != 0);
     CHECK(strstr(err.text, "consumer does not exist") != NULL);
     CHECK(open1(c2, name, 1, 30000, 128));
-    int n = fetch(c2, name, 10, r);
+    int n = cl_fetch(c2, name, 10, 0, r);
     CHECK_EQ_INT(n, 3);
     CHECK_EQ_U64(r[0].seq, 1);
     CHECK_EQ_INT(r[0].count, 1);
-    CHECK(ack1(c2, name, 1));
+    CHECK(cl_ack1(c2, name, 1));
 }
 
 RIFT_TEST(nak_term_progress_delete) {
@@ -643,21 +551,21 @@ RIFT_TEST(ack_wait_redelivery_max_pending_and_start) {
 static void identities_body(cluster_fix *f) {
     rift_client *app = f->n[0].c, *w = NULL;
     CHECK(riftd_fix_connect(&f->n[1].r, RIFTD_FIX_TOKEN2, &w));
-    CHECK_EQ_U64(spub1(app, "a"), 1);
-    CHECK_EQ_U64(spub1(app, "b"), 2);
+    CHECK_EQ_U64(cl_spub1(app, "a"), 1);
+    CHECK_EQ_U64(cl_spub1(app, "b"), 2);
     /* Different settings under the same name: no conflict, since each
      * identity's "worker" is its own JetStream durable. */
     CHECK(open1(app, "worker", 1, 30000, 128));
     bool ok = open1(w, "worker", 2, 5000, 16);
-    rec r[256];
-    int n = ok ? fetch(app, "worker", 10, r) : -1;
+    cl_rec r[256];
+    int n = ok ? cl_fetch(app, "worker", 10, 0, r) : -1;
     int m = -1;
-    rec q[256];
-    if (n == 2 && ack1(app, "worker", r[0].seq) &&
-        ack1(app, "worker", r[1].seq)) {
-        m = fetch(w, "worker", 10, q);
+    cl_rec q[256];
+    if (n == 2 && cl_ack1(app, "worker", r[0].seq) &&
+        cl_ack1(app, "worker", r[1].seq)) {
+        m = cl_fetch(w, "worker", 10, 0, q);
     }
-    int again = m >= 0 ? fetch(app, "worker", 10, r) : -1;
+    int again = m >= 0 ? cl_fetch(app, "worker", 10, 0, r) : -1;
     rift_client_del(w);
     CHECK(ok);
     CHECK_EQ_INT(n, 2);
@@ -709,10 +617,10 @@ static void *load_thread(void *arg) {
          i += N_THREADS) {
         char p[16];
         snprintf(p, sizeof p, "m%zu", i);
-        int64_t end = now_ms() + 90000;
+        int64_t end = cl_now_ms() + 90000;
         for (;;) {
             rift_error err = {0};
-            if (spub(l->c, "orders.created", p, &l->seq[i], &err) == 0) {
+            if (cl_spub(l->c, "orders.created", p, &l->seq[i], &err) == 0) {
                 break;
             }
             /* Only STORED counts: a failed publish is retried. */
@@ -722,7 +630,7 @@ static void *load_thread(void *arg) {
                 snprintf(l->first_error, sizeof l->first_error, "%s", err.text);
             }
             pthread_mutex_unlock(&l->mu);
-            if (now_ms() >= end) {
+            if (cl_now_ms() >= end) {
                 atomic_store(&l->gave_up, true);
                 break;
             }
@@ -734,8 +642,8 @@ static void *load_thread(void *arg) {
 }
 
 static bool wait_done(load *l, size_t n) {
-    int64_t end = now_ms() + 120000;
-    while (atomic_load(&l->done) < n && now_ms() < end &&
+    int64_t end = cl_now_ms() + 120000;
+    while (atomic_load(&l->done) < n && cl_now_ms() < end &&
            !atomic_load(&l->gave_up)) {
         pause_ms(10);
     }
@@ -755,7 +663,7 @@ static void kills_body(cluster_fix *f, load *l) {
     }
     pthread_t t[N_THREADS];
     load_arg a[N_THREADS];
-    int64_t t0 = now_ms();
+    int64_t t0 = cl_now_ms();
     for (size_t i = 0; i < N_THREADS; i++) {
         a[i] = (load_arg){l, i};
         CHECK(pthread_create(&t[i], NULL, load_thread, &a[i]) == 0);
@@ -771,14 +679,14 @@ static void kills_body(cluster_fix *f, load *l) {
     for (size_t i = 0; i < N_THREADS; i++) {
         pthread_join(t[i], NULL);
     }
-    int64_t t1 = now_ms();
+    int64_t t1 = cl_now_ms();
     fprintf(stderr,
             "  %d publishes in %" PRId64 " ms, %zu failed tries (first: %s)\n",
             N_PUB, t1 - t0, atomic_load(&l->failures),
             l->first_error[0] ? l->first_error : "none");
     CHECK(steps);
     CHECK(!atomic_load(&l->gave_up));
-    CHECK(cluster_fix_wait_replicated(f, READY_MS));
+    CHECK(cluster_fix_wait_replicated(f, CL_READY_MS));
 
     /* Every publish was STORED, under a sequence of its own. */
     uint64_t *sorted = malloc(sizeof l->seq);
@@ -800,10 +708,10 @@ static void kills_body(cluster_fix *f, load *l) {
     CHECK(seen != NULL);
     bool opened = open1(f->n[2].c, "audit", 1, 120000, 4096);
     size_t got = 0, extra = 0, mismatch = 0;
-    rec *r = calloc(256, sizeof *r);
-    int64_t end = now_ms() + 120000;
-    while (opened && r != NULL && got < N_PUB && now_ms() < end) {
-        int n = fetch(f->n[2].c, "audit", 256, r);
+    cl_rec *r = calloc(256, sizeof *r);
+    int64_t end = cl_now_ms() + 120000;
+    while (opened && r != NULL && got < N_PUB && cl_now_ms() < end) {
+        int n = cl_fetch(f->n[2].c, "audit", 256, 0, r);
         if (n < 0) {
             break;
         }
@@ -818,7 +726,7 @@ static void kills_body(cluster_fix *f, load *l) {
             } else {
                 mismatch++;
             }
-            if (!ack1(f->n[2].c, "audit", r[k].seq)) {
+            if (!cl_ack1(f->n[2].c, "audit", r[k].seq)) {
                 mismatch++;
             }
         }
@@ -831,7 +739,7 @@ static void kills_body(cluster_fix *f, load *l) {
     fprintf(stderr,
             "  read back %zu of %d STORED (%zu extra, %zu bad) in %" PRId64
             " ms, newest sequence %" PRIu64 "\n",
-            got, N_PUB, extra, mismatch, now_ms() - t1, max_seq);
+            got, N_PUB, extra, mismatch, cl_now_ms() - t1, max_seq);
     CHECK(opened);
     CHECK_EQ_INT(got, N_PUB);
     CHECK_EQ_INT(mismatch, 0);

@@ -9,48 +9,22 @@
  * Every wait polls a condition or is the protocol's own wait.
  */
 // labels: threads slow
+#include "cluster_client.h"
 #include "cluster_fix.h"
 #include "rift/client.h"
 #include "rift/client_stream.h"
 #include "test.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define STREAM   "orders"
-#define READY_MS 60000
-#define WAIT_MS  20000
-
-static const char streams_lua[] =
-    "{ orders = { subjects = { 'orders.>' }, replicas = 3 } }";
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static uint64_t wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Publishes |payload| on orders.created; its STORED sequence or 0. */
-static uint64_t spub1(rift_client *c, const char *payload) {
-    rift_stored st = {0};
-    rift_error err = {0};
-    if (rift_client_stream_publish(c, STREAM, strlen(STREAM), "orders.created",
-                                   14, NULL, 0, (const uint8_t *)payload,
-                                   strlen(payload), &st, &err) != 0) {
-        fprintf(stderr, "  stream publish %s: %s\n", payload, err.text);
-        return 0;
-    }
-    return st.sequence;
 }
 
 static void ext_config(rift_consumer_config *cfg, rift_consumer_start start,
@@ -69,7 +43,7 @@ static void ext_config(rift_consumer_config *cfg, rift_consumer_start start,
 static int open_ext(rift_client *c, const char *name,
                     const rift_consumer_config *cfg,
                     rift_client_consumer_info *info, rift_error *err) {
-    return rift_client_consumer_open_ext(c, STREAM, strlen(STREAM), name,
+    return rift_client_consumer_open_ext(c, CL_STREAM, strlen(CL_STREAM), name,
                                          strlen(name), cfg, info, err);
 }
 
@@ -85,46 +59,10 @@ static bool open1(rift_client *c, const char *name, rift_consumer_start start,
     return true;
 }
 
-/* Fetches up to 32 records' sequences into |seq| (acking none); -1 on
- * error. |wait_ms| > 0: CONSUMER_FETCH_WAIT. */
-static int fetch(rift_client *c, const char *name, uint32_t wait_ms,
-                 uint64_t *seq, uint32_t *count) {
-    rift_client_delivery d[32];
-    size_t n = 0;
-    rift_error err = {0};
-    int rc = wait_ms > 0 ? rift_client_fetch_wait(c, STREAM, strlen(STREAM),
-                                                  name, strlen(name), 32,
-                                                  wait_ms, d, &n, &err)
-                         : rift_client_fetch(c, STREAM, strlen(STREAM), name,
-                                             strlen(name), 32, d, &n, &err);
-    if (rc != 0) {
-        fprintf(stderr, "  fetch %s: %s\n", name, err.text);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        seq[i] = d[i].sequence;
-        if (count != NULL) {
-            count[i] = d[i].delivery_count;
-        }
-        rift_msg_unref(d[i].msg);
-    }
-    return (int)n;
-}
-
-static bool ack1(rift_client *c, const char *name, uint64_t seq) {
-    rift_error err = {0};
-    if (rift_client_ack(c, STREAM, strlen(STREAM), name, strlen(name), seq,
-                        &err) != 0) {
-        fprintf(stderr, "  ack %s %" PRIu64 ": %s\n", name, seq, err.text);
-        return false;
-    }
-    return true;
-}
-
 static bool info1(rift_client *c, const char *name,
                   rift_client_consumer_info *info) {
     rift_error err = {0};
-    if (rift_client_consumer_get_info(c, STREAM, strlen(STREAM), name,
+    if (rift_client_consumer_get_info(c, CL_STREAM, strlen(CL_STREAM), name,
                                       strlen(name), info, &err) != 0) {
         fprintf(stderr, "  consumer info %s: %s\n", name, err.text);
         return false;
@@ -139,7 +77,7 @@ static int list_names(rift_client *c, const char *after, uint32_t limit,
     size_t n = 0;
     rift_error err = {0};
     out[0] = '\0';
-    if (rift_client_consumer_list(c, STREAM, strlen(STREAM), after,
+    if (rift_client_consumer_list(c, CL_STREAM, strlen(CL_STREAM), after,
                                   after ? strlen(after) : 0, limit, &e, &n,
                                   more, &err) != 0) {
         fprintf(stderr, "  consumer list: %s\n", err.text);
@@ -158,17 +96,16 @@ static int list_names(rift_client *c, const char *after, uint32_t limit,
 
 static void starts_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
-    CHECK_EQ_U64(spub1(c1, "m1"), 1);
-    CHECK_EQ_U64(spub1(c1, "m2"), 2);
+    CHECK_EQ_U64(cl_spub1(c1, "m1"), 1);
+    CHECK_EQ_U64(cl_spub1(c1, "m2"), 2);
     /* A time between m2 and m3: m2 was stored before it. */
     uint64_t t = wall_ms() + 2;
     while (wall_ms() <= t) {
     }
-    CHECK_EQ_U64(spub1(c1, "m3"), 3);
+    CHECK_EQ_U64(cl_spub1(c1, "m3"), 3);
 
     rift_client_consumer_info in;
-    uint64_t seq[32];
-    uint32_t cnt[32];
+    cl_rec r[32];
     /* first: from 1; created, the start and the cursor reported. */
     CHECK(open1(c2, "first", RIFT_START_FIRST, 0, &in));
     CHECK(in.created);
@@ -176,19 +113,19 @@ static void starts_body(cluster_fix *f) {
     CHECK_EQ_U64(in.start_sequence, 1);
     CHECK_EQ_U64(in.next_sequence, 1);
     CHECK_EQ_STR(in.filter, "orders.>");
-    CHECK_EQ_INT(fetch(c3, "first", 0, seq, NULL), 3);
-    CHECK_EQ_U64(seq[0], 1);
+    CHECK_EQ_INT(cl_fetch(c3, "first", 32, 0, r), 3);
+    CHECK_EQ_U64(r[0].seq, 1);
     /* last: the newest record. */
     CHECK(open1(c2, "last", RIFT_START_LAST_RECEIVED, 0, &in));
     CHECK_EQ_INT(in.config.start, RIFT_START_LAST_RECEIVED);
     CHECK_EQ_U64(in.start_sequence, 3);
-    CHECK_EQ_INT(fetch(c3, "last", 0, seq, NULL), 1);
-    CHECK_EQ_U64(seq[0], 3);
+    CHECK_EQ_INT(cl_fetch(c3, "last", 32, 0, r), 1);
+    CHECK_EQ_U64(r[0].seq, 3);
     /* new: only later records. */
     CHECK(open1(c2, "new", RIFT_START_NEW_ONLY, 0, &in));
     CHECK_EQ_INT(in.config.start, RIFT_START_NEW_ONLY);
     CHECK_EQ_U64(in.start_sequence, 4);
-    CHECK_EQ_INT(fetch(c3, "new", 0, seq, NULL), 0);
+    CHECK_EQ_INT(cl_fetch(c3, "new", 32, 0, r), 0);
     /* seq:2 and time: from the record after the time. */
     CHECK(open1(c2, "seq2", RIFT_START_SEQUENCE, 2, &in));
     CHECK_EQ_U64(in.start_sequence, 2);
@@ -202,15 +139,15 @@ static void starts_body(cluster_fix *f) {
     CHECK(in.config.start_time_ms >= 3599000 &&
           in.config.start_time_ms <= 3601000);
     CHECK_EQ_U64(in.start_sequence, 1);
-    CHECK_EQ_U64(spub1(c1, "m4"), 4);
-    CHECK_EQ_INT(fetch(c3, "new", 0, seq, NULL), 1);
-    CHECK_EQ_U64(seq[0], 4);
-    CHECK_EQ_INT(fetch(c3, "seq2", 0, seq, NULL), 3);
-    CHECK_EQ_U64(seq[0], 2);
-    CHECK_EQ_INT(fetch(c1, "time", 0, seq, NULL), 2);
-    CHECK_EQ_U64(seq[0], 3);
-    CHECK_EQ_INT(fetch(c3, "since", 0, seq, NULL), 4);
-    CHECK_EQ_U64(seq[0], 1);
+    CHECK_EQ_U64(cl_spub1(c1, "m4"), 4);
+    CHECK_EQ_INT(cl_fetch(c3, "new", 32, 0, r), 1);
+    CHECK_EQ_U64(r[0].seq, 4);
+    CHECK_EQ_INT(cl_fetch(c3, "seq2", 32, 0, r), 3);
+    CHECK_EQ_U64(r[0].seq, 2);
+    CHECK_EQ_INT(cl_fetch(c1, "time", 32, 0, r), 2);
+    CHECK_EQ_U64(r[0].seq, 3);
+    CHECK_EQ_INT(cl_fetch(c3, "since", 32, 0, r), 4);
+    CHECK_EQ_U64(r[0].seq, 1);
 
     /* A resume from another node ignores the start; other settings are
      * the store's error naming the field. */
@@ -239,11 +176,11 @@ static void starts_body(cluster_fix *f) {
     CHECK(info1(c1, "seq2", &in));
     CHECK_EQ_U64(in.next_sequence, 5);
     CHECK_EQ_INT(in.pending, 3);
-    CHECK(ack1(c3, "seq2", 2));
+    CHECK(cl_ack1(c3, "seq2", 2));
     CHECK(info1(c1, "seq2", &in));
     CHECK_EQ_INT(in.pending, 2);
-    CHECK(rift_client_consumer_get_info(c1, STREAM, strlen(STREAM), "nobody", 6,
-                                        &in, &err) != 0);
+    CHECK(rift_client_consumer_get_info(c1, CL_STREAM, strlen(CL_STREAM),
+                                        "nobody", 6, &in, &err) != 0);
     CHECK_EQ_STR(err.text, "consumer does not exist");
 
     /* max_deliver 2: a record unacked twice is not delivered again. */
@@ -252,11 +189,11 @@ static void starts_body(cluster_fix *f) {
     cfg.max_deliver = 2;
     CHECK(open_ext(c2, "md", &cfg, &in, &err) == 0);
     CHECK_EQ_INT(in.config.max_deliver, 2);
-    CHECK_EQ_INT(fetch(c3, "md", 0, seq, cnt), 1);
-    CHECK_EQ_INT(fetch(c3, "md", 5000, seq, cnt), 1);
-    CHECK_EQ_U64(seq[0], 4);
-    CHECK_EQ_INT(cnt[0], 2);
-    CHECK_EQ_INT(fetch(c3, "md", 2000, seq, cnt), 0);
+    CHECK_EQ_INT(cl_fetch(c3, "md", 32, 0, r), 1);
+    CHECK_EQ_INT(cl_fetch(c3, "md", 32, 5000, r), 1);
+    CHECK_EQ_U64(r[0].seq, 4);
+    CHECK_EQ_INT(r[0].count, 2);
+    CHECK_EQ_INT(cl_fetch(c3, "md", 32, 2000, r), 0);
     CHECK(info1(c1, "md", &in));
     CHECK_EQ_INT(in.config.max_deliver, 2);
 
@@ -290,9 +227,9 @@ static void starts_body(cluster_fix *f) {
 RIFT_TEST(start_positions_info_list_max_deliver) {
     cluster_fix f;
     cluster_fix_opts o = {
-        .jetstream = true, .streams = streams_lua, .second_principal = true};
+        .jetstream = true, .streams = CL_ORDERS_LUA, .second_principal = true};
     bool up = cluster_fix_start_opts(&f, &o) &&
-              cluster_fix_wait_replicated(&f, READY_MS);
+              cluster_fix_wait_replicated(&f, CL_READY_MS);
     if (up) {
         starts_body(&f);
     }
@@ -312,7 +249,7 @@ static void *late_thread(void *arg) {
     late_pub *p = arg;
     struct timespec ts = {0, 500 * 1000000L};
     nanosleep(&ts, NULL); /* after the fetch began to wait */
-    p->seq = spub1(p->c, "late");
+    p->seq = cl_spub1(p->c, "late");
     return NULL;
 }
 
@@ -323,35 +260,32 @@ typedef struct wait_job {
 
 static void *wait_thread(void *arg) {
     wait_job *j = arg;
-    uint64_t seq[32];
-    j->n = fetch(j->c, "r", 60000, seq, NULL);
+    cl_rec r[32];
+    j->n = cl_fetch(j->c, "r", 32, 60000, r);
     return NULL;
 }
 
 /* Whether node 2 reports one waiting fetch. */
 static bool node2_waiting(void *arg) {
-    json_t *st = cluster_fix_status(arg, 1);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
-    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
-    json_t *r = a ? json_array_get(a, 0) : NULL;
+    json_t *r = cluster_fix_replicated(arg, 1);
     bool is =
         r != NULL && json_integer_value(json_object_get(r, "fetch_waits")) == 1;
-    json_decref(st);
+    json_decref(r);
     return is;
 }
 
 static void stream_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
     for (int i = 0; i < 3; i++) {
-        CHECK_EQ_U64(spub1(c1, "x"), (uint64_t)i + 1);
+        CHECK_EQ_U64(cl_spub1(c1, "x"), (uint64_t)i + 1);
     }
     rift_client_consumer_info in;
     CHECK(open1(c2, "r", RIFT_START_FIRST, 0, &in));
 
     rift_client_stream_info si;
     rift_error err = {0};
-    CHECK(rift_client_stream_get_info(c2, STREAM, strlen(STREAM), &si, &err) ==
-          0);
+    CHECK(rift_client_stream_get_info(c2, CL_STREAM, strlen(CL_STREAM), &si,
+                                      &err) == 0);
     CHECK_EQ_STR(si.subjects, "orders.>");
     CHECK_EQ_U64(si.messages, 3);
     CHECK_EQ_U64(si.first_sequence, 1);
@@ -361,25 +295,27 @@ static void stream_body(cluster_fix *f) {
     CHECK(!si.runtime);
 
     /* Purge from node 3: the records go, the sequences carry on. */
-    CHECK(rift_client_stream_purge(c3, STREAM, strlen(STREAM), &err) == 0);
-    CHECK(rift_client_stream_get_info(c2, STREAM, strlen(STREAM), &si, &err) ==
+    CHECK(rift_client_stream_purge(c3, CL_STREAM, strlen(CL_STREAM), &err) ==
           0);
+    CHECK(rift_client_stream_get_info(c2, CL_STREAM, strlen(CL_STREAM), &si,
+                                      &err) == 0);
     CHECK_EQ_U64(si.messages, 0);
     CHECK_EQ_U64(si.first_sequence, 4);
     CHECK_EQ_U64(si.last_sequence, 3);
-    CHECK_EQ_U64(spub1(c1, "after"), 4);
-    uint64_t seq[32];
-    CHECK_EQ_INT(fetch(c3, "r", 0, seq, NULL), 1);
-    CHECK_EQ_U64(seq[0], 4);
-    CHECK(ack1(c3, "r", 4));
+    CHECK_EQ_U64(cl_spub1(c1, "after"), 4);
+    cl_rec r[32];
+    CHECK_EQ_INT(cl_fetch(c3, "r", 32, 0, r), 1);
+    CHECK_EQ_U64(r[0].seq, 4);
+    CHECK(cl_ack1(c3, "r", 4));
     /* Without the grant: refused as for any stream; an identity that may
      * not read the stream does not learn it is there. */
     rift_client *w = NULL;
     CHECK(riftd_fix_connect(&f->n[2].r, RIFTD_FIX_TOKEN2, &w));
     if (w != NULL) {
-        CHECK(rift_client_stream_purge(w, STREAM, strlen(STREAM), &err) != 0);
+        CHECK(rift_client_stream_purge(w, CL_STREAM, strlen(CL_STREAM), &err) !=
+              0);
         CHECK_EQ_STR(err.text, "stream administration not permitted");
-        CHECK(rift_client_stream_get_info(w, STREAM, strlen(STREAM), &si,
+        CHECK(rift_client_stream_get_info(w, CL_STREAM, strlen(CL_STREAM), &si,
                                           &err) != 0);
         CHECK_EQ_STR(err.text, "unknown stream");
         rift_client_del(w);
@@ -387,22 +323,22 @@ static void stream_body(cluster_fix *f) {
 
     /* FETCH_WAIT from node 2: nothing within the wait, then a record
      * published on node 1 while it waits. */
-    int64_t t0 = now_ms();
-    CHECK_EQ_INT(fetch(c2, "r", 1000, seq, NULL), 0);
-    int64_t took = now_ms() - t0;
+    int64_t t0 = cl_now_ms();
+    CHECK_EQ_INT(cl_fetch(c2, "r", 32, 1000, r), 0);
+    int64_t took = cl_now_ms() - t0;
     CHECK_MSG(took >= 900 && took < 5000, "empty wait took %lld ms",
               (long long)took);
     late_pub p = {.c = c1};
     pthread_t th;
     CHECK(pthread_create(&th, NULL, late_thread, &p) == 0);
-    t0 = now_ms();
-    CHECK_EQ_INT(fetch(c2, "r", 10000, seq, NULL), 1);
-    took = now_ms() - t0;
+    t0 = cl_now_ms();
+    CHECK_EQ_INT(cl_fetch(c2, "r", 32, 10000, r), 1);
+    took = cl_now_ms() - t0;
     pthread_join(th, NULL);
     CHECK_EQ_U64(p.seq, 5);
-    CHECK_EQ_U64(seq[0], 5);
+    CHECK_EQ_U64(r[0].seq, 5);
     CHECK_MSG(took >= 400 && took < 5000, "wait took %lld ms", (long long)took);
-    CHECK(fetch(c2, "nobody", 1000, seq, NULL) < 0);
+    CHECK(cl_fetch(c2, "nobody", 32, 1000, r) < 0);
 
     /* riftd's stop ends a waiting fetch at once (its server waits for
      * the backend's operations). */
@@ -412,10 +348,10 @@ static void stream_body(cluster_fix *f) {
         return;
     }
     CHECK(pthread_create(&th, NULL, wait_thread, &wj) == 0);
-    CHECK(rift_test_wait_until(node2_waiting, f, WAIT_MS));
-    t0 = now_ms();
+    CHECK(rift_test_wait_until(node2_waiting, f, CL_WAIT_MS));
+    t0 = cl_now_ms();
     CHECK_EQ_INT(riftd_fix_stop(&f->n[1].r), 0);
-    took = now_ms() - t0;
+    took = cl_now_ms() - t0;
     pthread_join(th, NULL);
     rift_client_del(wj.c);
     CHECK_MSG(took < 10000, "stop took %lld ms", (long long)took);
@@ -425,12 +361,12 @@ static void stream_body(cluster_fix *f) {
 RIFT_TEST(stream_info_purge_and_fetch_wait) {
     cluster_fix f;
     cluster_fix_opts o = {.jetstream = true,
-                          .streams = streams_lua,
+                          .streams = CL_ORDERS_LUA,
                           .second_principal = true,
                           .worker_subscribe = "{ 'notes.>' }",
                           .app_streams = "{ 'orders' }"};
     bool up = cluster_fix_start_opts(&f, &o) &&
-              cluster_fix_wait_replicated(&f, READY_MS);
+              cluster_fix_wait_replicated(&f, CL_READY_MS);
     if (up) {
         stream_body(&f);
     }
@@ -447,12 +383,9 @@ static const char two_streams_lua[] =
 
 /* Whether node 1's replicated stream reports |ready| in `rift status`. */
 static bool r1_ready_is(cluster_fix *f, bool ready) {
-    json_t *st = cluster_fix_status(f, 0);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
-    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
-    json_t *r = a ? json_array_get(a, 0) : NULL;
+    json_t *r = cluster_fix_replicated(f, 0);
     bool is = r != NULL && json_is_true(json_object_get(r, "ready")) == ready;
-    json_decref(st);
+    json_decref(r);
     return is;
 }
 
@@ -475,28 +408,29 @@ static void down_start_body(cluster_fix *f) {
                                      (const uint8_t *)"n", 1, &st, &err) == 0);
     CHECK_EQ_U64(st.sequence, 1);
     /* The replicated one answers at once, and says why. */
-    int64_t t0 = now_ms();
-    CHECK(rift_client_stream_publish(c1, STREAM, strlen(STREAM),
+    int64_t t0 = cl_now_ms();
+    CHECK(rift_client_stream_publish(c1, CL_STREAM, strlen(CL_STREAM),
                                      "orders.created", 14, NULL, 0,
                                      (const uint8_t *)"x", 1, &st, &err) != 0);
     CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "publish: %s",
               err.text);
     rift_client_consumer_info in;
-    CHECK(rift_client_consumer_get_info(c1, STREAM, strlen(STREAM), "r", 1, &in,
-                                        &err) != 0);
+    CHECK(rift_client_consumer_get_info(c1, CL_STREAM, strlen(CL_STREAM), "r",
+                                        1, &in, &err) != 0);
     CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
               err.text);
     rift_client_stream_info si;
-    CHECK(rift_client_stream_get_info(c1, STREAM, strlen(STREAM), &si, &err) !=
-          0);
+    CHECK(rift_client_stream_get_info(c1, CL_STREAM, strlen(CL_STREAM), &si,
+                                      &err) != 0);
     CHECK_MSG(strstr(err.text, "backbone unavailable") != NULL, "info: %s",
               err.text);
-    CHECK_MSG(now_ms() - t0 < 5000, "took %lld ms", (long long)(now_ms() - t0));
+    CHECK_MSG(cl_now_ms() - t0 < 5000, "took %lld ms",
+              (long long)(cl_now_ms() - t0));
     /* Also then, an identity that may not read it hears "unknown". */
     rift_client *w = NULL;
     CHECK(riftd_fix_connect(&f->n[0].r, RIFTD_FIX_TOKEN2, &w));
     if (w != NULL) {
-        CHECK(rift_client_stream_get_info(w, STREAM, strlen(STREAM), &si,
+        CHECK(rift_client_stream_get_info(w, CL_STREAM, strlen(CL_STREAM), &si,
                                           &err) != 0);
         CHECK_EQ_STR(err.text, "unknown stream");
         rift_client_del(w);
@@ -504,23 +438,23 @@ static void down_start_body(cluster_fix *f) {
     CHECK(r1_ready_is(f, false));
     /* Its nats-server back: the stream becomes ready and works. */
     CHECK(cluster_fix_ns_start(f, 0));
-    CHECK(rift_test_wait_until(r1_ready, f, READY_MS));
+    CHECK(rift_test_wait_until(r1_ready, f, CL_READY_MS));
     CHECK(open1(c2, "r", RIFT_START_FIRST, 0, &in));
     uint64_t seq = 0;
-    int64_t end = now_ms() + WAIT_MS;
-    while (seq == 0 && now_ms() < end) {
+    int64_t end = cl_now_ms() + CL_WAIT_MS;
+    while (seq == 0 && cl_now_ms() < end) {
         /* The restarted server may still be catching up: retry. */
         if (rift_client_stream_publish(
-                c1, STREAM, strlen(STREAM), "orders.created", 14, NULL, 0,
+                c1, CL_STREAM, strlen(CL_STREAM), "orders.created", 14, NULL, 0,
                 (const uint8_t *)"up", 2, &st, &err) == 0) {
             seq = st.sequence;
         }
     }
     CHECK_MSG(seq == 1, "sequence %llu (%s)", (unsigned long long)seq,
               err.text);
-    uint64_t got[32];
-    CHECK_EQ_INT(fetch(c2, "r", 5000, got, NULL), 1);
-    CHECK_EQ_U64(got[0], 1);
+    cl_rec got[32];
+    CHECK_EQ_INT(cl_fetch(c2, "r", 32, 5000, got), 1);
+    CHECK_EQ_U64(got[0].seq, 1);
     CHECK(info1(c1, "r", &in));
     CHECK_EQ_U64(in.next_sequence, 2);
 }
@@ -532,7 +466,7 @@ RIFT_TEST(riftd_started_with_backbone_down_then_ready) {
                           .second_principal = true,
                           .worker_subscribe = "{ 'notes.>' }"};
     bool up = cluster_fix_start_opts(&f, &o) &&
-              cluster_fix_wait_replicated(&f, READY_MS);
+              cluster_fix_wait_replicated(&f, CL_READY_MS);
     if (up) {
         down_start_body(&f);
     }

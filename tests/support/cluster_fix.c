@@ -248,6 +248,27 @@ json_t *cluster_fix_status(cluster_fix *f, int i) {
     return data;
 }
 
+json_t *cluster_fix_cluster(cluster_fix *f, int i) {
+    json_t *st = cluster_fix_status(f, i);
+    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
+    if (cl != NULL) {
+        json_incref(cl);
+    }
+    json_decref(st);
+    return cl;
+}
+
+json_t *cluster_fix_replicated(cluster_fix *f, int i) {
+    json_t *cl = cluster_fix_cluster(f, i);
+    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    json_t *r = a ? json_array_get(a, 0) : NULL;
+    if (r != NULL) {
+        json_incref(r);
+    }
+    json_decref(cl);
+    return r;
+}
+
 /* True when every replicated[] entry of node |i|'s status is ready. */
 static bool replicated_ready(cluster_fix *f, int i, bool print) {
     json_t *st = cluster_fix_status(f, i);

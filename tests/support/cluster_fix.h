@@ -87,6 +87,14 @@ void cluster_fix_ns_kill(cluster_fix *f, int i);
 /* `rift status` of node |i| over its client; NULL on failure. */
 json_t *cluster_fix_status(cluster_fix *f, int i);
 
+/* The "cluster" object of cluster_fix_status(f, |i|), a new reference
+ * (json_decref it); NULL on failure. */
+json_t *cluster_fix_cluster(cluster_fix *f, int i);
+
+/* Its "replicated"[0] (the first replicated stream's counters and ready
+ * flag), a new reference; NULL on failure or without one. */
+json_t *cluster_fix_replicated(cluster_fix *f, int i);
+
 /* VmRSS of a process in KiB, or 0. */
 long cluster_fix_rss_kib(pid_t pid);
 
