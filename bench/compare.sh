@@ -126,7 +126,7 @@ ROWS=(
     "cluster-req|19|-|5000|req --size 64|cross-node request/reply, requester node 1, responder node 3, 64 B"
     # rift: STREAM_PUBLISH to node 1's stream bench_r3 (replicas = 3,
     # stored by JetStream); NATS: JetStream publish to an R3 stream there.
-    "cluster-stream|19|-|20000|stream --size 64 --pubs 1 --batch 256|replicated stream (3 replicas) publish on node 1, window of 256"
+    "cluster-stream|19|-|20000|stream --size 64 --pubs 1 --batch 256|replicated stream (3 replicas) publish on node 1, window of 256, deduplicated (Nats-Msg-Id) on both sides"
 )
 # stan-load's arguments for the stan-* rows (the JetStream peer takes the
 # row's own, which mean the same: --batch is the window or the bound).
@@ -518,9 +518,10 @@ run_rift() {
 # rows: riftd has no JetStream.
 declare -A rnats_url rnats_pid
 
-# riftd_nats_config PLAIN [LUA [MESSAGING]] — the riftd-nats configuration
-# (plaintext allowed or not), with LUA (more top-level keys) and MESSAGING
-# (more keys of the messaging table) added: the cluster rows'.
+# riftd_nats_config PLAIN [LUA [MESSAGING [PRINCIPAL]]] — the riftd-nats
+# configuration (plaintext allowed or not), with LUA (more top-level keys),
+# MESSAGING (more keys of the messaging table) and PRINCIPAL (more keys of
+# the bench principal) added: the cluster rows'.
 riftd_nats_config() {
     cat <<EOF
 -- written by bench/compare.sh
@@ -532,7 +533,8 @@ return {
     subscription_capacity = 1000000,
     principals = {
       { name = "bench", token_env = "RIFT_BENCH_TOKEN",
-        publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" } },
+        publish = { "bench.>", "_INBOX.>" }, subscribe = { "bench.>" },
+        ${4:-} },
     },
 ${3:-}
   },
@@ -692,8 +694,10 @@ EOF
         mkdir -p "$d"
         riftd_nats_config true "  cluster = { node = \"bench-r$i\",
               nats = { servers = { \"${cl_nats_url[i]}\" } } }," \
-            "    streams = { bench_r3 = { subjects = { \"bench.r3.>\" },
-                             replicas = 3 } }," >"$d/rift.lua"
+            "    max_streams_per_connection = 4096,
+    streams = { bench_r3 = { subjects = { \"bench.r3.>\" },
+                             replicas = 3 } }," \
+            'streams = { "bench_r3" },' >"$d/rift.lua"
         (cd "$d" && exec "${server_pin[@]}" "$riftd_bin" -c "$d/rift.lua" \
             >"$d/riftd.log" 2>&1) &
         cl_riftd_pid[i]=$!
@@ -733,6 +737,11 @@ run_cluster_rift() {
     id=$(row_field "$spec" 1)
     args=$(row_field "$spec" 5)
     serverpids="$(IFS=,; echo "${cl_nats_pid[*]},${cl_riftd_pid[*]}")"
+    # Every round from an empty stream, as the peer's (nats-load deletes
+    # and recreates its stream): a purge keeps the sequence going.
+    "$rift_bin" stream purge bench_r3 --server "${cl_riftd_quic[0]}" \
+        --server-name localhost --ca "$tmp/tls/ca.pem" \
+        --token-env RIFT_BENCH_TOKEN </dev/null || return 1
     # shellcheck disable=SC2086
     timeout 600 "${client_pin[@]}" "$rift_bin" bench $args --msgs "$msgs" \
         --server "${cl_riftd_quic[0]}" --server-name localhost \
@@ -757,7 +766,9 @@ run_cluster() {
     fi
     case "$args" in
     req*) extra=(--responder-url "$to") ;;
-    stream*) extra=(--stream bench_js_r3 --subject bench.js.x --replicas 3) ;;
+    # The peer deduplicates as riftd does (a Nats-Msg-Id per publish, so a
+    # retry is stored once), the cost of the guarantee on both sides.
+    stream*) extra=(--stream bench_js_r3 --subject bench.js.x --replicas 3 --msg-id) ;;
     *) extra=(--sub-url "$to") ;;
     esac
     rm -f "$part"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,7 @@ func resetStream(c *config, js nats.JetStreamContext) error {
 	if c.storage == "memory" {
 		storage = nats.MemoryStorage
 	}
-	_, err := js.AddStream(&nats.StreamConfig{
+	cfg := &nats.StreamConfig{
 		Name:      c.stream,
 		Subjects:  []string{c.subject},
 		Storage:   storage,
@@ -35,7 +36,12 @@ func resetStream(c *config, js nats.JetStreamContext) error {
 		MaxMsgs:   -1,
 		MaxBytes:  -1,
 		Replicas:  c.replicas,
-	})
+	}
+	if c.msgID {
+		// riftd's replicated streams' window (REPL_DUPLICATE_WINDOW_MS).
+		cfg.Duplicates = 45 * time.Second
+	}
+	_, err := js.AddStream(cfg)
 	if err != nil {
 		return fmt.Errorf("add stream %s: %w", c.stream, err)
 	}
@@ -55,11 +61,28 @@ func checkStored(js nats.JetStreamContext, c *config, want int64) int64 {
 	return 0
 }
 
+var msgIDs int64
+
+// publishOne publishes one message; with --msg-id it carries what riftd
+// adds to a replicated stream's publish: a Nats-Msg-Id, which JetStream
+// remembers for the stream's duplicate window so that a retry is stored
+// once, and a timestamp header.
+func publishOne(c *config, js nats.JetStreamContext, payload []byte) (nats.PubAckFuture, error) {
+	if !c.msgID {
+		return js.PublishAsync(c.subject, payload)
+	}
+	m := nats.NewMsg(c.subject)
+	m.Data = payload
+	m.Header.Set("Rift-Ts", strconv.FormatInt(time.Now().UnixMilli(), 10))
+	id := fmt.Sprintf("bench.%d.%d", os.Getpid(), atomic.AddInt64(&msgIDs, 1))
+	return js.PublishMsgAsync(m, nats.MsgId(id))
+}
+
 // publishAsyncN publishes n messages with at most window unacknowledged and
 // waits for every ack; it returns the failures.
 func publishAsyncN(c *config, js nats.JetStreamContext, payload []byte, n int, failed *int64) {
 	for j := 0; j < n; j++ {
-		if _, err := js.PublishAsync(c.subject, payload); err != nil {
+		if _, err := publishOne(c, js, payload); err != nil {
 			if atomic.AddInt64(failed, 1) == 1 {
 				fmt.Fprintf(os.Stderr, "nats-load: async publish: %v\n", err)
 			}

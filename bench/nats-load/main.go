@@ -40,6 +40,7 @@ type config struct {
 	storage       string
 	replicas      int
 	maxAckPending int
+	msgID         bool
 	csv           string
 	label         string
 	serverPIDs    []int
@@ -84,6 +85,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&c.storage, "storage", "file", "JetStream storage: file or memory")
 	fs.IntVar(&c.replicas, "replicas", 1, "JetStream stream replicas (1..5; more than 1 needs a cluster)")
 	fs.IntVar(&c.maxAckPending, "max-ack-pending", 65536, "consume: consumer max_ack_pending")
+	fs.BoolVar(&c.msgID, "msg-id", false, "stream: send each publish as riftd does, with a Nats-Msg-Id (deduplicated) and a timestamp header")
 	fs.StringVar(&c.csv, "csv", "", "append one CSV row to FILE (header written when FILE is new)")
 	fs.StringVar(&c.label, "label", "", "free tag copied into the CSV label column")
 	var pids string

@@ -178,6 +178,16 @@ struct rift_repl {
 /* Publishes in flight to JetStream per node. */
 #define REPL_PUB_WINDOW 4096
 
+/* A publish's try lasts REPL_PUBLISH_TRY_MS; it is retried (the same
+ * Nats-Msg-Id) until REPL_PUBLISH_FOR_MS after its first try. */
+#define REPL_PUBLISH_TRY_MS 2000
+#define REPL_PUBLISH_FOR_MS 30000
+
+/* The JetStream stream's duplicate window: the ids of the last 32 s of
+ * tries and a margin. JetStream's default (2 min) made nats-server's
+ * per-message cost grow with four times as many remembered ids. */
+#define REPL_DUPLICATE_WINDOW_MS 45000
+
 /* rift_repl_run's "the job is no longer the worker's": a publish handed
  * to the publisher, which completes it. */
 #define REPL_HANDED 1

@@ -136,6 +136,11 @@ int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     c.MaxBytes = (int64_t)s->max_bytes;
     c.MaxConsumers = (int64_t)s->max_consumers;
     c.MaxAge = (int64_t)s->max_age_ms * 1000000;
+    /* JetStream wants the window within MaxAge (0: no age limit). */
+    c.Duplicates = (int64_t)REPL_DUPLICATE_WINDOW_MS * 1000000;
+    if (c.MaxAge > 0 && c.Duplicates > c.MaxAge) {
+        c.Duplicates = c.MaxAge;
+    }
     /* JetStream counts the headers too; rift checks the payload itself. */
     c.MaxMsgSize =
         (int32_t)RIFT_MIN(s->max_payload + 4096, (uint64_t)INT32_MAX);

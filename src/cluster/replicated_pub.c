@@ -38,8 +38,8 @@
 #include <string.h>
 #include <time.h>
 
-#define PUBLISH_TRY_MS 2000
-#define PUBLISH_FOR_MS 30000
+#define PUBLISH_TRY_MS REPL_PUBLISH_TRY_MS
+#define PUBLISH_FOR_MS REPL_PUBLISH_FOR_MS
 #define RETRY_PAUSE_MS 100
 
 static int64_t now_ms(void) {
@@ -250,6 +250,19 @@ static void hand_back(rift_repl *r, repl_job *j) {
     pthread_mutex_unlock(&r->pub_mu);
 }
 
+/* A try of |j| that found no memory: the submitting thread's own try
+ * (|direct|) hands the job back to the publisher, which tries again; the
+ * publisher's own fails it. */
+static void out_of_memory(rift_repl *r, repl_job *j, bool direct) {
+    if (direct) {
+        hand_back(r, j);
+        return;
+    }
+    rift_error err = {0};
+    settle(r, j, false, rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"),
+           &err);
+}
+
 /* One try of |j| (counted in the window by the caller). |direct|: the
  * submitting thread's own try, which hands the job back to the publisher
  * instead of failing it. */
@@ -262,13 +275,7 @@ static void send_one(rift_repl *r, repl_job *j, bool direct) {
     if (j->msg == NULL && build(j) != NATS_OK) {
         natsMsg_Destroy(j->msg);
         j->msg = NULL;
-        if (direct) {
-            hand_back(r, j);
-            return;
-        }
-        rift_error err = {0};
-        settle(r, j, false,
-               rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"), &err);
+        out_of_memory(r, j, direct);
         return;
     }
     pthread_mutex_lock(&r->pub_mu);
@@ -289,13 +296,7 @@ static void send_one(rift_repl *r, repl_job *j, bool direct) {
     }
     pthread_mutex_unlock(&r->pub_mu);
     if (rc != 0) {
-        if (direct) {
-            hand_back(r, j);
-            return;
-        }
-        rift_error err = {0};
-        settle(r, j, false,
-               rift_error_set(&err, RIFT_ERR_NOMEM, "out of memory"), &err);
+        out_of_memory(r, j, direct);
         return;
     }
     if (first) {
