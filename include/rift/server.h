@@ -210,6 +210,11 @@ typedef struct rift_server_stream_backend {
                  void **priv, rift_server_backend_done done, void *arg,
                  rift_error *err);
     void (*batch_free)(void *ud, void *priv);
+    /* The client of the fetch submitted with |arg| is gone (its stream
+     * or connection closed before the answer): a wait may end now. Its
+     * |done| is still called, once, as always. Called on the server's
+     * loop thread; NULL: a wait runs its full length. */
+    void (*abandon)(void *ud, void *arg);
     int (*ack)(void *ud, const char *stream, size_t stream_len,
                const char *consumer, size_t consumer_len, uint64_t sequence,
                rift_server_backend_done done, void *arg, rift_error *err);

@@ -8,6 +8,7 @@
  * stream is ready, through a worker (ENSURE) before.
  */
 #include "cluster/replicated_internal.h"
+#include "common/dlist.h"
 
 #include "subject/subject.h"
 
@@ -30,6 +31,17 @@ static repl_stream *find(const rift_repl *r, const char *name, size_t len) {
 void rift_repl_finish(repl_job *j, int rc, const rift_error *err) {
     j->done(j->arg, rc, rc != 0 ? err : NULL);
     rift_free(NULL, j);
+}
+
+/* A waiting fetch leaves rift_repl.wait_jobs before its done runs: once
+ * the server has its answer, |arg| may be another operation's. */
+static void wait_unlist(rift_repl *r, repl_job *j) {
+    if (j->kind != REPL_FETCH || j->wait_ms == 0) {
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    RIFT_DLIST_REMOVE(r->wait_jobs, j, wprev, wnext);
+    pthread_mutex_unlock(&r->mu);
 }
 
 /* The one ENSURE job of start: every stream's JetStream stream, retried
@@ -94,6 +106,7 @@ static void *worker_main(void *arg) {
                                            "stream storage: node is stopping")
                  : j->kind == REPL_ENSURE ? run_ensure(r, &err)
                                           : rift_repl_run(r, j, &err);
+        wait_unlist(r, j);
         if (rc == REPL_HANDED) {
             /* the publisher completes it */
         } else if (j->done != NULL) {
@@ -282,8 +295,27 @@ static int b_fetch(void *ud, const char *stream, size_t stream_len,
         j->wait_ms = wait_ms;
         j->batch = out;
         j->priv = priv;
+        if (wait_ms > 0) {
+            pthread_mutex_lock(&r->mu);
+            RIFT_DLIST_PUSH(r->wait_jobs, j, wprev, wnext);
+            pthread_mutex_unlock(&r->mu);
+        }
     }
-    return submit(r, j, err);
+    return submit(r, j, err); /* fails only without |j| */
+}
+
+/* The server's client of |arg| is gone: its waiting fetch ends at its
+ * next pull (replicated_js.c fetch) instead of holding a worker and a
+ * wait for up to two minutes. */
+static void b_abandon(void *ud, void *arg) {
+    rift_repl *r = ud;
+    pthread_mutex_lock(&r->mu);
+    for (repl_job *j = r->wait_jobs; j != NULL; j = j->wnext) {
+        if (j->arg == arg) {
+            atomic_store(&j->abandoned, true);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 static int b_ack(void *ud, const char *stream, size_t stream_len,
@@ -438,6 +470,7 @@ rift_server_stream_backend rift_repl_backend(rift_repl *r) {
         .publish = b_publish,
         .consumer_open = b_open,
         .fetch = b_fetch,
+        .abandon = b_abandon,
         .batch_free = rift_repl_batch_free,
         .ack = b_ack,
         .settle = b_settle,

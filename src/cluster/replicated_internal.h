@@ -127,6 +127,10 @@ typedef struct repl_job {
     uint64_t delay_ms;
     rift_server_backend_done done;
     void *arg;
+    /* FETCH with a wait: on rift_repl.wait_jobs until it finishes, and
+     * |abandoned| once its client has gone (b_abandon). */
+    struct repl_job *wprev, *wnext;
+    atomic_bool abandoned;
     char data[]; /* subject, reply and payload, or the filter */
 } repl_job;
 
@@ -144,6 +148,7 @@ struct rift_repl {
     pthread_cond_t cv;
     pthread_cond_t stop_cv; /* broadcast when stopping (ENSURE's pause) */
     repl_job *head, *tail;
+    repl_job *wait_jobs; /* fetches with a wait, queued or running */
     bool stopping;
     /* Each consumer job blocks on its JetStream round trip, a waiting
      * fetch for up to its wait (REPL_MAX_WAITS of them at most); publishes

@@ -12,7 +12,8 @@
  *             record, "<start kind> <sequence> <time> <client name>" as
  *             its Description) or the store's "different ..." error.
  *   fetch     a pull subscription bound to the durable, FetchRequest with
- *             NoWait (repeated until the wait ends for FETCH_WAIT);
+ *             NoWait (repeated until the wait ends for FETCH_WAIT, or its
+ *             client has gone: b_abandon);
  *             delivery counts from the JetStream metadata. The messages
  *             are kept for their ACK.
  *   nak, term, progress  -NAK (with its delay), +TERM, +WPI on the kept
@@ -555,7 +556,8 @@ static int fetch(rift_repl *r, repl_job *j, rift_error *err) {
      * ends, each pull answering within FETCH_EXPIRES_MS, the consumer's
      * lock let go between pulls so its acks are not held up. */
     while (rc == 0 && list.Count == 0 && now_ms() < deadline &&
-           !atomic_load(&r->no_waits) && !stopping(r) && backbone_up(r)) {
+           !atomic_load(&r->no_waits) && !atomic_load(&j->abandoned) &&
+           !stopping(r) && backbone_up(r)) {
         if (!waiting) {
             if (atomic_fetch_add(&r->waits, 1) >= REPL_MAX_WAITS) {
                 atomic_fetch_sub(&r->waits, 1);

@@ -78,6 +78,9 @@ bool rift_srv_stream_admin_offered(const rift_server *srv);
 void rift_srv_stream_op(srv_stream *ss, const srv_frame *f);
 /* True while the stream's operation waits for the store. */
 bool rift_srv_store_in_flight(const srv_stream *ss);
+/* The client of |ss| is gone while its operation is in the store: a
+ * backend's waiting fetch is told (rift_server_stream_backend.abandon). */
+void rift_srv_store_abandon(srv_stream *ss);
 /* Room on the stream or its connection: a fetch writes on. */
 void rift_srv_fetch_resume(srv_stream *ss);
 /* Copies the settings' streams into the server's sorted table (names

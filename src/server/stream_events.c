@@ -283,7 +283,9 @@ void rift_srv_stream_closed(srv_stream *ss) {
         (ss->inbox != NULL || rift_srv_store_in_flight(ss))) {
         /* The operation runs on (as the original's task does) and keeps
          * its permit; its completion frees the record. (A fetch that was
-         * writing its records has nobody left to write to.) */
+         * writing its records has nobody left to write to.) A backend's
+         * waiting fetch is told, so that it answers now. */
+        rift_srv_store_abandon(ss);
         return;
     }
     rift_srv_stream_free(ss);

@@ -410,6 +410,21 @@ static void store_detach(srv_stream *ss) {
     }
 }
 
+void rift_srv_store_abandon(srv_stream *ss) {
+    srv_store_op *op = ss->store_op;
+    /* A backend fetch's op keeps CONSUMER_FETCH's opcode; the backend
+     * knows which of its jobs wait. */
+    if (op == NULL || !op->backend || !op->in_store ||
+        (op->opcode != RIFT_OP_CONSUMER_FETCH &&
+         op->opcode != RIFT_OP_CONSUMER_FETCH_WAIT)) {
+        return;
+    }
+    const rift_server_stream_backend *b = &op->srv->stream_backend;
+    if (b->abandon != NULL) {
+        b->abandon(b->ud, op);
+    }
+}
+
 bool rift_srv_store_in_flight(const srv_stream *ss) {
     return ss->store_op != NULL && ss->store_op->in_store;
 }

@@ -265,13 +265,30 @@ static void *wait_thread(void *arg) {
     return NULL;
 }
 
-/* Whether node 2 reports one waiting fetch. */
-static bool node2_waiting(void *arg) {
-    json_t *r = cluster_fix_replicated(arg, 1);
-    bool is =
-        r != NULL && json_integer_value(json_object_get(r, "fetch_waits")) == 1;
+/* Node 2's waiting fetches. */
+static long long node2_waits(cluster_fix *f) {
+    json_t *r = cluster_fix_replicated(f, 1);
+    long long n =
+        r != NULL ? json_integer_value(json_object_get(r, "fetch_waits")) : -1;
     json_decref(r);
-    return is;
+    return n;
+}
+
+static bool node2_waiting(void *arg) {
+    return node2_waits(arg) == 1;
+}
+
+static bool node2_idle(void *arg) {
+    return node2_waits(arg) == 0;
+}
+
+static void ignore_fetched(void *user_data, int status, rift_client_delivery *d,
+                           size_t count, const rift_error *err) {
+    (void)user_data;
+    (void)status;
+    (void)d;
+    (void)count;
+    (void)err;
 }
 
 static void stream_body(cluster_fix *f) {
@@ -339,6 +356,23 @@ static void stream_body(cluster_fix *f) {
     CHECK_EQ_U64(r[0].seq, 5);
     CHECK_MSG(took >= 400 && took < 5000, "wait took %lld ms", (long long)took);
     CHECK(cl_fetch(c2, "nobody", 32, 1000, r) < 0);
+
+    /* A client that goes while its fetch waits (60 s) frees the wait and
+     * its worker within a pull or two, not at the end of the wait. */
+    rift_client *gone = NULL;
+    CHECK(riftd_fix_connect(&f->n[1].r, RIFTD_FIX_TOKEN, &gone));
+    if (gone == NULL) {
+        return;
+    }
+    CHECK(rift_client_fetch_wait_async(gone, CL_STREAM, strlen(CL_STREAM), "r",
+                                       1, 32, 60000, ignore_fetched, NULL,
+                                       &err) == 0);
+    CHECK(rift_test_wait_until(node2_waiting, f, CL_WAIT_MS));
+    rift_client_del(gone);
+    t0 = cl_now_ms();
+    CHECK(rift_test_wait_until(node2_idle, f, 5000));
+    fprintf(stderr, "wait of a gone client ended after %lld ms\n",
+            (long long)(cl_now_ms() - t0));
 
     /* riftd's stop ends a waiting fetch at once (its server waits for
      * the backend's operations). */

@@ -33,12 +33,13 @@ static void usage(FILE *out) {
             "edit   changes the limits (and subjects) of a run-time stream; "
             "its records and\n       consumers are kept, what the new "
             "limits no longer retain is dropped.\n"
-            "purge  drops every record of a run-time stream; its sequence "
-            "and consumers\n       carry on.\n"
+            "purge  drops every record of a run-time or a replicated "
+            "stream; its sequence\n       and consumers carry on.\n"
             "rm     deletes a run-time stream with its consumers and data.\n"
             "They need a `streams` grant in riftd's principal covering "
             "NAME, and subscribe\nrights on every subject; configured "
-            "streams change in the configuration only.\n\n");
+            "streams change in the configuration only\n(a replicated one "
+            "may be purged).\n\n");
     rift_cli_conn_usage(out);
 }
 
