@@ -238,34 +238,33 @@ bool cluster_fix_start_opts(cluster_fix *f, const cluster_fix_opts *o) {
     return true;
 }
 
-json_t *cluster_fix_status(cluster_fix *f, int i) {
-    json_t *v = riftd_fix_control(f->n[i].c, "status", "{}", NULL);
-    json_t *data = v ? json_object_get(v, "data") : NULL;
-    if (data != NULL) {
-        json_incref(data);
+/* A new reference to |parent|'s member |key| (NULL if absent), letting go
+ * of the caller's reference to |parent| (which may be NULL). */
+static json_t *take_member(json_t *parent, const char *key) {
+    json_t *m = parent ? json_object_get(parent, key) : NULL;
+    if (m != NULL) {
+        json_incref(m);
     }
-    json_decref(v);
-    return data;
+    json_decref(parent);
+    return m;
+}
+
+json_t *cluster_fix_status(cluster_fix *f, int i) {
+    return take_member(riftd_fix_control(f->n[i].c, "status", "{}", NULL),
+                       "data");
 }
 
 json_t *cluster_fix_cluster(cluster_fix *f, int i) {
-    json_t *st = cluster_fix_status(f, i);
-    json_t *cl = st ? json_object_get(st, "cluster") : NULL;
-    if (cl != NULL) {
-        json_incref(cl);
-    }
-    json_decref(st);
-    return cl;
+    return take_member(cluster_fix_status(f, i), "cluster");
 }
 
 json_t *cluster_fix_replicated(cluster_fix *f, int i) {
-    json_t *cl = cluster_fix_cluster(f, i);
-    json_t *a = cl ? json_object_get(cl, "replicated") : NULL;
+    json_t *a = take_member(cluster_fix_cluster(f, i), "replicated");
     json_t *r = a ? json_array_get(a, 0) : NULL;
     if (r != NULL) {
         json_incref(r);
     }
-    json_decref(cl);
+    json_decref(a);
     return r;
 }
 
