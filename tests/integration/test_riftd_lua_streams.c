@@ -258,13 +258,13 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
     (void)sc;
     (void)channel;
     got_msgs *g = closure;
+    stanSubscription_AckMsg(sub, msg); /* before the count: see stan_fix.c */
     pthread_mutex_lock(&g->mu);
     if (g->n < 8) {
         snprintf(g->payloads[g->n++], sizeof(g->payloads[0]), "%.*s",
                  stanMsg_GetDataLength(msg), stanMsg_GetData(msg));
     }
     pthread_mutex_unlock(&g->mu);
-    stanSubscription_AckMsg(sub, msg);
     stanMsg_Destroy(msg);
 }
 

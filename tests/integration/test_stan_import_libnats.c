@@ -68,6 +68,7 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
     (void)sc;
     (void)channel;
     seen *s = closure;
+    stanSubscription_AckMsg(sub, msg); /* before the count: see stan_fix.c */
     pthread_mutex_lock(&s->mu);
     if (s->n < 64) {
         s->seqs[s->n] = stanMsg_GetSequence(msg);
@@ -77,7 +78,6 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
     }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    stanSubscription_AckMsg(sub, msg);
     stanMsg_Destroy(msg);
 }
 

@@ -163,6 +163,7 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
         memcpy(d, stanMsg_GetData(msg), (size_t)len);
     }
     int idx = d[0] == 'p' ? atoi(d + 1) : 0;
+    stanSubscription_AckMsg(sub, msg); /* before the count: see stan_fix.c */
     pthread_mutex_lock(&rcv.mu);
     if (seq >= 1 && seq <= NMSG) {
         if (rcv.times[seq]++ == 0) {
@@ -176,7 +177,6 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
     }
     rcv.total++;
     pthread_mutex_unlock(&rcv.mu);
-    stanSubscription_AckMsg(sub, msg);
     stanMsg_Destroy(msg);
 }
 

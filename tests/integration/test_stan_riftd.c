@@ -32,12 +32,12 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
     (void)sc;
     (void)channel;
     got *g = closure;
+    stanSubscription_AckMsg(sub, msg); /* before the count: see stan_fix.c */
     pthread_mutex_lock(&g->mu);
     if (g->n < 64) {
         g->seqs[g->n++] = stanMsg_GetSequence(msg);
     }
     pthread_mutex_unlock(&g->mu);
-    stanSubscription_AckMsg(sub, msg);
     stanMsg_Destroy(msg);
 }
 

@@ -71,17 +71,16 @@ static void on_msg(stanConnection *sc, stanSubscription *sub,
     (void)channel;
     got *g = closure;
     pthread_mutex_lock(&g->mu);
+    if (g->ack) { /* before the count: see stan_fix.c */
+        stanSubscription_AckMsg(sub, msg);
+    }
     if (g->n < 16) {
         int len = stanMsg_GetDataLength(msg);
         snprintf(g->data[g->n], sizeof g->data[0], "%.*s", len,
                  stanMsg_GetData(msg));
         g->seqs[g->n++] = stanMsg_GetSequence(msg);
     }
-    bool ack = g->ack;
     pthread_mutex_unlock(&g->mu);
-    if (ack) {
-        stanSubscription_AckMsg(sub, msg);
-    }
     stanMsg_Destroy(msg);
 }
 

@@ -17,6 +17,13 @@ void on_msg(stanConnection *sc, stanSubscription *sub, const char *channel,
     (void)channel;
     seen *s = closure;
     pthread_mutex_lock(&s->mu);
+    /* Ack before the count is seen: a test that closes or unsubscribes as
+     * soon as it has its messages must not race the ack it is owed (an ack
+     * that reaches the server after the close is rightly not applied, and
+     * the message is redelivered to the durable later). */
+    if (s->ack) {
+        stanSubscription_AckMsg(sub, msg);
+    }
     if (s->n < 256) {
         s->seqs[s->n] = stanMsg_GetSequence(msg);
         s->redelivered[s->n] = stanMsg_IsRedelivered(msg);
@@ -24,9 +31,6 @@ void on_msg(stanConnection *sc, stanSubscription *sub, const char *channel,
     }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (s->ack) {
-        stanSubscription_AckMsg(sub, msg);
-    }
     stanMsg_Destroy(msg);
 }
 
