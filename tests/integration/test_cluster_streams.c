@@ -11,10 +11,14 @@
  * sequence; two identities with the same consumer name isolated; 10,000
  * publishes while a nats-server and a riftd are killed -9 and restarted
  * (every STORED sequence readable afterwards, none reused) and the RSS of
- * the six processes bounded. Every wait polls a condition (status, fetch)
- * with a deadline.
+ * the six processes bounded; publishes on one node while the nats-server
+ * leading the JetStream stream is killed -9 (libnats asks JetStream which
+ * server leads; a new one is elected, nothing STORED is lost). Every wait polls
+ * a condition (status, fetch) with a deadline.
  */
 // labels: threads slow
+#include "libnats.h" /* <nats/nats.h>, see tests/CMakeLists.txt */
+
 #include "cluster_client.h"
 #include "cluster_fix.h"
 #include "rift/client.h"
@@ -596,6 +600,7 @@ enum {
 
 typedef struct load {
     rift_client *c;
+    size_t n; /* publishes to make, at most N_PUB */
     uint64_t seq[N_PUB];
     atomic_size_t done;
     atomic_size_t failures;
@@ -613,9 +618,9 @@ typedef struct load_arg {
 static void *load_thread(void *arg) {
     load_arg *a = arg;
     load *l = a->l;
-    for (size_t i = a->t; i < N_PUB && !atomic_load(&l->gave_up);
+    for (size_t i = a->t; i < l->n && !atomic_load(&l->gave_up);
          i += N_THREADS) {
-        char p[16];
+        char p[24];
         snprintf(p, sizeof p, "m%zu", i);
         int64_t end = cl_now_ms() + 90000;
         for (;;) {
@@ -655,19 +660,103 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void kills_body(cluster_fix *f, load *l) {
-    l->c = f->n[0].c;
+static void load_start(load *l, rift_client *c, size_t n, pthread_t *t,
+                       load_arg *a) {
+    l->c = c;
+    l->n = n;
     pthread_mutex_init(&l->mu, NULL);
+    for (size_t i = 0; i < N_THREADS; i++) {
+        a[i] = (load_arg){l, i};
+        if (pthread_create(&t[i], NULL, load_thread, &a[i]) != 0) {
+            t[i] = 0;
+        }
+    }
+}
+
+/* Joins the publishers; true when every publish was STORED. */
+static bool load_join(load *l, pthread_t *t, int64_t t0) {
+    bool all = true;
+    for (size_t i = 0; i < N_THREADS; i++) {
+        all = all && t[i] != 0;
+        if (t[i] != 0) {
+            pthread_join(t[i], NULL);
+        }
+    }
+    fprintf(stderr,
+            "  %zu publishes in %" PRId64 " ms, %zu failed tries (first: %s)\n",
+            l->n, cl_now_ms() - t0, atomic_load(&l->failures),
+            l->first_error[0] ? l->first_error : "none");
+    return all && !atomic_load(&l->gave_up) && atomic_load(&l->done) == l->n;
+}
+
+/* Every publish of |l| was STORED under a sequence of its own, and every
+ * STORED sequence is readable on node |reader| with its payload (records
+ * from failed tries that were stored anyway are extras, never in place
+ * of a STORED one); consumer "audit" reads and acks them. */
+static void check_stored_readable(cluster_fix *f, load *l, int reader) {
+    CHECK(cluster_fix_wait_replicated(f, CL_READY_MS));
+    uint64_t *sorted = malloc(l->n * sizeof *sorted);
+    CHECK(sorted != NULL);
+    memcpy(sorted, l->seq, l->n * sizeof *sorted);
+    qsort(sorted, l->n, sizeof *sorted, cmp_u64);
+    bool distinct = sorted[0] > 0;
+    for (size_t i = 1; i < l->n; i++) {
+        distinct = distinct && sorted[i] > sorted[i - 1];
+    }
+    uint64_t max_seq = sorted[l->n - 1];
+    free(sorted);
+    CHECK_MSG(distinct, "a STORED sequence is 0 or reused");
+
+    rift_client *c = f->n[reader].c;
+    unsigned char *seen = calloc(l->n, 1);
+    CHECK(seen != NULL);
+    bool opened = open1(c, "audit", 1, 120000, 4096);
+    size_t got = 0, extra = 0, mismatch = 0;
+    cl_rec *r = calloc(256, sizeof *r);
+    int64_t t1 = cl_now_ms(), end = t1 + 120000;
+    while (opened && r != NULL && got < l->n && cl_now_ms() < end) {
+        int n = cl_fetch(c, "audit", 256, 0, r);
+        if (n < 0) {
+            break;
+        }
+        for (int k = 0; k < n; k++) {
+            unsigned i;
+            if (sscanf(r[k].payload, "m%u", &i) == 1 && i < l->n &&
+                l->seq[i] == r[k].seq) {
+                got += seen[i] == 0;
+                seen[i] = 1;
+            } else if (sscanf(r[k].payload, "m%u", &i) == 1 && i < l->n) {
+                extra++;
+            } else {
+                mismatch++;
+            }
+            if (!cl_ack1(c, "audit", r[k].seq)) {
+                mismatch++;
+            }
+        }
+        if (n == 0 && got < l->n) {
+            pause_ms(50);
+        }
+    }
+    free(r);
+    free(seen);
+    fprintf(stderr,
+            "  read back %zu of %zu STORED on node %d (%zu extra, %zu bad) "
+            "in %" PRId64 " ms, newest sequence %" PRIu64 "\n",
+            got, l->n, reader + 1, extra, mismatch, cl_now_ms() - t1, max_seq);
+    CHECK(opened);
+    CHECK_EQ_INT(got, l->n);
+    CHECK_EQ_INT(mismatch, 0);
+}
+
+static void kills_body(cluster_fix *f, load *l) {
     for (int i = 0; i < CLUSTER_FIX_NODES; i++) {
         l->rss0[i] = cluster_fix_rss_kib(f->n[i].r.p.pid);
     }
     pthread_t t[N_THREADS];
     load_arg a[N_THREADS];
     int64_t t0 = cl_now_ms();
-    for (size_t i = 0; i < N_THREADS; i++) {
-        a[i] = (load_arg){l, i};
-        CHECK(pthread_create(&t[i], NULL, load_thread, &a[i]) == 0);
-    }
+    load_start(l, f->n[0].c, N_PUB, t, a);
     bool steps = wait_done(l, N_PUB / 5);
     cluster_fix_ns_kill(f, 1); /* nats-server n2: kill -9 */
     steps = steps && wait_done(l, 2 * N_PUB / 5);
@@ -676,73 +765,13 @@ static void kills_body(cluster_fix *f, load *l) {
     cluster_fix_riftd_kill(f, 2); /* riftd r3: kill -9 */
     steps = steps && wait_done(l, 4 * N_PUB / 5);
     steps = steps && cluster_fix_riftd_start(f, 2);
-    for (size_t i = 0; i < N_THREADS; i++) {
-        pthread_join(t[i], NULL);
-    }
-    int64_t t1 = cl_now_ms();
-    fprintf(stderr,
-            "  %d publishes in %" PRId64 " ms, %zu failed tries (first: %s)\n",
-            N_PUB, t1 - t0, atomic_load(&l->failures),
-            l->first_error[0] ? l->first_error : "none");
+    bool all = load_join(l, t, t0);
     CHECK(steps);
-    CHECK(!atomic_load(&l->gave_up));
-    CHECK(cluster_fix_wait_replicated(f, CL_READY_MS));
-
-    /* Every publish was STORED, under a sequence of its own. */
-    uint64_t *sorted = malloc(sizeof l->seq);
-    CHECK(sorted != NULL);
-    memcpy(sorted, l->seq, sizeof l->seq);
-    qsort(sorted, N_PUB, sizeof *sorted, cmp_u64);
-    bool distinct = sorted[0] > 0;
-    for (size_t i = 1; i < N_PUB; i++) {
-        distinct = distinct && sorted[i] > sorted[i - 1];
+    CHECK(all);
+    check_stored_readable(f, l, 2); /* on the restarted node 3 */
+    if (rift_test_failed()) {
+        return;
     }
-    uint64_t max_seq = sorted[N_PUB - 1];
-    free(sorted);
-    CHECK_MSG(distinct, "a STORED sequence is 0 or reused");
-
-    /* Every STORED sequence is readable on the restarted node 3, with its
-     * payload; records from failed tries that were stored anyway are
-     * extras, never in place of a STORED one. */
-    unsigned char *seen = calloc(N_PUB, 1);
-    CHECK(seen != NULL);
-    bool opened = open1(f->n[2].c, "audit", 1, 120000, 4096);
-    size_t got = 0, extra = 0, mismatch = 0;
-    cl_rec *r = calloc(256, sizeof *r);
-    int64_t end = cl_now_ms() + 120000;
-    while (opened && r != NULL && got < N_PUB && cl_now_ms() < end) {
-        int n = cl_fetch(f->n[2].c, "audit", 256, 0, r);
-        if (n < 0) {
-            break;
-        }
-        for (int k = 0; k < n; k++) {
-            unsigned i;
-            if (sscanf(r[k].payload, "m%u", &i) == 1 && i < N_PUB &&
-                l->seq[i] == r[k].seq) {
-                got += seen[i] == 0;
-                seen[i] = 1;
-            } else if (sscanf(r[k].payload, "m%u", &i) == 1 && i < N_PUB) {
-                extra++;
-            } else {
-                mismatch++;
-            }
-            if (!cl_ack1(f->n[2].c, "audit", r[k].seq)) {
-                mismatch++;
-            }
-        }
-        if (n == 0 && got < N_PUB) {
-            pause_ms(50);
-        }
-    }
-    free(r);
-    free(seen);
-    fprintf(stderr,
-            "  read back %zu of %d STORED (%zu extra, %zu bad) in %" PRId64
-            " ms, newest sequence %" PRIu64 "\n",
-            got, N_PUB, extra, mismatch, cl_now_ms() - t1, max_seq);
-    CHECK(opened);
-    CHECK_EQ_INT(got, N_PUB);
-    CHECK_EQ_INT(mismatch, 0);
 
     /* The six processes stay bounded. */
     long riftd[CLUSTER_FIX_NODES], ns[CLUSTER_FIX_NODES];
@@ -771,6 +800,96 @@ RIFT_TEST(ten_thousand_publishes_through_kill_9) {
     }
     bool down = cluster_fix_stop(&f);
     free(l);
+    CHECK(up);
+    CHECK(down);
+}
+
+/* ---- Publishes through kill -9 of the stream's JetStream leader ---- */
+
+/* "orders", named as replicated.c names a JetStream stream. */
+#define ORDERS_JS    "RIFT_6f7264657273"
+#define N_LEADER_PUB 3000
+
+/* The nats-server (0..2) leading ORDERS_JS, as node |via|'s nats-server
+ * answers; -1 while there is none (an election) or on any error. */
+static int stream_leader(cluster_fix *f, int via) {
+    char url[64];
+    snprintf(url, sizeof url, "nats://127.0.0.1:%d", f->n[via].client_port);
+    natsOptions *o = NULL;
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    jsStreamInfo *si = NULL;
+    jsOptions jo;
+    int n = 0;
+    bool ok = natsOptions_Create(&o) == NATS_OK &&
+              natsOptions_SetURL(o, url) == NATS_OK &&
+              natsOptions_SetTimeout(o, 1000) == NATS_OK &&
+              natsOptions_SetAllowReconnect(o, false) == NATS_OK &&
+              natsConnection_Connect(&nc, o) == NATS_OK &&
+              jsOptions_Init(&jo) == NATS_OK;
+    if (ok) {
+        jo.Wait = 1000; /* no leader: nobody answers */
+        ok = natsConnection_JetStream(&js, nc, &jo) == NATS_OK &&
+             js_GetStreamInfo(&si, js, ORDERS_JS, NULL, NULL) == NATS_OK &&
+             si->Cluster != NULL && si->Cluster->Leader != NULL &&
+             sscanf(si->Cluster->Leader, "n%d", &n) == 1 && n >= 1 &&
+             n <= CLUSTER_FIX_NODES;
+    }
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    natsOptions_Destroy(o);
+    return ok ? n - 1 : -1;
+}
+
+static void leader_kill_body(cluster_fix *f, load *l) {
+    int leader = -1;
+    int64_t end = cl_now_ms() + CL_READY_MS;
+    while ((leader = stream_leader(f, 0)) < 0 && cl_now_ms() < end) {
+        pause_ms(100);
+    }
+    CHECK(leader >= 0);
+    /* Publish and read through the nodes whose servers stay up. */
+    int pub = (leader + 1) % CLUSTER_FIX_NODES;
+    int reader = (leader + 2) % CLUSTER_FIX_NODES;
+    fprintf(stderr, "  leader n%d; publishing on node %d, reading on node %d\n",
+            leader + 1, pub + 1, reader + 1);
+    pthread_t t[N_THREADS];
+    load_arg a[N_THREADS];
+    int64_t t0 = cl_now_ms();
+    load_start(l, f->n[pub].c, N_LEADER_PUB, t, a);
+    bool steps = wait_done(l, N_LEADER_PUB / 3);
+    int64_t killed = cl_now_ms();
+    cluster_fix_ns_kill(f, leader);
+    int next = -1;
+    end = killed + 30000;
+    while (steps && ((next = stream_leader(f, pub)) < 0 || next == leader) &&
+           cl_now_ms() < end) {
+        pause_ms(20);
+    }
+    int64_t elected = cl_now_ms();
+    /* Publishing goes on under the new leader, the old one still down. */
+    steps = steps && wait_done(l, 2 * N_LEADER_PUB / 3);
+    steps = steps && cluster_fix_ns_start(f, leader);
+    bool all = load_join(l, t, t0);
+    fprintf(stderr, "  new leader n%d known %" PRId64 " ms after the kill\n",
+            next + 1, elected - killed);
+    CHECK(steps);
+    CHECK_MSG(next >= 0 && next != leader, "no new leader (n%d)", next + 1);
+    CHECK(all);
+    check_stored_readable(f, l, reader);
+}
+
+RIFT_TEST(publishes_through_kill_9_of_the_stream_leader) {
+    cluster_fix f;
+    load *l = calloc(1, sizeof *l);
+    bool up = l != NULL && start(&f, false);
+    if (up) {
+        leader_kill_body(&f, l);
+    }
+    bool down = cluster_fix_stop(&f);
+    free(l);
+    nats_CloseAndWait(5000); /* libnats' global state */
     CHECK(up);
     CHECK(down);
 }
