@@ -185,6 +185,10 @@ typedef struct rift_server_backend_stream_info {
     uint32_t consumers;
 } rift_server_backend_stream_info;
 
+/* rift_server_stream_backend.consumer_open's |flags|. */
+#define RIFT_SERVER_BACKEND_OPEN_EXT      1u
+#define RIFT_SERVER_BACKEND_OPEN_EXISTING 2u
+
 typedef struct rift_server_stream_backend {
     bool (*serves)(void *ud, const char *stream, size_t len);
     int (*publish)(void *ud, const char *stream, size_t stream_len,
@@ -192,13 +196,17 @@ typedef struct rift_server_stream_backend {
                    size_t reply_len, const uint8_t *payload, size_t payload_len,
                    rift_stored *out, rift_server_backend_done done, void *arg,
                    rift_error *err);
-    /* |ext|: CONSUMER_OPEN_EXT (a reopen ignores the start and
-     * names the differing setting; |out| is filled), else CONSUMER_OPEN
-     * (|out| NULL). */
+    /* |flags|: RIFT_SERVER_BACKEND_OPEN_EXT for CONSUMER_OPEN_EXT (a
+     * reopen ignores the start and names the differing setting), else
+     * CONSUMER_OPEN; RIFT_SERVER_BACKEND_OPEN_EXISTING: the identity is
+     * at its consumer quota, so only an existing consumer may be opened
+     * (a missing one fails with RIFT_ERR_CONSUMER_NOT_FOUND and is not
+     * made). |out| is filled either way (the server counts a consumer in
+     * the quota by its |created|). */
     int (*consumer_open)(void *ud, const char *stream, size_t stream_len,
                          const char *consumer, size_t consumer_len,
                          const char *label, size_t label_len,
-                         const rift_consumer_config *config, bool ext,
+                         const rift_consumer_config *config, unsigned flags,
                          rift_server_backend_consumer *out,
                          rift_server_backend_done done, void *arg,
                          rift_error *err);

@@ -222,7 +222,7 @@ static int b_publish(void *ud, const char *stream, size_t stream_len,
 
 static int b_open(void *ud, const char *stream, size_t stream_len,
                   const char *consumer, size_t consumer_len, const char *label,
-                  size_t label_len, const rift_consumer_config *cfg, bool ext,
+                  size_t label_len, const rift_consumer_config *cfg, unsigned flags,
                   rift_server_backend_consumer *out,
                   rift_server_backend_done done, void *arg, rift_error *err) {
     rift_repl *r = ud;
@@ -244,7 +244,8 @@ static int b_open(void *ud, const char *stream, size_t stream_len,
         memcpy(j->filter, cfg->filter_len > 0 ? cfg->filter : ">", flen);
         j->filter_len = flen;
         memcpy(j->label, label, label_len);
-        j->ext = ext;
+        j->ext = (flags & RIFT_SERVER_BACKEND_OPEN_EXT) != 0;
+        j->existing_only = (flags & RIFT_SERVER_BACKEND_OPEN_EXISTING) != 0;
         j->out = out;
         j->start = cfg->start;
         j->start_sequence = cfg->start_sequence ? cfg->start_sequence : 1;

@@ -99,11 +99,12 @@ typedef struct repl_job {
     int64_t retry_at_ms; /* a retry waits until then */
     int64_t try_end_ms;  /* the try in flight is lost after it */
     struct repl_job *fprev, *fnext; /* in flight, oldest try first */
-    /* OPEN (|ext|: CONSUMER_OPEN_EXT, |out| its answer) */
+    /* OPEN (|ext|: CONSUMER_OPEN_EXT, |out| its answer; |existing_only|:
+     * the identity is at its quota, a missing consumer is not made) */
     char *filter;
     size_t filter_len;
     char label[REPL_NAME_MAX + 1]; /* the client's name */
-    bool ext;
+    bool ext, existing_only;
     rift_consumer_start start;
     uint64_t start_sequence, start_time_ms, ack_wait_ms;
     uint32_t max_ack_pending, max_deliver;

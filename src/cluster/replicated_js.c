@@ -387,6 +387,11 @@ static int open_consumer(rift_repl *r, repl_job *j, rift_error *err) {
                                            "consumer already exists with "
                                            "different settings");
         }
+    } else if ((st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) &&
+               j->existing_only) {
+        jsConsumerInfo_Destroy(ci);
+        return rift_error_set(err, RIFT_ERR_CONSUMER_NOT_FOUND,
+                              "consumer does not exist");
     } else if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
         jsConsumerInfo_Destroy(ci);
         jsConsumerConfig cc;

@@ -148,23 +148,23 @@ void rift_srv_backend_publish(srv_stream *ss, const char *stream,
                               size_t reply_len, const uint8_t *payload,
                               size_t payload_len);
 /* CONSUMER_OPEN (|ext| false; answers OK) and CONSUMER_OPEN_EXT
- * (answers CONSUMER_INFO); |name| the client's own name. */
+ * (answers CONSUMER_INFO); |name| the client's own name. A consumer the
+ * open makes counts in the identity's consumer quota, as on a store
+ * stream; at its quota the identity may still open its existing ones. */
 void rift_srv_backend_open(srv_stream *ss, const char *stream,
                            size_t stream_len, const char *scoped,
                            const char *name, size_t name_len,
                            const rift_consumer_config *cfg, bool ext);
 void rift_srv_backend_ack(srv_stream *ss, const char *stream, size_t stream_len,
                           const char *scoped, uint64_t sequence);
-/* A fetch's op on a backend stream (NULL after failing |ss|); stream_ops.c
- * writes its portions. */
 /* NAK/TERM/PROGRESS on a backend stream; false when the backend has no
  * |settle| (the caller goes on as for a store stream). */
 bool rift_srv_backend_settle(srv_stream *ss, uint8_t opcode, const char *stream,
                              size_t stream_len, const char *scoped,
                              uint64_t sequence, uint64_t delay_ms);
 
-/* CONSUMER_DELETE on a backend stream; false when the backend has no
- * |consumer_delete|. */
+/* CONSUMER_DELETE on a backend stream (a deleted consumer gives its
+ * quota unit back); false when the backend has no |consumer_delete|. */
 bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
                              size_t stream_len, const char *scoped);
 

@@ -70,12 +70,42 @@ void rift_srv_backend_publish(srv_stream *ss, const char *stream,
     rift_srv_op_submitted(op, rc, false, &err);
 }
 
+/* A reopen made nothing: the unit taken for the open goes back. */
+static void open_settle_quota(srv_store_op *op) {
+    const rift_server_backend_consumer *c = op->backend_out;
+    if (op->quota_consumer && !c->created) {
+        rift_quota_give(op->srv->quota, op->quota_slot, RIFT_QUOTA_CONSUMERS);
+        op->quota_consumer = false;
+    }
+}
+
+/* CONSUMER_OPEN's answer: OK. */
+static void open_answer(srv_stream *ss, srv_store_op *op) {
+    open_settle_quota(op);
+    (void)rift_srv_write_ok(ss, false);
+}
+
 /* CONSUMER_OPEN_EXT's answer: the consumer's info under the client's
  * name (complete() finishes the stream whatever came of the write). */
 static void open_ext_answer(srv_stream *ss, srv_store_op *op) {
+    open_settle_quota(op);
     const rift_server_backend_consumer *c = op->backend_out;
     (void)rift_srv_write_consumer_info(ss, &c->info, op->names->name,
                                        op->names->name_len, c->created);
+}
+
+/* An open the quota allowed only for an existing consumer found none:
+ * the refusal is the quota's, as on a store stream. */
+static void open_fail(srv_stream *ss, srv_store_op *op) {
+    rift_error err;
+    if (op->status == RIFT_ERR_CONSUMER_NOT_FOUND) {
+        (void)rift_quota_refusal(RIFT_QUOTA_CONSUMERS, &err);
+    } else if (op->err != NULL) {
+        rift_error_copy(&err, op->err);
+    } else {
+        rift_error_set(&err, op->status, "%s", rift_strerror(op->status));
+    }
+    rift_srv_fail(ss, err.code ? err.code : op->status, err.text);
 }
 
 void rift_srv_backend_open(srv_stream *ss, const char *stream,
@@ -89,18 +119,31 @@ void rift_srv_backend_open(srv_stream *ss, const char *stream,
         return;
     }
     rift_server *srv = op->srv;
-    rift_server_backend_consumer *out = NULL;
-    if (ext) {
-        out = rift_calloc(srv->mem, 1, sizeof(*out));
-        if (out == NULL) {
-            atomic_fetch_sub_explicit(&srv->store_inflight, 1,
-                                      memory_order_relaxed);
-            op->status = RIFT_ERR_NOMEM;
-            rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory"); /* frees op */
-            return;
+    rift_server_backend_consumer *out = rift_calloc(srv->mem, 1, sizeof(*out));
+    if (out == NULL) {
+        atomic_fetch_sub_explicit(&srv->store_inflight, 1,
+                                  memory_order_relaxed);
+        op->status = RIFT_ERR_NOMEM;
+        rift_srv_fail(ss, RIFT_ERR_NOMEM, "out of memory"); /* frees op */
+        return;
+    }
+    op->backend_out = out;
+    op->answer = ext ? open_ext_answer : open_answer;
+    unsigned flags = ext ? RIFT_SERVER_BACKEND_OPEN_EXT : 0;
+    if (srv->quota != NULL) {
+        /* Whether the open makes the consumer is the backend's to tell:
+         * take the unit now, give it back if it made nothing (or failed,
+         * op_free); without one only an existing consumer opens. */
+        size_t slot = srv->quota_slots[ss->conn->id_index];
+        rift_error qerr;
+        if (rift_quota_take(srv->quota, slot, RIFT_QUOTA_CONSUMERS, &qerr) ==
+            0) {
+            op->quota_consumer = true;
+            op->quota_slot = slot;
+        } else {
+            flags |= RIFT_SERVER_BACKEND_OPEN_EXISTING;
+            op->fail_answer = open_fail;
         }
-        op->backend_out = out;
-        op->answer = open_ext_answer;
     }
     /* The frame decoder bounds consumer names to RIFT_NAME_MAX. */
     op->names->name_len = RIFT_MIN(name_len, (size_t)RIFT_NAME_MAX);
@@ -109,7 +152,7 @@ void rift_srv_backend_open(srv_stream *ss, const char *stream,
     rift_error err = {0};
     int rc = b->consumer_open(b->ud, op->names->stream, op->names->stream_len,
                               op->names->scoped, RIFT_SCOPED_CONSUMER_LEN,
-                              op->names->name, op->names->name_len, cfg, ext,
+                              op->names->name, op->names->name_len, cfg, flags,
                               out, rift_srv_op_done_cb, op, &err);
     rift_srv_op_submitted(op, rc, false, &err);
 }
@@ -160,6 +203,9 @@ bool rift_srv_backend_delete(srv_stream *ss, const char *stream,
     if (op == NULL) {
         return true;
     }
+    /* As on a store stream (consumer_ext.c): a delete gives a unit back. */
+    op->quota_release = true;
+    op->quota_slot = ss->conn->srv->quota_slots[ss->conn->id_index];
     rift_error err = {0};
     int rc = b->consumer_delete(b->ud, op->names->stream, op->names->stream_len,
                                 op->names->scoped, RIFT_SCOPED_CONSUMER_LEN,

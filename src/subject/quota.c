@@ -105,13 +105,14 @@ int rift_quota_take(rift_quota *q, size_t slot, rift_quota_kind kind,
         q->used[kind]++;
     }
     pthread_mutex_unlock(&q->lock);
-    if (full) {
-        static const int codes[RIFT_QUOTA_KINDS] = {RIFT_ERR_LIMIT,
-                                                    RIFT_ERR_SUBSCRIPTION_LIMIT,
-                                                    RIFT_ERR_INVALID_CONFIG};
-        return rift_error_set(err, codes[kind], "%s", limit_texts[kind]);
-    }
-    return 0;
+    return full ? rift_quota_refusal(kind, err) : 0;
+}
+
+int rift_quota_refusal(rift_quota_kind kind, rift_error *err) {
+    static const int codes[RIFT_QUOTA_KINDS] = {RIFT_ERR_LIMIT,
+                                                RIFT_ERR_SUBSCRIPTION_LIMIT,
+                                                RIFT_ERR_INVALID_CONFIG};
+    return rift_error_set(err, codes[kind], "%s", limit_texts[kind]);
 }
 
 void rift_quota_give(rift_quota *q, size_t slot, rift_quota_kind kind) {

@@ -62,6 +62,11 @@ size_t rift_quota_find(const rift_quota *q, const char *name, size_t len);
 int rift_quota_take(rift_quota *q, size_t slot, rift_quota_kind kind,
                     rift_error *err);
 
+/* rift_quota_refusal fills |err| with the error rift_quota_take refuses
+ * |kind| with and returns its code (a front end that learns only later
+ * that an operation would have needed a unit). */
+int rift_quota_refusal(rift_quota_kind kind, rift_error *err);
+
 /* rift_quota_give returns a unit taken with rift_quota_take. */
 void rift_quota_give(rift_quota *q, size_t slot, rift_quota_kind kind);
 

@@ -3,7 +3,8 @@
  * stream (replicas = 3, integration tests; docs/cluster.md "Replicated
  * streams"): CONSUMER_OPEN_EXT with every start position, resumes and
  * the store's "different <field>" text, max_deliver, CONSUMER_INFO_GET,
- * CONSUMER_LIST scoped to the identity, STREAM_INFO_GET, STREAM_PURGE
+ * CONSUMER_LIST scoped to the identity, the identity's consumer quota,
+ * STREAM_INFO_GET, STREAM_PURGE
  * keeping sequences and CONSUMER_FETCH_WAIT, each asked of a node other
  * than the publishing one; and riftd started while its backbone is down.
  * Every wait polls a condition or is the protocol's own wait.
@@ -93,6 +94,46 @@ static int list_names(rift_client *c, const char *after, uint32_t limit,
 }
 
 /* ---- Start positions, info, list, max_deliver ---- */
+
+/* The consumer quota (limits.per_identity.consumers = 2 on every node):
+ * |w| ('worker') made "first" and "zed" through node 2, so a third is
+ * refused there by either open and nothing is made; reopening its own is
+ * free at the quota; a delete gives the unit back. Each node counts its
+ * own (docs/cluster.md), so node 3 lets the worker make one. */
+static void quota_checks(cluster_fix *f, rift_client *w) {
+    rift_client_consumer_info in;
+    rift_consumer_config cfg;
+    ext_config(&cfg, RIFT_START_FIRST, 0);
+    rift_error err = {0};
+    CHECK(open_ext(w, "third", &cfg, &in, &err) != 0);
+    CHECK_MSG(strstr(err.text, "stream consumer limit reached") != NULL, "%s",
+              err.text);
+    rift_consumer_config v1;
+    ext_config(&v1, RIFT_START_SEQUENCE, 1);
+    CHECK(rift_client_consumer_open(w, CL_STREAM, strlen(CL_STREAM), "third", 5,
+                                    &v1, &err) != 0);
+    CHECK_MSG(strstr(err.text, "stream consumer limit reached") != NULL, "%s",
+              err.text);
+    CHECK(open1(w, "first", RIFT_START_FIRST, 0, &in));
+    CHECK(!in.created);
+    char names[256];
+    bool more = false;
+    CHECK_EQ_INT(list_names(w, NULL, 256, names, sizeof names, &more), 2);
+    CHECK_EQ_STR(names, "first zed");
+    CHECK_OK(rift_client_consumer_delete(w, CL_STREAM, strlen(CL_STREAM), "zed",
+                                         3, &err));
+    CHECK(open1(w, "third", RIFT_START_FIRST, 0, &in));
+    CHECK(in.created);
+    CHECK_EQ_INT(list_names(w, NULL, 256, names, sizeof names, &more), 2);
+    CHECK_EQ_STR(names, "first third");
+    rift_client *w3 = NULL;
+    CHECK(riftd_fix_connect(&f->n[2].r, RIFTD_FIX_TOKEN2, &w3));
+    if (w3 != NULL) {
+        CHECK(open1(w3, "on3", RIFT_START_FIRST, 0, &in));
+        CHECK(in.created);
+        rift_client_del(w3);
+    }
+}
 
 static void starts_body(cluster_fix *f) {
     rift_client *c1 = f->n[0].c, *c2 = f->n[1].c, *c3 = f->n[2].c;
@@ -218,6 +259,7 @@ static void starts_body(cluster_fix *f) {
         CHECK(open1(w, "zed", RIFT_START_FIRST, 0, &in));
         CHECK_EQ_INT(list_names(w, NULL, 256, names, sizeof names, &more), 2);
         CHECK_EQ_STR(names, "first zed");
+        quota_checks(f, w);
         rift_client_del(w);
     }
     CHECK_EQ_INT(list_names(c1, NULL, 256, names, sizeof names, &more), 7);
@@ -226,8 +268,10 @@ static void starts_body(cluster_fix *f) {
 
 RIFT_TEST(start_positions_info_list_max_deliver) {
     cluster_fix f;
-    cluster_fix_opts o = {
-        .jetstream = true, .streams = CL_ORDERS_LUA, .second_principal = true};
+    cluster_fix_opts o = {.jetstream = true,
+                          .streams = CL_ORDERS_LUA,
+                          .second_principal = true,
+                          .limits = "{ per_identity = { consumers = 2 } }"};
     bool up = cluster_fix_start_opts(&f, &o) &&
               cluster_fix_wait_replicated(&f, CL_READY_MS);
     if (up) {

@@ -129,6 +129,10 @@ static bool start_riftd(cluster_fix *f, int i) {
                  f->o.worker_subscribe != NULL ? f->o.worker_subscribe
                                                : "{ '>' }");
     }
+    char limits[512] = "";
+    if (f->o.limits != NULL) {
+        snprintf(limits, sizeof limits, "  limits = %s,\n", f->o.limits);
+    }
     char backbone[1024];
     snprintf(backbone, sizeof backbone, "servers = { '%s://127.0.0.1:%d' }",
              f->o.backbone_tls ? "tls" : "nats", n->client_port);
@@ -154,10 +158,10 @@ static bool start_riftd(cluster_fix *f, int i) {
         "'RIFT_TEST_TOKEN',\n"
         "      publish = { '>' }, subscribe = { '>' }, control = true%s }%s "
         "} },\n"
-        "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n"
+        "  nats = { listen = '127.0.0.1:0', allow_plaintext = true },\n%s"
         "  cluster = { node = 'r%d',\n"
         "    nats = { %s } },\n}\n",
-        streams, grant, worker, i + 1, backbone);
+        streams, grant, worker, limits, i + 1, backbone);
     if (!riftd_fix_init(&n->r, cfg)) {
         return false;
     }

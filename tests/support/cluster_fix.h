@@ -38,6 +38,10 @@ typedef struct cluster_fix_opts {
     /* Lua text of principal 'app''s `streams` grant, e.g. "{ 'orders' }"
      * (stream administration: STREAM_PURGE of a replicated stream). */
     const char *app_streams;
+    /* Lua text of riftd's `limits` table, e.g.
+     * "{ per_identity = { consumers = 2 } }" (app is a control principal:
+     * the quotas hold 'worker'). */
+    const char *limits;
     /* TLS on every nats-server's client port (routes stay plain), with a
      * certificate of a CA made for the cluster (cluster_fix.tls_dir); the
      * riftd use tls:// URLs and `tls = { ca = <tls_dir>/ca.pem }`. */
