@@ -109,9 +109,8 @@ int rift_quota_take(rift_quota *q, size_t slot, rift_quota_kind kind,
 }
 
 int rift_quota_refusal(rift_quota_kind kind, rift_error *err) {
-    static const int codes[RIFT_QUOTA_KINDS] = {RIFT_ERR_LIMIT,
-                                                RIFT_ERR_SUBSCRIPTION_LIMIT,
-                                                RIFT_ERR_INVALID_CONFIG};
+    static const int codes[RIFT_QUOTA_KINDS] = {
+        RIFT_ERR_LIMIT, RIFT_ERR_SUBSCRIPTION_LIMIT, RIFT_ERR_INVALID_CONFIG};
     return rift_error_set(err, codes[kind], "%s", limit_texts[kind]);
 }
 
