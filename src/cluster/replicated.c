@@ -222,8 +222,8 @@ static int b_publish(void *ud, const char *stream, size_t stream_len,
 
 static int b_open(void *ud, const char *stream, size_t stream_len,
                   const char *consumer, size_t consumer_len, const char *label,
-                  size_t label_len, const rift_consumer_config *cfg, unsigned flags,
-                  rift_server_backend_consumer *out,
+                  size_t label_len, const rift_consumer_config *cfg,
+                  unsigned flags, rift_server_backend_consumer *out,
                   rift_server_backend_done done, void *arg, rift_error *err) {
     rift_repl *r = ud;
     repl_stream *s = find(r, stream, stream_len);
