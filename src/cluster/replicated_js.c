@@ -113,6 +113,67 @@ bool rift_repl_ready(repl_stream *s) {
     return ready;
 }
 
+/* JetStream's message size counts the headers too; rift checks the
+ * payload itself. */
+#define REPL_HEADER_ROOM 4096
+
+/* JetStream reports "no limit" as -1 where rift's configuration says 0. */
+static int64_t limit_of(int64_t v) {
+    return v > 0 ? v : 0;
+}
+
+/* Names in |out| each rift limit the existing JetStream stream |have|
+ * holds otherwise than this node's |want| ("max_messages 100 in
+ * JetStream, 200 here; ..."); false when they agree. */
+static bool limits_differ(const jsStreamConfig *have,
+                          const jsStreamConfig *want, char *out, size_t size) {
+    const struct {
+        const char *name;
+        int64_t have, want, unit;
+    } l[] = {
+        {"replicas", have->Replicas, want->Replicas, 1},
+        {"max_messages", have->MaxMsgs, want->MaxMsgs, 1},
+        {"max_bytes", have->MaxBytes, want->MaxBytes, 1},
+        {"max_age_ms", have->MaxAge, want->MaxAge, 1000000},
+        {"max_consumers", have->MaxConsumers, want->MaxConsumers, 1},
+        {"max_payload_bytes", have->MaxMsgSize - REPL_HEADER_ROOM,
+         want->MaxMsgSize - REPL_HEADER_ROOM, 1},
+    };
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
+        int64_t h = limit_of(l[i].have) / l[i].unit;
+        int64_t w = limit_of(l[i].want) / l[i].unit;
+        if (h != w && at < size) {
+            at += (size_t)snprintf(
+                out + at, size - at, "%s%s %lld in JetStream, %lld here",
+                at ? "; " : "", l[i].name, (long long)h, (long long)w);
+        }
+    }
+    return at > 0;
+}
+
+/* The stream exists with another configuration (JetStream answers a
+ * create with the same one as done): say which limits this node's
+ * update changes, since nodes configured differently overwrite each
+ * other's limits at every start. */
+static void warn_limits(rift_repl *r, repl_stream *s,
+                        const jsStreamConfig *want) {
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    char diff[512];
+    if (js_GetStreamInfo(&si, r->js, s->js_name, NULL, &jerr) == NATS_OK &&
+        si != NULL && si->Config != NULL &&
+        limits_differ(si->Config, want, diff, sizeof diff)) {
+        rift_log(RIFT_LOG_WARN,
+                 "cluster: replicated stream %s: JetStream %s had other "
+                 "limits (%s); this node's configuration is applied: keep "
+                 "the stream's limits equal on every node",
+                 s->name, s->js_name, diff);
+    }
+    jsStreamInfo_Destroy(si);
+}
+
 int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     if (rift_repl_ready(s)) {
         return 0;
@@ -142,14 +203,14 @@ int rift_repl_ensure(rift_repl *r, repl_stream *s, rift_error *err) {
     if (c.MaxAge > 0 && c.Duplicates > c.MaxAge) {
         c.Duplicates = c.MaxAge;
     }
-    /* JetStream counts the headers too; rift checks the payload itself. */
-    c.MaxMsgSize =
-        (int32_t)RIFT_MIN(s->max_payload + 4096, (uint64_t)INT32_MAX);
+    c.MaxMsgSize = (int32_t)RIFT_MIN(s->max_payload + REPL_HEADER_ROOM,
+                                     (uint64_t)INT32_MAX);
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus st = js_AddStream(&si, r->js, &c, NULL, &jerr);
     if (st != NATS_OK && jerr == JSStreamNameExistErr) {
         /* Made by another node or an earlier run: our limits win. */
+        warn_limits(r, s, &c);
         st = js_UpdateStream(&si, r->js, &c, NULL, &jerr);
     }
     jsStreamInfo_Destroy(si);

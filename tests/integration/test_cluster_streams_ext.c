@@ -4,9 +4,10 @@
  * streams"): CONSUMER_OPEN_EXT with every start position, resumes and
  * the store's "different <field>" text, max_deliver, CONSUMER_INFO_GET,
  * CONSUMER_LIST scoped to the identity, the identity's consumer quota,
- * STREAM_INFO_GET, STREAM_PURGE
- * keeping sequences and CONSUMER_FETCH_WAIT, each asked of a node other
- * than the publishing one; and riftd started while its backbone is down.
+ * STREAM_INFO_GET, STREAM_PURGE keeping sequences and CONSUMER_FETCH_WAIT,
+ * each asked of a node other
+ * than the publishing one; riftd started while its backbone is down; and
+ * nodes configured with other limits naming them in their logs.
  * Every wait polls a condition or is the protocol's own wait.
  */
 // labels: threads slow
@@ -547,6 +548,53 @@ RIFT_TEST(riftd_started_with_backbone_down_then_ready) {
               cluster_fix_wait_replicated(&f, CL_READY_MS);
     if (up) {
         down_start_body(&f);
+    }
+    bool down = cluster_fix_stop(&f);
+    CHECK(up);
+    CHECK(down);
+}
+
+/* ---- Nodes configured with other limits ---- */
+
+/* Some node's log names the stream's one differing limit, either way. */
+static bool limits_warned(void *arg) {
+    cluster_fix *f = arg;
+    bool hit = false;
+    for (int i = 0; i < CLUSTER_FIX_NODES && !hit; i++) {
+        char *log = rift_proc_read(f->n[i].r.p.err);
+        hit =
+            log != NULL &&
+            (strstr(log, "had other limits (max_messages 100000 in JetStream, "
+                         "100 here)") != NULL ||
+             strstr(log, "had other limits (max_messages 100 in JetStream, "
+                         "100000 here)") != NULL);
+        free(log);
+    }
+    return hit;
+}
+
+RIFT_TEST(nodes_with_other_limits_say_so) {
+    cluster_fix f;
+    /* Node 3 caps 'orders' at 100 messages, nodes 1 and 2 keep the default
+     * 100,000: the node
+     * that finds the stream made by another names exactly that limit
+     * (nothing else differs) and applies its own; the stream serves. */
+    cluster_fix_opts o = {.jetstream = true,
+                          .streams = CL_ORDERS_LUA,
+                          .streams_last = "{ orders = { subjects = { "
+                                          "'orders.>' }, replicas = 3, "
+                                          "max_messages = 100 } }"};
+    bool up = cluster_fix_start_opts(&f, &o) &&
+              cluster_fix_wait_replicated(&f, CL_READY_MS);
+    if (up) {
+        bool warned = rift_test_wait_until(limits_warned, &f, CL_WAIT_MS);
+        for (int i = 0; !warned && i < CLUSTER_FIX_NODES; i++) {
+            char *log = rift_proc_read(f.n[i].r.p.err);
+            fprintf(stderr, "  r%d log:\n%s\n", i + 1, log ? log : "(none)");
+            free(log);
+        }
+        CHECK(warned);
+        CHECK(cl_spub1(f.n[0].c, "m1") >= 1);
     }
     bool down = cluster_fix_stop(&f);
     CHECK(up);

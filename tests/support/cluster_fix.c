@@ -112,8 +112,12 @@ void cluster_fix_ns_kill(cluster_fix *f, int i) {
 static bool start_riftd(cluster_fix *f, int i) {
     cluster_node *n = &f->n[i];
     char streams[4096] = "";
-    if (f->o.streams != NULL) {
-        snprintf(streams, sizeof streams, "    streams = %s,\n", f->o.streams);
+    const char *lua = f->o.streams;
+    if (i == CLUSTER_FIX_NODES - 1 && f->o.streams_last != NULL) {
+        lua = f->o.streams_last;
+    }
+    if (lua != NULL) {
+        snprintf(streams, sizeof streams, "    streams = %s,\n", lua);
     }
     char grant[512] = "";
     if (f->o.app_streams != NULL) {

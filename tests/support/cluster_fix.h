@@ -30,6 +30,9 @@ typedef struct cluster_fix_opts {
     bool jetstream;
     /* Lua text of messaging.streams, e.g. "{ orders = { replicas = 3 } }". */
     const char *streams;
+    /* The last node's messaging.streams instead (nodes configured
+     * differently); NULL: |streams|. */
+    const char *streams_last;
     /* A second principal 'worker' (token RIFTD_FIX_TOKEN2, publish and
      * subscribe '>'). */
     bool second_principal;
