@@ -710,7 +710,19 @@ static void check_stored_readable(cluster_fix *f, load *l, int reader) {
     rift_client *c = f->n[reader].c;
     unsigned char *seen = calloc(l->n, 1);
     CHECK(seen != NULL);
-    bool opened = open1(c, "audit", 1, 120000, 4096);
+    /* Right after a failover JetStream's API may time out (a meta or
+     * consumer leader still being elected); like a publish, a failed
+     * open is retried, and the tries are reported. */
+    bool opened = false;
+    int open_tries = 0;
+    for (int64_t oend = cl_now_ms() + 60000; !opened && cl_now_ms() < oend;
+         open_tries++) {
+        opened = open1(c, "audit", 1, 120000, 4096);
+        if (!opened) {
+            pause_ms(200);
+        }
+    }
+    fprintf(stderr, "  consumer opened on try %d\n", open_tries);
     size_t got = 0, extra = 0, mismatch = 0;
     cl_rec *r = calloc(256, sizeof *r);
     int64_t t1 = cl_now_ms(), end = t1 + 120000;
